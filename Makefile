@@ -1,0 +1,62 @@
+# The two commands of the README: `make run` and `make test`. Both install what is missing,
+# configure and build; run then starts the broker, test runs every check and test.
+BUILD       ?= build
+ASAN_BUILD  ?= build-asan
+SPECS       ?= ../shared/kafka-protocol
+JOBS        ?= $(shell nproc)
+CLANG_CXX   ?= clang++-14
+
+.PHONY: all deps build run test generate check-generated format check-format tidy \
+        unit-tests asan fuzz bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/build.ninja: CMakeLists.txt | deps
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+
+build: deps $(BUILD)/build.ninja
+	@ninja -C $(BUILD) -j $(JOBS) --quiet
+
+run: build
+	$(BUILD)/silt
+
+# Regenerates the protocol code from the Kafka specs.
+generate:
+	python3 tools/kafka_codegen.py --specs $(SPECS)/message
+
+# Fails when the committed generated code differs from what the specs give.
+check-generated:
+	@scripts/check-generated.sh $(SPECS)
+
+format:
+	@scripts/check-format.sh --fix
+
+check-format: deps
+	@scripts/check-format.sh
+
+tidy: $(BUILD)/build.ninja
+	@scripts/run-clang-tidy.sh $(BUILD)
+
+unit-tests: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Unit tests and the fuzz target under AddressSanitizer and UndefinedBehaviorSanitizer (clang).
+asan: deps
+	@CXX=$(CLANG_CXX) cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+	  -DSILT_SANITIZE=ON -DSILT_FUZZ=ON -DSILT_BENCH=OFF >/dev/null
+	@ninja -C $(ASAN_BUILD) -j $(JOBS) --quiet
+	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
+
+fuzz: asan
+	@scripts/run-fuzzers.sh $(ASAN_BUILD)
+
+bench: build
+	@for b in $(BUILD)/bench/*_bench; do $$b; done
+
+test: deps check-generated check-format build tidy unit-tests fuzz
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

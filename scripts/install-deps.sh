@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that building and testing Silt need.
+# Idempotent and silent when everything is already present; uses apt-get (needs root or sudo).
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build python3 pkg-config
+  clang-14 clang-format-14 clang-tidy-14 libclang-rt-14-dev
+  # libraries
+  libboost1.81-dev liburing-dev libssl-dev libcurl4-openssl-dev
+  zlib1g-dev libzstd-dev liblz4-dev libsnappy-dev libisal-dev
+  libsqlite3-dev libexpected-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev librdkafka-dev kcat
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+sudo=""
+[[ $(id -u) -eq 0 ]] || sudo="sudo"
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
