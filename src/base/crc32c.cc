@@ -1,9 +1,9 @@
 #include "base/crc32c.h"
 
-#include <isa-l.h>
-
 #include <algorithm>
 #include <climits>
+
+#include <isa-l.h>
 
 namespace silt::base {
 

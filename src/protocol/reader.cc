@@ -29,7 +29,9 @@ std::string_view decode_error_name(decode_error e) {
   return "unknown";
 }
 
-double reader::float64() { return std::bit_cast<double>(fixed<uint64_t>()); }
+double reader::float64() {
+  return std::bit_cast<double>(fixed<uint64_t>());
+}
 
 protocol::uuid reader::uuid() {
   protocol::uuid u;

@@ -61,10 +61,10 @@ class reader {
   bool boolean() { return fixed<uint8_t>() != 0; }
   protocol::uuid uuid();
 
-  uint32_t uvarint();    // unsigned LEB128, at most 5 bytes
-  uint64_t uvarlong();   // unsigned LEB128, at most 10 bytes
-  int32_t varint();      // zig-zag
-  int64_t varlong();     // zig-zag
+  uint32_t uvarint();   // unsigned LEB128, at most 5 bytes
+  uint64_t uvarlong();  // unsigned LEB128, at most 10 bytes
+  int32_t varint();     // zig-zag
+  int64_t varlong();    // zig-zag
 
   // Strings, bytes and records: `compact` selects the flexible encoding (unsigned varint of
   // length + 1, 0 for null) over the classic one (int16 or int32 length, -1 for null).

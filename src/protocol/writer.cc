@@ -18,7 +18,9 @@ std::string_view encode_error_name(encode_error e) {
   return "unknown";
 }
 
-void writer::float64(double v) { put(std::bit_cast<uint64_t>(v)); }
+void writer::float64(double v) {
+  put(std::bit_cast<uint64_t>(v));
+}
 
 void writer::uvarint(uint32_t v) {
   while (v >= 0x80) {
@@ -38,7 +40,8 @@ void writer::uvarlong(uint64_t v) {
 
 void writer::string(std::string_view s, bool compact) {
   if (compact) {
-    if (s.size() >= std::numeric_limits<uint32_t>::max()) return fail(encode_error::value_too_large);
+    if (s.size() >= std::numeric_limits<uint32_t>::max())
+      return fail(encode_error::value_too_large);
     uvarint(static_cast<uint32_t>(s.size() + 1));
   } else {
     if (s.size() > static_cast<size_t>(std::numeric_limits<int16_t>::max())) {

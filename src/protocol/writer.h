@@ -61,8 +61,12 @@ class writer {
 
   void uvarint(uint32_t v);
   void uvarlong(uint64_t v);
-  void varint(int32_t v) { uvarint((static_cast<uint32_t>(v) << 1) ^ static_cast<uint32_t>(v >> 31)); }
-  void varlong(int64_t v) { uvarlong((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63)); }
+  void varint(int32_t v) {
+    uvarint((static_cast<uint32_t>(v) << 1) ^ static_cast<uint32_t>(v >> 31));
+  }
+  void varlong(int64_t v) {
+    uvarlong((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
+  }
 
   // `compact` selects the flexible encoding (unsigned varint length + 1, 0 for null).
   void string(std::string_view s, bool compact);
@@ -130,8 +134,12 @@ namespace wire_size {
 }
 // The size of a null string; a null bytes or records field has the size of bytes(0, compact)
 // in the compact form and 4 bytes otherwise.
-[[nodiscard]] constexpr size_t null(bool compact) { return compact ? 1 : 2; }
-[[nodiscard]] constexpr size_t null_bytes(bool compact) { return compact ? 1 : 4; }
+[[nodiscard]] constexpr size_t null(bool compact) {
+  return compact ? 1 : 2;
+}
+[[nodiscard]] constexpr size_t null_bytes(bool compact) {
+  return compact ? 1 : 4;
+}
 [[nodiscard]] constexpr size_t array_length(size_t n, bool compact) {
   return compact ? uvarint(static_cast<uint32_t>(n + 1)) : 4;
 }

@@ -1,9 +1,9 @@
 #include "base/crc32c.h"
 
-#include <gtest/gtest.h>
-
 #include <string_view>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace silt::base {
 namespace {

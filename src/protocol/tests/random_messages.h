@@ -97,8 +97,8 @@ round_trip_result check_round_trip(const Msg& m, int16_t version) {
   if (!w.ok()) return {false, "encode failed: " + std::string(encode_error_name(w.error()))};
   const std::vector<uint8_t> first = w.take();
   if (first.size() != m.encoded_size(version)) {
-    return {false, "encoded_size " + std::to_string(m.encoded_size(version)) + " but encode wrote " +
-                       std::to_string(first.size())};
+    return {false, "encoded_size " + std::to_string(m.encoded_size(version)) +
+                       " but encode wrote " + std::to_string(first.size())};
   }
   reader r(first);
   Msg decoded;
