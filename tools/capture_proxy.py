@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """TCP proxy that records Kafka protocol frames passing between a client and a broker.
 
-Every byte is forwarded unchanged in both directions. Each Kafka frame (a 4-byte
+Every frame is forwarded unchanged in both directions (except ApiVersions
+responses with --clamp-api-versions, see below). Each Kafka frame (a 4-byte
 big-endian length followed by that many bytes) is additionally written to the
 output directory, without its length prefix:
 
@@ -17,6 +18,19 @@ Because a Kafka broker advertises its own address in Metadata responses, run
 the broker with advertised.listeners pointing to this proxy's listen port so
 that clients keep talking through the proxy.
 
+--clamp-api-versions FILE makes the broker look like one that supports fewer
+API versions: every successful ApiVersions response is re-encoded so that each
+advertised version range lies within the range FILE gives for that api key,
+and api keys that FILE does not list (or whose ranges do not overlap) are left
+out. Clients then negotiate versions within those limits. FILE is either a C++
+header with `api_table` rows `{key, "Name", min, max, ...}` (such as Silt's
+src/protocol/generated/api_table.h) or a JSON object {"api_key": max} or
+{"api_key": [min, max]}. Only the api_keys array is rewritten; the error code,
+throttle time and all tagged fields (SupportedFeatures, FinalizedFeatures, ...)
+are copied byte for byte. The frame written to the output directory is the
+clamped one the client received; the broker's original response is written
+next to it as NNN_cCC_ApiVersions_v<version>_response.unclamped.bin.
+
 Stops on SIGINT/SIGTERM, after --max-frames frames were written, or after
 --idle-timeout seconds without any traffic.
 
@@ -27,7 +41,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import re
 import signal
 import struct
 import sys
@@ -74,6 +90,123 @@ def api_name(key: int) -> str:
     return API_NAMES.get(key, f"Api{key}")
 
 
+API_VERSIONS_KEY = 18
+
+VersionLimits = dict[int, tuple[int, int]]
+
+
+def load_version_limits(path: str) -> VersionLimits:
+    """Reads {api_key: (min, max)} from an api_table header or a JSON file."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    limits: VersionLimits = {}
+    if text.lstrip().startswith("{"):
+        for key, val in json.loads(text).items():
+            lo, hi = (0, val) if isinstance(val, int) else val
+            limits[int(key)] = (int(lo), int(hi))
+    else:
+        table = re.search(r"\bapi_table\s*=\s*\{\{(.*?)\}\};", text, re.S)
+        if not table:
+            raise ValueError(f"{path}: no api_table found")
+        for m in re.finditer(r'\{\s*(\d+)\s*,\s*"[^"]*"\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*,',
+                             table.group(1)):
+            limits[int(m.group(1))] = (int(m.group(2)), int(m.group(3)))
+    if not limits:
+        raise ValueError(f"{path}: no api version limits found")
+    return limits
+
+
+def _uvarint(data: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(data):
+            raise ValueError("truncated varint")
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+        if shift > 28:
+            raise ValueError("varint too long")
+
+
+def _put_uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def clamp_api_versions_response(body: bytes, version: int,
+                                limits: VersionLimits) -> tuple[bytes, list[str]] | None:
+    """Re-encodes an ApiVersions response body (response header v0 included)
+    with every api key's range clamped to `limits`; keys outside `limits` are
+    dropped. Returns (new body, list of changes), or None when nothing changes
+    (error responses, which use the v0 layout whatever the request version,
+    are left alone)."""
+    flexible = version >= 3
+    pos = 4  # correlation id: ApiVersions responses always use header v0
+    (error_code,) = struct.unpack_from(">h", body, pos)
+    pos += 2
+    if error_code != 0:
+        return None
+    if flexible:
+        n, pos = _uvarint(body, pos)
+        n -= 1
+    else:
+        (n,) = struct.unpack_from(">i", body, pos)
+        pos += 4
+    if n < 0:
+        raise ValueError("null api_keys array")
+    entries = []  # (key, min, max, raw tagged fields)
+    for _ in range(n):
+        key, lo, hi = struct.unpack_from(">hhh", body, pos)
+        pos += 6
+        tags = b""
+        if flexible:
+            start = pos
+            count, pos = _uvarint(body, pos)
+            for _ in range(count):
+                _, pos = _uvarint(body, pos)
+                size, pos = _uvarint(body, pos)
+                pos += size
+            if pos > len(body):
+                raise ValueError("truncated tagged fields")
+            tags = body[start:pos]
+        entries.append((key, lo, hi, tags))
+    rest = body[pos:]  # throttle_time_ms (v1+) and the top-level tagged fields (v3+)
+
+    kept, changes = [], []
+    for key, lo, hi, tags in entries:
+        name = api_name(key)
+        if key not in limits:
+            changes.append(f"{name}({key}) {lo}-{hi} dropped")
+            continue
+        new_lo, new_hi = max(lo, limits[key][0]), min(hi, limits[key][1])
+        if new_lo > new_hi:
+            changes.append(f"{name}({key}) {lo}-{hi} dropped (no common version)")
+            continue
+        if (new_lo, new_hi) != (lo, hi):
+            changes.append(f"{name}({key}) {lo}-{hi} -> {new_lo}-{new_hi}")
+        kept.append((key, new_lo, new_hi, tags))
+    if not changes:
+        return None
+
+    out = bytearray(body[:6])  # correlation id, error code
+    out += _put_uvarint(len(kept) + 1) if flexible else struct.pack(">i", len(kept))
+    for key, lo, hi, tags in kept:
+        out += struct.pack(">hhh", key, lo, hi) + tags
+    out += rest
+    return bytes(out), changes
+
+
+def log(msg: str) -> None:
+    print(f"capture_proxy: {msg}", file=sys.stderr, flush=True)
+
+
 def parse_hostport(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit():
@@ -84,8 +217,10 @@ def parse_hostport(text: str) -> tuple[str, int]:
 class Recorder:
     """Assigns sequence numbers and writes frames; shared by all connections."""
 
-    def __init__(self, out_dir: str, max_frames: int | None, verbose: bool):
+    def __init__(self, out_dir: str, max_frames: int | None, verbose: bool,
+                 clamp: VersionLimits | None = None):
         self.out_dir = out_dir
+        self.clamp = clamp
         self.max_frames = max_frames
         self.verbose = verbose
         self.seq = 0
@@ -102,12 +237,15 @@ class Recorder:
         self.seq += 1
         return self.seq
 
-    def write(self, name: str, body: bytes) -> None:
+    def write(self, name: str, body: bytes, frame: bool = True) -> None:
+        """Writes one file; frame=False for extra files that do not count as frames."""
         if self.done.is_set():
             return
         path = os.path.join(self.out_dir, name)
         with open(path, "wb") as f:
             f.write(body)
+        if not frame:
+            return
         self.written += 1
         if self.verbose:
             print(f"capture_proxy: {name} ({len(body)} bytes)", file=sys.stderr, flush=True)
@@ -119,30 +257,52 @@ class Connection:
     def __init__(self, rec: Recorder, conn_id: int):
         self.rec = rec
         self.conn_id = conn_id
-        self.pending: dict[int, str] = {}  # correlation id -> file name prefix
+        # correlation id -> (file name prefix, api key, api version)
+        self.pending: dict[int, tuple[str, int, int]] = {}
 
-    def on_request(self, body: bytes) -> None:
+    def on_request(self, body: bytes) -> bytes:
         seq = self.rec.next_seq()
         if len(body) >= 8:
             key, ver, corr = struct.unpack_from(">hhi", body, 0)
             prefix = f"{seq:03d}_c{self.conn_id:02d}_{api_name(key)}_v{ver}"
-            self.pending[corr] = prefix
+            self.pending[corr] = (prefix, key, ver)
+            limits = self.rec.clamp
+            if key == API_VERSIONS_KEY and limits is not None:
+                lo, hi = limits.get(API_VERSIONS_KEY, (0, -1))
+                if not lo <= ver <= hi:
+                    log(f"warning: {prefix}: request version is outside the clamped ApiVersions "
+                        f"range; forwarded as is")
         else:
             prefix = f"{seq:03d}_c{self.conn_id:02d}_short"
         self.rec.write(prefix + "_request.bin", body)
+        return body
 
-    def on_response(self, body: bytes) -> None:
+    def on_response(self, body: bytes) -> bytes:
+        """Records a response frame and returns the frame to pass on to the client."""
         prefix = None
         if len(body) >= 4:
             (corr,) = struct.unpack_from(">i", body, 0)
-            prefix = self.pending.pop(corr, None)
+            prefix, key, ver = self.pending.pop(corr, (None, None, None))
         if prefix is None:
             prefix = f"{self.rec.next_seq():03d}_c{self.conn_id:02d}_unmatched"
+        elif key == API_VERSIONS_KEY and self.rec.clamp is not None:
+            try:
+                clamped = clamp_api_versions_response(body, ver, self.rec.clamp)
+            except (ValueError, struct.error) as e:
+                log(f"warning: {prefix}: cannot parse ApiVersions response ({e}); forwarded as is")
+                clamped = None
+            if clamped is not None:
+                self.rec.write(prefix + "_response.unclamped.bin", body, frame=False)
+                body, changes = clamped
+                log(f"{prefix}: clamped ApiVersions response: " + "; ".join(changes))
         self.rec.write(prefix + "_response.bin", body)
+        return body
 
 
 async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                on_frame, rec: Recorder) -> None:
+    """Copies one direction frame by frame; on_frame(body) records a frame and
+    returns the body to send on (usually the same bytes)."""
     buf = bytearray()
     framing = True
     try:
@@ -151,24 +311,31 @@ async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
             if not data:
                 break
             rec.last_activity = time.monotonic()
-            writer.write(data)
-            if framing:
+            if not framing:
+                writer.write(data)
+            else:
                 buf += data
                 while len(buf) >= 4:
                     (size,) = struct.unpack_from(">i", buf, 0)
                     if size < 0 or size > MAX_FRAME:
+                        # Not a Kafka frame stream: pass everything on untouched.
                         framing = False
+                        writer.write(bytes(buf))
                         buf.clear()
                         break
                     if len(buf) < 4 + size:
                         break
-                    on_frame(bytes(buf[4:4 + size]))
+                    body = bytes(buf[4:4 + size])
                     del buf[:4 + size]
+                    out = on_frame(body)
+                    writer.write(struct.pack(">i", len(out)) + out)
             await writer.drain()
     except (ConnectionError, asyncio.IncompleteReadError):
         pass
     finally:
         try:
+            if buf:
+                writer.write(bytes(buf))  # incomplete last frame
             if writer.can_write_eof():
                 writer.write_eof()
         except (OSError, RuntimeError):
@@ -200,13 +367,18 @@ async def handle(client_r, client_w, upstream, rec: Recorder) -> None:
 
 async def main_async(args) -> int:
     os.makedirs(args.out, exist_ok=True)
-    rec = Recorder(args.out, args.max_frames, args.verbose)
+    clamp = None
+    if args.clamp_api_versions:
+        clamp = load_version_limits(args.clamp_api_versions)
+    rec = Recorder(args.out, args.max_frames, args.verbose, clamp)
     server = await asyncio.start_server(
         lambda r, w: handle(r, w, args.upstream, rec), args.listen[0], args.listen[1],
         reuse_address=True)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, rec.done.set)
+    if clamp is not None:
+        log(f"clamping ApiVersions responses to {len(clamp)} api keys from {args.clamp_api_versions}")
     print(f"capture_proxy: listening on {args.listen[0]}:{args.listen[1]} -> "
           f"{args.upstream[0]}:{args.upstream[1]}, writing to {args.out}",
           file=sys.stderr, flush=True)
@@ -235,6 +407,10 @@ def main(argv=None) -> int:
                    help="stop after this many frames (requests + responses) were written")
     p.add_argument("--idle-timeout", type=float, default=None,
                    help="stop after this many seconds without traffic")
+    p.add_argument("--clamp-api-versions", metavar="FILE", default=None,
+                   help="limit the versions advertised in ApiVersions responses to those in FILE "
+                        "(an api_table header such as src/protocol/generated/api_table.h, or "
+                        "JSON {\"api_key\": max or [min, max]}); unlisted api keys are dropped")
     p.add_argument("-v", "--verbose", action="store_true", help="log every frame written")
     args = p.parse_args(argv)
     return asyncio.run(main_async(args))

@@ -170,7 +170,7 @@ class Field:
         return not self.nullable.empty()
 
     def elem_cpp(self):
-        return f"{self.struct.owner}::{self.struct.name}" if self.struct else PRIMITIVES[self.elem]
+        return f"{self.struct.owner}_types::{self.struct.name}" if self.struct else PRIMITIVES[self.elem]
 
     def value_cpp(self):
         t = self.elem_cpp()
@@ -810,7 +810,8 @@ def emit_struct_decl(o, msg, s, is_root):
         o(f"static constexpr std::string_view spec_name = \"{msg.name}\";")
         o()
         for ns in msg.declaration_order():
-            emit_struct_decl(o, msg, ns, False)
+            o(f"using {ns.name} = {msg.cname}_types::{ns.name};")
+        if msg.order:
             o()
     for f in s.fields:
         o(f"{f.cpp_type()} {f.cname}{f.member_initializer()};")
@@ -849,6 +850,18 @@ def emit_message(msg, spec_version):
     h()
     h("namespace silt::protocol {")
     h()
+    if msg.order:
+        # Nested structs live in a namespace of their own and are named inside the message by
+        # aliases: defined inside the message, a struct with default member initialisers is not
+        # default-constructible (for std::optional) until the message is complete.
+        h(f"// The nested structs of {msg.cname}; use them as {msg.cname}::<Name>.")
+        h(f"namespace {msg.cname}_types {{")
+        h()
+        for ns in msg.declaration_order():
+            emit_struct_decl(h, msg, ns, False)
+            h()
+        h(f"}}  // namespace {msg.cname}_types")
+        h()
     h(f"// Kafka's {msg.name} (versions {msg.valid.lo}-{msg.valid.hi}). Nested structs keep the")
     h("// spec's type names and have the same encode, decode and encoded_size functions.")
     emit_struct_decl(h, msg, msg.root, True)
@@ -865,7 +878,7 @@ def emit_message(msg, spec_version):
     c("namespace silt::protocol {")
     c()
     for s in msg.declaration_order():
-        e = StructEmitter(msg, s, f"{msg.cname}::{s.name}")
+        e = StructEmitter(msg, s, f"{msg.cname}_types::{s.name}")
         e.emit_encode(c)
         e.emit_decode(c)
         e.emit_size(c)

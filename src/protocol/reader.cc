@@ -25,6 +25,8 @@ std::string_view decode_error_name(decode_error e) {
       return "tagged field size mismatch";
     case decode_error::trailing_bytes:
       return "trailing bytes";
+    case decode_error::unknown_api_key:
+      return "unknown API key";
   }
   return "unknown";
 }

@@ -29,6 +29,7 @@ enum class decode_error : uint8_t {
   null_in_non_nullable_field,  // null where the version does not allow it
   tagged_field_size_mismatch,  // a known tagged field did not fill its declared size
   trailing_bytes,              // bytes left after a value that must fill its buffer
+  unknown_api_key,             // a request header naming an API that is not in the table
 };
 
 [[nodiscard]] std::string_view decode_error_name(decode_error e);

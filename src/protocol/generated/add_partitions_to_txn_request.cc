@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void add_partitions_to_txn_request::AddPartitionsToTxnTopic::encode(writer& w, int16_t version) const {
+void add_partitions_to_txn_request_types::AddPartitionsToTxnTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 3;
   w.string(name, flexible);
   w.array_length(partitions.size(), flexible);
@@ -19,7 +19,7 @@ void add_partitions_to_txn_request::AddPartitionsToTxnTopic::encode(writer& w, i
   }
 }
 
-void add_partitions_to_txn_request::AddPartitionsToTxnTopic::decode(reader& r, int16_t version) {
+void add_partitions_to_txn_request_types::AddPartitionsToTxnTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 3;
   name = r.string(flexible);
   {
@@ -46,7 +46,7 @@ void add_partitions_to_txn_request::AddPartitionsToTxnTopic::decode(reader& r, i
   }
 }
 
-size_t add_partitions_to_txn_request::AddPartitionsToTxnTopic::encoded_size(int16_t version) const {
+size_t add_partitions_to_txn_request_types::AddPartitionsToTxnTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 3;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);
@@ -62,7 +62,7 @@ size_t add_partitions_to_txn_request::AddPartitionsToTxnTopic::encoded_size(int1
   return n;
 }
 
-void add_partitions_to_txn_request::AddPartitionsToTxnTransaction::encode(writer& w, int16_t version) const {
+void add_partitions_to_txn_request_types::AddPartitionsToTxnTransaction::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 3;
   if (version >= 4) {
     w.string(transactional_id, flexible);
@@ -87,7 +87,7 @@ void add_partitions_to_txn_request::AddPartitionsToTxnTransaction::encode(writer
   }
 }
 
-void add_partitions_to_txn_request::AddPartitionsToTxnTransaction::decode(reader& r, int16_t version) {
+void add_partitions_to_txn_request_types::AddPartitionsToTxnTransaction::decode(reader& r, int16_t version) {
   const bool flexible = version >= 3;
   if (version >= 4) {
     transactional_id = r.string(flexible);
@@ -127,7 +127,7 @@ void add_partitions_to_txn_request::AddPartitionsToTxnTransaction::decode(reader
   }
 }
 
-size_t add_partitions_to_txn_request::AddPartitionsToTxnTransaction::encoded_size(int16_t version) const {
+size_t add_partitions_to_txn_request_types::AddPartitionsToTxnTransaction::encoded_size(int16_t version) const {
   const bool flexible = version >= 3;
   size_t n = 0;
   if (version >= 4) {

@@ -14,6 +14,36 @@
 
 namespace silt::protocol {
 
+// The nested structs of add_partitions_to_txn_request; use them as add_partitions_to_txn_request::<Name>.
+namespace add_partitions_to_txn_request_types {
+
+struct AddPartitionsToTxnTopic {
+  std::string name;
+  std::vector<int32_t> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AddPartitionsToTxnTopic&) const = default;
+};
+
+struct AddPartitionsToTxnTransaction {
+  std::string transactional_id;
+  int64_t producer_id = 0;
+  int16_t producer_epoch = 0;
+  bool verify_only = false;
+  std::vector<add_partitions_to_txn_request_types::AddPartitionsToTxnTopic> topics;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AddPartitionsToTxnTransaction&) const = default;
+};
+
+}  // namespace add_partitions_to_txn_request_types
+
 // Kafka's AddPartitionsToTxnRequest (versions 0-5). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct add_partitions_to_txn_request {
@@ -23,36 +53,14 @@ struct add_partitions_to_txn_request {
   static constexpr int16_t first_flexible_version = 3;
   static constexpr std::string_view spec_name = "AddPartitionsToTxnRequest";
 
-  struct AddPartitionsToTxnTopic {
-    std::string name;
-    std::vector<int32_t> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using AddPartitionsToTxnTopic = add_partitions_to_txn_request_types::AddPartitionsToTxnTopic;
+  using AddPartitionsToTxnTransaction = add_partitions_to_txn_request_types::AddPartitionsToTxnTransaction;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AddPartitionsToTxnTopic&) const = default;
-  };
-
-  struct AddPartitionsToTxnTransaction {
-    std::string transactional_id;
-    int64_t producer_id = 0;
-    int16_t producer_epoch = 0;
-    bool verify_only = false;
-    std::vector<add_partitions_to_txn_request::AddPartitionsToTxnTopic> topics;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AddPartitionsToTxnTransaction&) const = default;
-  };
-
-  std::vector<add_partitions_to_txn_request::AddPartitionsToTxnTransaction> transactions;
+  std::vector<add_partitions_to_txn_request_types::AddPartitionsToTxnTransaction> transactions;
   std::string v3_and_below_transactional_id;
   int64_t v3_and_below_producer_id = 0;
   int16_t v3_and_below_producer_epoch = 0;
-  std::vector<add_partitions_to_txn_request::AddPartitionsToTxnTopic> v3_and_below_topics;
+  std::vector<add_partitions_to_txn_request_types::AddPartitionsToTxnTopic> v3_and_below_topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

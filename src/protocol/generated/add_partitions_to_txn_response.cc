@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void add_partitions_to_txn_response::AddPartitionsToTxnPartitionResult::encode(writer& w, int16_t version) const {
+void add_partitions_to_txn_response_types::AddPartitionsToTxnPartitionResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 3;
   w.int32(partition_index);
   w.int16(partition_error_code);
@@ -16,7 +16,7 @@ void add_partitions_to_txn_response::AddPartitionsToTxnPartitionResult::encode(w
   }
 }
 
-void add_partitions_to_txn_response::AddPartitionsToTxnPartitionResult::decode(reader& r, int16_t version) {
+void add_partitions_to_txn_response_types::AddPartitionsToTxnPartitionResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 3;
   partition_index = r.int32();
   partition_error_code = r.int16();
@@ -31,7 +31,7 @@ void add_partitions_to_txn_response::AddPartitionsToTxnPartitionResult::decode(r
   }
 }
 
-size_t add_partitions_to_txn_response::AddPartitionsToTxnPartitionResult::encoded_size(int16_t version) const {
+size_t add_partitions_to_txn_response_types::AddPartitionsToTxnPartitionResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 3;
   size_t n = 0;
   n += 4;
@@ -46,7 +46,7 @@ size_t add_partitions_to_txn_response::AddPartitionsToTxnPartitionResult::encode
   return n;
 }
 
-void add_partitions_to_txn_response::AddPartitionsToTxnTopicResult::encode(writer& w, int16_t version) const {
+void add_partitions_to_txn_response_types::AddPartitionsToTxnTopicResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 3;
   w.string(name, flexible);
   w.array_length(results_by_partition.size(), flexible);
@@ -58,7 +58,7 @@ void add_partitions_to_txn_response::AddPartitionsToTxnTopicResult::encode(write
   }
 }
 
-void add_partitions_to_txn_response::AddPartitionsToTxnTopicResult::decode(reader& r, int16_t version) {
+void add_partitions_to_txn_response_types::AddPartitionsToTxnTopicResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 3;
   name = r.string(flexible);
   {
@@ -85,7 +85,7 @@ void add_partitions_to_txn_response::AddPartitionsToTxnTopicResult::decode(reade
   }
 }
 
-size_t add_partitions_to_txn_response::AddPartitionsToTxnTopicResult::encoded_size(int16_t version) const {
+size_t add_partitions_to_txn_response_types::AddPartitionsToTxnTopicResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 3;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);
@@ -101,7 +101,7 @@ size_t add_partitions_to_txn_response::AddPartitionsToTxnTopicResult::encoded_si
   return n;
 }
 
-void add_partitions_to_txn_response::AddPartitionsToTxnResult::encode(writer& w, int16_t version) const {
+void add_partitions_to_txn_response_types::AddPartitionsToTxnResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 3;
   if (version >= 4) {
     w.string(transactional_id, flexible);
@@ -117,7 +117,7 @@ void add_partitions_to_txn_response::AddPartitionsToTxnResult::encode(writer& w,
   }
 }
 
-void add_partitions_to_txn_response::AddPartitionsToTxnResult::decode(reader& r, int16_t version) {
+void add_partitions_to_txn_response_types::AddPartitionsToTxnResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 3;
   if (version >= 4) {
     transactional_id = r.string(flexible);
@@ -148,7 +148,7 @@ void add_partitions_to_txn_response::AddPartitionsToTxnResult::decode(reader& r,
   }
 }
 
-size_t add_partitions_to_txn_response::AddPartitionsToTxnResult::encoded_size(int16_t version) const {
+size_t add_partitions_to_txn_response_types::AddPartitionsToTxnResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 3;
   size_t n = 0;
   if (version >= 4) {

@@ -14,6 +14,44 @@
 
 namespace silt::protocol {
 
+// The nested structs of add_partitions_to_txn_response; use them as add_partitions_to_txn_response::<Name>.
+namespace add_partitions_to_txn_response_types {
+
+struct AddPartitionsToTxnPartitionResult {
+  int32_t partition_index = 0;
+  int16_t partition_error_code = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AddPartitionsToTxnPartitionResult&) const = default;
+};
+
+struct AddPartitionsToTxnTopicResult {
+  std::string name;
+  std::vector<add_partitions_to_txn_response_types::AddPartitionsToTxnPartitionResult> results_by_partition;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AddPartitionsToTxnTopicResult&) const = default;
+};
+
+struct AddPartitionsToTxnResult {
+  std::string transactional_id;
+  std::vector<add_partitions_to_txn_response_types::AddPartitionsToTxnTopicResult> topic_results;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AddPartitionsToTxnResult&) const = default;
+};
+
+}  // namespace add_partitions_to_txn_response_types
+
 // Kafka's AddPartitionsToTxnResponse (versions 0-5). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct add_partitions_to_txn_response {
@@ -23,43 +61,14 @@ struct add_partitions_to_txn_response {
   static constexpr int16_t first_flexible_version = 3;
   static constexpr std::string_view spec_name = "AddPartitionsToTxnResponse";
 
-  struct AddPartitionsToTxnPartitionResult {
-    int32_t partition_index = 0;
-    int16_t partition_error_code = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AddPartitionsToTxnPartitionResult&) const = default;
-  };
-
-  struct AddPartitionsToTxnTopicResult {
-    std::string name;
-    std::vector<add_partitions_to_txn_response::AddPartitionsToTxnPartitionResult> results_by_partition;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AddPartitionsToTxnTopicResult&) const = default;
-  };
-
-  struct AddPartitionsToTxnResult {
-    std::string transactional_id;
-    std::vector<add_partitions_to_txn_response::AddPartitionsToTxnTopicResult> topic_results;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AddPartitionsToTxnResult&) const = default;
-  };
+  using AddPartitionsToTxnPartitionResult = add_partitions_to_txn_response_types::AddPartitionsToTxnPartitionResult;
+  using AddPartitionsToTxnTopicResult = add_partitions_to_txn_response_types::AddPartitionsToTxnTopicResult;
+  using AddPartitionsToTxnResult = add_partitions_to_txn_response_types::AddPartitionsToTxnResult;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
-  std::vector<add_partitions_to_txn_response::AddPartitionsToTxnResult> results_by_transaction;
-  std::vector<add_partitions_to_txn_response::AddPartitionsToTxnTopicResult> results_by_topic_v3_and_below;
+  std::vector<add_partitions_to_txn_response_types::AddPartitionsToTxnResult> results_by_transaction;
+  std::vector<add_partitions_to_txn_response_types::AddPartitionsToTxnTopicResult> results_by_topic_v3_and_below;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void add_raft_voter_request::Listener::encode(writer& w, int16_t version) const {
+void add_raft_voter_request_types::Listener::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.string(name, flexible);
@@ -18,7 +18,7 @@ void add_raft_voter_request::Listener::encode(writer& w, int16_t version) const 
   }
 }
 
-void add_raft_voter_request::Listener::decode(reader& r, int16_t version) {
+void add_raft_voter_request_types::Listener::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   name = r.string(flexible);
@@ -35,7 +35,7 @@ void add_raft_voter_request::Listener::decode(reader& r, int16_t version) {
   }
 }
 
-size_t add_raft_voter_request::Listener::encoded_size(int16_t version) const {
+size_t add_raft_voter_request_types::Listener::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;

@@ -14,6 +14,23 @@
 
 namespace silt::protocol {
 
+// The nested structs of add_raft_voter_request; use them as add_raft_voter_request::<Name>.
+namespace add_raft_voter_request_types {
+
+struct Listener {
+  std::string name;
+  std::string host;
+  uint16_t port = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const Listener&) const = default;
+};
+
+}  // namespace add_raft_voter_request_types
+
 // Kafka's AddRaftVoterRequest (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct add_raft_voter_request {
@@ -23,23 +40,13 @@ struct add_raft_voter_request {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "AddRaftVoterRequest";
 
-  struct Listener {
-    std::string name;
-    std::string host;
-    uint16_t port = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const Listener&) const = default;
-  };
+  using Listener = add_raft_voter_request_types::Listener;
 
   std::optional<std::string> cluster_id{std::in_place};
   int32_t timeout_ms = 0;
   int32_t voter_id = 0;
   uuid voter_directory_id;
-  std::vector<add_raft_voter_request::Listener> listeners;
+  std::vector<add_raft_voter_request_types::Listener> listeners;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

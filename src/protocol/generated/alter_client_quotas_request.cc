@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void alter_client_quotas_request::EntityData::encode(writer& w, int16_t version) const {
+void alter_client_quotas_request_types::EntityData::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 1;
   w.string(entity_type, flexible);
   if (!entity_name) {
@@ -20,7 +20,7 @@ void alter_client_quotas_request::EntityData::encode(writer& w, int16_t version)
   }
 }
 
-void alter_client_quotas_request::EntityData::decode(reader& r, int16_t version) {
+void alter_client_quotas_request_types::EntityData::decode(reader& r, int16_t version) {
   const bool flexible = version >= 1;
   entity_type = r.string(flexible);
   entity_name = r.nullable_string(flexible, true);
@@ -35,7 +35,7 @@ void alter_client_quotas_request::EntityData::decode(reader& r, int16_t version)
   }
 }
 
-size_t alter_client_quotas_request::EntityData::encoded_size(int16_t version) const {
+size_t alter_client_quotas_request_types::EntityData::encoded_size(int16_t version) const {
   const bool flexible = version >= 1;
   size_t n = 0;
   n += wire_size::string(entity_type.size(), flexible);
@@ -54,7 +54,7 @@ size_t alter_client_quotas_request::EntityData::encoded_size(int16_t version) co
   return n;
 }
 
-void alter_client_quotas_request::OpData::encode(writer& w, int16_t version) const {
+void alter_client_quotas_request_types::OpData::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 1;
   w.string(key, flexible);
   w.float64(value);
@@ -64,7 +64,7 @@ void alter_client_quotas_request::OpData::encode(writer& w, int16_t version) con
   }
 }
 
-void alter_client_quotas_request::OpData::decode(reader& r, int16_t version) {
+void alter_client_quotas_request_types::OpData::decode(reader& r, int16_t version) {
   const bool flexible = version >= 1;
   key = r.string(flexible);
   value = r.float64();
@@ -80,7 +80,7 @@ void alter_client_quotas_request::OpData::decode(reader& r, int16_t version) {
   }
 }
 
-size_t alter_client_quotas_request::OpData::encoded_size(int16_t version) const {
+size_t alter_client_quotas_request_types::OpData::encoded_size(int16_t version) const {
   const bool flexible = version >= 1;
   size_t n = 0;
   n += wire_size::string(key.size(), flexible);
@@ -96,7 +96,7 @@ size_t alter_client_quotas_request::OpData::encoded_size(int16_t version) const 
   return n;
 }
 
-void alter_client_quotas_request::EntryData::encode(writer& w, int16_t version) const {
+void alter_client_quotas_request_types::EntryData::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 1;
   w.array_length(entity.size(), flexible);
   for (const auto& e : entity) {
@@ -111,7 +111,7 @@ void alter_client_quotas_request::EntryData::encode(writer& w, int16_t version) 
   }
 }
 
-void alter_client_quotas_request::EntryData::decode(reader& r, int16_t version) {
+void alter_client_quotas_request_types::EntryData::decode(reader& r, int16_t version) {
   const bool flexible = version >= 1;
   {
     const int32_t n = r.array_length(flexible, 0);
@@ -150,7 +150,7 @@ void alter_client_quotas_request::EntryData::decode(reader& r, int16_t version) 
   }
 }
 
-size_t alter_client_quotas_request::EntryData::encoded_size(int16_t version) const {
+size_t alter_client_quotas_request_types::EntryData::encoded_size(int16_t version) const {
   const bool flexible = version >= 1;
   size_t n = 0;
   n += wire_size::array_length(entity.size(), flexible);

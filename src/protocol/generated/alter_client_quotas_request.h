@@ -14,6 +14,45 @@
 
 namespace silt::protocol {
 
+// The nested structs of alter_client_quotas_request; use them as alter_client_quotas_request::<Name>.
+namespace alter_client_quotas_request_types {
+
+struct EntityData {
+  std::string entity_type;
+  std::optional<std::string> entity_name{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const EntityData&) const = default;
+};
+
+struct OpData {
+  std::string key;
+  double value = 0.0;
+  bool remove = false;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OpData&) const = default;
+};
+
+struct EntryData {
+  std::vector<alter_client_quotas_request_types::EntityData> entity;
+  std::vector<alter_client_quotas_request_types::OpData> ops;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const EntryData&) const = default;
+};
+
+}  // namespace alter_client_quotas_request_types
+
 // Kafka's AlterClientQuotasRequest (versions 0-1). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct alter_client_quotas_request {
@@ -23,41 +62,11 @@ struct alter_client_quotas_request {
   static constexpr int16_t first_flexible_version = 1;
   static constexpr std::string_view spec_name = "AlterClientQuotasRequest";
 
-  struct EntityData {
-    std::string entity_type;
-    std::optional<std::string> entity_name{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
+  using EntityData = alter_client_quotas_request_types::EntityData;
+  using OpData = alter_client_quotas_request_types::OpData;
+  using EntryData = alter_client_quotas_request_types::EntryData;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const EntityData&) const = default;
-  };
-
-  struct OpData {
-    std::string key;
-    double value = 0.0;
-    bool remove = false;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OpData&) const = default;
-  };
-
-  struct EntryData {
-    std::vector<alter_client_quotas_request::EntityData> entity;
-    std::vector<alter_client_quotas_request::OpData> ops;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const EntryData&) const = default;
-  };
-
-  std::vector<alter_client_quotas_request::EntryData> entries;
+  std::vector<alter_client_quotas_request_types::EntryData> entries;
   bool validate_only = false;
   std::vector<tagged_field> unknown_tagged_fields;
 

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void alter_client_quotas_response::EntityData::encode(writer& w, int16_t version) const {
+void alter_client_quotas_response_types::EntityData::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 1;
   w.string(entity_type, flexible);
   if (!entity_name) {
@@ -20,7 +20,7 @@ void alter_client_quotas_response::EntityData::encode(writer& w, int16_t version
   }
 }
 
-void alter_client_quotas_response::EntityData::decode(reader& r, int16_t version) {
+void alter_client_quotas_response_types::EntityData::decode(reader& r, int16_t version) {
   const bool flexible = version >= 1;
   entity_type = r.string(flexible);
   entity_name = r.nullable_string(flexible, true);
@@ -35,7 +35,7 @@ void alter_client_quotas_response::EntityData::decode(reader& r, int16_t version
   }
 }
 
-size_t alter_client_quotas_response::EntityData::encoded_size(int16_t version) const {
+size_t alter_client_quotas_response_types::EntityData::encoded_size(int16_t version) const {
   const bool flexible = version >= 1;
   size_t n = 0;
   n += wire_size::string(entity_type.size(), flexible);
@@ -54,7 +54,7 @@ size_t alter_client_quotas_response::EntityData::encoded_size(int16_t version) c
   return n;
 }
 
-void alter_client_quotas_response::EntryData::encode(writer& w, int16_t version) const {
+void alter_client_quotas_response_types::EntryData::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 1;
   w.int16(error_code);
   if (!error_message) {
@@ -71,7 +71,7 @@ void alter_client_quotas_response::EntryData::encode(writer& w, int16_t version)
   }
 }
 
-void alter_client_quotas_response::EntryData::decode(reader& r, int16_t version) {
+void alter_client_quotas_response_types::EntryData::decode(reader& r, int16_t version) {
   const bool flexible = version >= 1;
   error_code = r.int16();
   error_message = r.nullable_string(flexible, true);
@@ -99,7 +99,7 @@ void alter_client_quotas_response::EntryData::decode(reader& r, int16_t version)
   }
 }
 
-size_t alter_client_quotas_response::EntryData::encoded_size(int16_t version) const {
+size_t alter_client_quotas_response_types::EntryData::encoded_size(int16_t version) const {
   const bool flexible = version >= 1;
   size_t n = 0;
   n += 2;

@@ -14,6 +14,34 @@
 
 namespace silt::protocol {
 
+// The nested structs of alter_client_quotas_response; use them as alter_client_quotas_response::<Name>.
+namespace alter_client_quotas_response_types {
+
+struct EntityData {
+  std::string entity_type;
+  std::optional<std::string> entity_name{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const EntityData&) const = default;
+};
+
+struct EntryData {
+  int16_t error_code = 0;
+  std::optional<std::string> error_message{std::in_place};
+  std::vector<alter_client_quotas_response_types::EntityData> entity;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const EntryData&) const = default;
+};
+
+}  // namespace alter_client_quotas_response_types
+
 // Kafka's AlterClientQuotasResponse (versions 0-1). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct alter_client_quotas_response {
@@ -23,31 +51,11 @@ struct alter_client_quotas_response {
   static constexpr int16_t first_flexible_version = 1;
   static constexpr std::string_view spec_name = "AlterClientQuotasResponse";
 
-  struct EntityData {
-    std::string entity_type;
-    std::optional<std::string> entity_name{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const EntityData&) const = default;
-  };
-
-  struct EntryData {
-    int16_t error_code = 0;
-    std::optional<std::string> error_message{std::in_place};
-    std::vector<alter_client_quotas_response::EntityData> entity;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const EntryData&) const = default;
-  };
+  using EntityData = alter_client_quotas_response_types::EntityData;
+  using EntryData = alter_client_quotas_response_types::EntryData;
 
   int32_t throttle_time_ms = 0;
-  std::vector<alter_client_quotas_response::EntryData> entries;
+  std::vector<alter_client_quotas_response_types::EntryData> entries;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void alter_configs_request::AlterableConfig::encode(writer& w, int16_t version) const {
+void alter_configs_request_types::AlterableConfig::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.string(name, flexible);
   if (!value) {
@@ -20,7 +20,7 @@ void alter_configs_request::AlterableConfig::encode(writer& w, int16_t version) 
   }
 }
 
-void alter_configs_request::AlterableConfig::decode(reader& r, int16_t version) {
+void alter_configs_request_types::AlterableConfig::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   name = r.string(flexible);
   value = r.nullable_string(flexible, true);
@@ -35,7 +35,7 @@ void alter_configs_request::AlterableConfig::decode(reader& r, int16_t version) 
   }
 }
 
-size_t alter_configs_request::AlterableConfig::encoded_size(int16_t version) const {
+size_t alter_configs_request_types::AlterableConfig::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);
@@ -54,7 +54,7 @@ size_t alter_configs_request::AlterableConfig::encoded_size(int16_t version) con
   return n;
 }
 
-void alter_configs_request::AlterConfigsResource::encode(writer& w, int16_t version) const {
+void alter_configs_request_types::AlterConfigsResource::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.int8(resource_type);
   w.string(resource_name, flexible);
@@ -67,7 +67,7 @@ void alter_configs_request::AlterConfigsResource::encode(writer& w, int16_t vers
   }
 }
 
-void alter_configs_request::AlterConfigsResource::decode(reader& r, int16_t version) {
+void alter_configs_request_types::AlterConfigsResource::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   resource_type = r.int8();
   resource_name = r.string(flexible);
@@ -95,7 +95,7 @@ void alter_configs_request::AlterConfigsResource::decode(reader& r, int16_t vers
   }
 }
 
-size_t alter_configs_request::AlterConfigsResource::encoded_size(int16_t version) const {
+size_t alter_configs_request_types::AlterConfigsResource::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += 1;

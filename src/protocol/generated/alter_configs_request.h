@@ -14,6 +14,34 @@
 
 namespace silt::protocol {
 
+// The nested structs of alter_configs_request; use them as alter_configs_request::<Name>.
+namespace alter_configs_request_types {
+
+struct AlterableConfig {
+  std::string name;
+  std::optional<std::string> value{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AlterableConfig&) const = default;
+};
+
+struct AlterConfigsResource {
+  int8_t resource_type = 0;
+  std::string resource_name;
+  std::vector<alter_configs_request_types::AlterableConfig> configs;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AlterConfigsResource&) const = default;
+};
+
+}  // namespace alter_configs_request_types
+
 // Kafka's AlterConfigsRequest (versions 0-2). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct alter_configs_request {
@@ -23,30 +51,10 @@ struct alter_configs_request {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "AlterConfigsRequest";
 
-  struct AlterableConfig {
-    std::string name;
-    std::optional<std::string> value{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
+  using AlterableConfig = alter_configs_request_types::AlterableConfig;
+  using AlterConfigsResource = alter_configs_request_types::AlterConfigsResource;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AlterableConfig&) const = default;
-  };
-
-  struct AlterConfigsResource {
-    int8_t resource_type = 0;
-    std::string resource_name;
-    std::vector<alter_configs_request::AlterableConfig> configs;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AlterConfigsResource&) const = default;
-  };
-
-  std::vector<alter_configs_request::AlterConfigsResource> resources;
+  std::vector<alter_configs_request_types::AlterConfigsResource> resources;
   bool validate_only = false;
   std::vector<tagged_field> unknown_tagged_fields;
 

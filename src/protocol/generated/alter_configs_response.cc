@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void alter_configs_response::AlterConfigsResourceResponse::encode(writer& w, int16_t version) const {
+void alter_configs_response_types::AlterConfigsResourceResponse::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.int16(error_code);
   if (!error_message) {
@@ -22,7 +22,7 @@ void alter_configs_response::AlterConfigsResourceResponse::encode(writer& w, int
   }
 }
 
-void alter_configs_response::AlterConfigsResourceResponse::decode(reader& r, int16_t version) {
+void alter_configs_response_types::AlterConfigsResourceResponse::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   error_code = r.int16();
   error_message = r.nullable_string(flexible, true);
@@ -39,7 +39,7 @@ void alter_configs_response::AlterConfigsResourceResponse::decode(reader& r, int
   }
 }
 
-size_t alter_configs_response::AlterConfigsResourceResponse::encoded_size(int16_t version) const {
+size_t alter_configs_response_types::AlterConfigsResourceResponse::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += 2;

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void alter_partition_reassignments_request::ReassignablePartition::encode(writer& w, int16_t version) const {
+void alter_partition_reassignments_request_types::ReassignablePartition::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int32(partition_index);
@@ -24,7 +24,7 @@ void alter_partition_reassignments_request::ReassignablePartition::encode(writer
   }
 }
 
-void alter_partition_reassignments_request::ReassignablePartition::decode(reader& r, int16_t version) {
+void alter_partition_reassignments_request_types::ReassignablePartition::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   partition_index = r.int32();
@@ -52,7 +52,7 @@ void alter_partition_reassignments_request::ReassignablePartition::decode(reader
   }
 }
 
-size_t alter_partition_reassignments_request::ReassignablePartition::encoded_size(int16_t version) const {
+size_t alter_partition_reassignments_request_types::ReassignablePartition::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -73,7 +73,7 @@ size_t alter_partition_reassignments_request::ReassignablePartition::encoded_siz
   return n;
 }
 
-void alter_partition_reassignments_request::ReassignableTopic::encode(writer& w, int16_t version) const {
+void alter_partition_reassignments_request_types::ReassignableTopic::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.string(name, flexible);
   w.array_length(partitions.size(), flexible);
@@ -85,7 +85,7 @@ void alter_partition_reassignments_request::ReassignableTopic::encode(writer& w,
   }
 }
 
-void alter_partition_reassignments_request::ReassignableTopic::decode(reader& r, int16_t version) {
+void alter_partition_reassignments_request_types::ReassignableTopic::decode(reader& r, int16_t version) {
   const bool flexible = true;
   name = r.string(flexible);
   {
@@ -112,7 +112,7 @@ void alter_partition_reassignments_request::ReassignableTopic::decode(reader& r,
   }
 }
 
-size_t alter_partition_reassignments_request::ReassignableTopic::encoded_size(int16_t version) const {
+size_t alter_partition_reassignments_request_types::ReassignableTopic::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);

@@ -14,6 +14,33 @@
 
 namespace silt::protocol {
 
+// The nested structs of alter_partition_reassignments_request; use them as alter_partition_reassignments_request::<Name>.
+namespace alter_partition_reassignments_request_types {
+
+struct ReassignablePartition {
+  int32_t partition_index = 0;
+  std::optional<std::vector<int32_t>> replicas;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ReassignablePartition&) const = default;
+};
+
+struct ReassignableTopic {
+  std::string name;
+  std::vector<alter_partition_reassignments_request_types::ReassignablePartition> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ReassignableTopic&) const = default;
+};
+
+}  // namespace alter_partition_reassignments_request_types
+
 // Kafka's AlterPartitionReassignmentsRequest (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct alter_partition_reassignments_request {
@@ -23,30 +50,11 @@ struct alter_partition_reassignments_request {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "AlterPartitionReassignmentsRequest";
 
-  struct ReassignablePartition {
-    int32_t partition_index = 0;
-    std::optional<std::vector<int32_t>> replicas;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ReassignablePartition&) const = default;
-  };
-
-  struct ReassignableTopic {
-    std::string name;
-    std::vector<alter_partition_reassignments_request::ReassignablePartition> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ReassignableTopic&) const = default;
-  };
+  using ReassignablePartition = alter_partition_reassignments_request_types::ReassignablePartition;
+  using ReassignableTopic = alter_partition_reassignments_request_types::ReassignableTopic;
 
   int32_t timeout_ms = 60000;
-  std::vector<alter_partition_reassignments_request::ReassignableTopic> topics;
+  std::vector<alter_partition_reassignments_request_types::ReassignableTopic> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void alter_partition_reassignments_response::ReassignablePartitionResponse::encode(writer& w, int16_t version) const {
+void alter_partition_reassignments_response_types::ReassignablePartitionResponse::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int32(partition_index);
@@ -22,7 +22,7 @@ void alter_partition_reassignments_response::ReassignablePartitionResponse::enco
   }
 }
 
-void alter_partition_reassignments_response::ReassignablePartitionResponse::decode(reader& r, int16_t version) {
+void alter_partition_reassignments_response_types::ReassignablePartitionResponse::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   partition_index = r.int32();
@@ -39,7 +39,7 @@ void alter_partition_reassignments_response::ReassignablePartitionResponse::deco
   }
 }
 
-size_t alter_partition_reassignments_response::ReassignablePartitionResponse::encoded_size(int16_t version) const {
+size_t alter_partition_reassignments_response_types::ReassignablePartitionResponse::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -60,7 +60,7 @@ size_t alter_partition_reassignments_response::ReassignablePartitionResponse::en
   return n;
 }
 
-void alter_partition_reassignments_response::ReassignableTopicResponse::encode(writer& w, int16_t version) const {
+void alter_partition_reassignments_response_types::ReassignableTopicResponse::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.string(name, flexible);
   w.array_length(partitions.size(), flexible);
@@ -72,7 +72,7 @@ void alter_partition_reassignments_response::ReassignableTopicResponse::encode(w
   }
 }
 
-void alter_partition_reassignments_response::ReassignableTopicResponse::decode(reader& r, int16_t version) {
+void alter_partition_reassignments_response_types::ReassignableTopicResponse::decode(reader& r, int16_t version) {
   const bool flexible = true;
   name = r.string(flexible);
   {
@@ -99,7 +99,7 @@ void alter_partition_reassignments_response::ReassignableTopicResponse::decode(r
   }
 }
 
-size_t alter_partition_reassignments_response::ReassignableTopicResponse::encoded_size(int16_t version) const {
+size_t alter_partition_reassignments_response_types::ReassignableTopicResponse::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);

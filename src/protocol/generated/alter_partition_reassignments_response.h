@@ -14,6 +14,34 @@
 
 namespace silt::protocol {
 
+// The nested structs of alter_partition_reassignments_response; use them as alter_partition_reassignments_response::<Name>.
+namespace alter_partition_reassignments_response_types {
+
+struct ReassignablePartitionResponse {
+  int32_t partition_index = 0;
+  int16_t error_code = 0;
+  std::optional<std::string> error_message{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ReassignablePartitionResponse&) const = default;
+};
+
+struct ReassignableTopicResponse {
+  std::string name;
+  std::vector<alter_partition_reassignments_response_types::ReassignablePartitionResponse> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ReassignableTopicResponse&) const = default;
+};
+
+}  // namespace alter_partition_reassignments_response_types
+
 // Kafka's AlterPartitionReassignmentsResponse (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct alter_partition_reassignments_response {
@@ -23,33 +51,13 @@ struct alter_partition_reassignments_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "AlterPartitionReassignmentsResponse";
 
-  struct ReassignablePartitionResponse {
-    int32_t partition_index = 0;
-    int16_t error_code = 0;
-    std::optional<std::string> error_message{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ReassignablePartitionResponse&) const = default;
-  };
-
-  struct ReassignableTopicResponse {
-    std::string name;
-    std::vector<alter_partition_reassignments_response::ReassignablePartitionResponse> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ReassignableTopicResponse&) const = default;
-  };
+  using ReassignablePartitionResponse = alter_partition_reassignments_response_types::ReassignablePartitionResponse;
+  using ReassignableTopicResponse = alter_partition_reassignments_response_types::ReassignableTopicResponse;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
   std::optional<std::string> error_message{std::in_place};
-  std::vector<alter_partition_reassignments_response::ReassignableTopicResponse> responses;
+  std::vector<alter_partition_reassignments_response_types::ReassignableTopicResponse> responses;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

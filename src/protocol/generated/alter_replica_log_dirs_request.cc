@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void alter_replica_log_dirs_request::AlterReplicaLogDirTopic::encode(writer& w, int16_t version) const {
+void alter_replica_log_dirs_request_types::AlterReplicaLogDirTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.string(name, flexible);
   w.array_length(partitions.size(), flexible);
@@ -19,7 +19,7 @@ void alter_replica_log_dirs_request::AlterReplicaLogDirTopic::encode(writer& w, 
   }
 }
 
-void alter_replica_log_dirs_request::AlterReplicaLogDirTopic::decode(reader& r, int16_t version) {
+void alter_replica_log_dirs_request_types::AlterReplicaLogDirTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   name = r.string(flexible);
   {
@@ -46,7 +46,7 @@ void alter_replica_log_dirs_request::AlterReplicaLogDirTopic::decode(reader& r, 
   }
 }
 
-size_t alter_replica_log_dirs_request::AlterReplicaLogDirTopic::encoded_size(int16_t version) const {
+size_t alter_replica_log_dirs_request_types::AlterReplicaLogDirTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);
@@ -62,7 +62,7 @@ size_t alter_replica_log_dirs_request::AlterReplicaLogDirTopic::encoded_size(int
   return n;
 }
 
-void alter_replica_log_dirs_request::AlterReplicaLogDir::encode(writer& w, int16_t version) const {
+void alter_replica_log_dirs_request_types::AlterReplicaLogDir::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.string(path, flexible);
   w.array_length(topics.size(), flexible);
@@ -74,7 +74,7 @@ void alter_replica_log_dirs_request::AlterReplicaLogDir::encode(writer& w, int16
   }
 }
 
-void alter_replica_log_dirs_request::AlterReplicaLogDir::decode(reader& r, int16_t version) {
+void alter_replica_log_dirs_request_types::AlterReplicaLogDir::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   path = r.string(flexible);
   {
@@ -101,7 +101,7 @@ void alter_replica_log_dirs_request::AlterReplicaLogDir::decode(reader& r, int16
   }
 }
 
-size_t alter_replica_log_dirs_request::AlterReplicaLogDir::encoded_size(int16_t version) const {
+size_t alter_replica_log_dirs_request_types::AlterReplicaLogDir::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += wire_size::string(path.size(), flexible);

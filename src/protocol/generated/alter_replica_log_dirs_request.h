@@ -14,6 +14,33 @@
 
 namespace silt::protocol {
 
+// The nested structs of alter_replica_log_dirs_request; use them as alter_replica_log_dirs_request::<Name>.
+namespace alter_replica_log_dirs_request_types {
+
+struct AlterReplicaLogDirTopic {
+  std::string name;
+  std::vector<int32_t> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AlterReplicaLogDirTopic&) const = default;
+};
+
+struct AlterReplicaLogDir {
+  std::string path;
+  std::vector<alter_replica_log_dirs_request_types::AlterReplicaLogDirTopic> topics;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AlterReplicaLogDir&) const = default;
+};
+
+}  // namespace alter_replica_log_dirs_request_types
+
 // Kafka's AlterReplicaLogDirsRequest (versions 0-2). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct alter_replica_log_dirs_request {
@@ -23,29 +50,10 @@ struct alter_replica_log_dirs_request {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "AlterReplicaLogDirsRequest";
 
-  struct AlterReplicaLogDirTopic {
-    std::string name;
-    std::vector<int32_t> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using AlterReplicaLogDirTopic = alter_replica_log_dirs_request_types::AlterReplicaLogDirTopic;
+  using AlterReplicaLogDir = alter_replica_log_dirs_request_types::AlterReplicaLogDir;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AlterReplicaLogDirTopic&) const = default;
-  };
-
-  struct AlterReplicaLogDir {
-    std::string path;
-    std::vector<alter_replica_log_dirs_request::AlterReplicaLogDirTopic> topics;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AlterReplicaLogDir&) const = default;
-  };
-
-  std::vector<alter_replica_log_dirs_request::AlterReplicaLogDir> dirs;
+  std::vector<alter_replica_log_dirs_request_types::AlterReplicaLogDir> dirs;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

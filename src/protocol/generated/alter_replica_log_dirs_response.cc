@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void alter_replica_log_dirs_response::AlterReplicaLogDirPartitionResult::encode(writer& w, int16_t version) const {
+void alter_replica_log_dirs_response_types::AlterReplicaLogDirPartitionResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.int32(partition_index);
   w.int16(error_code);
@@ -16,7 +16,7 @@ void alter_replica_log_dirs_response::AlterReplicaLogDirPartitionResult::encode(
   }
 }
 
-void alter_replica_log_dirs_response::AlterReplicaLogDirPartitionResult::decode(reader& r, int16_t version) {
+void alter_replica_log_dirs_response_types::AlterReplicaLogDirPartitionResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   partition_index = r.int32();
   error_code = r.int16();
@@ -31,7 +31,7 @@ void alter_replica_log_dirs_response::AlterReplicaLogDirPartitionResult::decode(
   }
 }
 
-size_t alter_replica_log_dirs_response::AlterReplicaLogDirPartitionResult::encoded_size(int16_t version) const {
+size_t alter_replica_log_dirs_response_types::AlterReplicaLogDirPartitionResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += 4;
@@ -46,7 +46,7 @@ size_t alter_replica_log_dirs_response::AlterReplicaLogDirPartitionResult::encod
   return n;
 }
 
-void alter_replica_log_dirs_response::AlterReplicaLogDirTopicResult::encode(writer& w, int16_t version) const {
+void alter_replica_log_dirs_response_types::AlterReplicaLogDirTopicResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.string(topic_name, flexible);
   w.array_length(partitions.size(), flexible);
@@ -58,7 +58,7 @@ void alter_replica_log_dirs_response::AlterReplicaLogDirTopicResult::encode(writ
   }
 }
 
-void alter_replica_log_dirs_response::AlterReplicaLogDirTopicResult::decode(reader& r, int16_t version) {
+void alter_replica_log_dirs_response_types::AlterReplicaLogDirTopicResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   topic_name = r.string(flexible);
   {
@@ -85,7 +85,7 @@ void alter_replica_log_dirs_response::AlterReplicaLogDirTopicResult::decode(read
   }
 }
 
-size_t alter_replica_log_dirs_response::AlterReplicaLogDirTopicResult::encoded_size(int16_t version) const {
+size_t alter_replica_log_dirs_response_types::AlterReplicaLogDirTopicResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += wire_size::string(topic_name.size(), flexible);

@@ -14,6 +14,33 @@
 
 namespace silt::protocol {
 
+// The nested structs of alter_replica_log_dirs_response; use them as alter_replica_log_dirs_response::<Name>.
+namespace alter_replica_log_dirs_response_types {
+
+struct AlterReplicaLogDirPartitionResult {
+  int32_t partition_index = 0;
+  int16_t error_code = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AlterReplicaLogDirPartitionResult&) const = default;
+};
+
+struct AlterReplicaLogDirTopicResult {
+  std::string topic_name;
+  std::vector<alter_replica_log_dirs_response_types::AlterReplicaLogDirPartitionResult> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AlterReplicaLogDirTopicResult&) const = default;
+};
+
+}  // namespace alter_replica_log_dirs_response_types
+
 // Kafka's AlterReplicaLogDirsResponse (versions 0-2). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct alter_replica_log_dirs_response {
@@ -23,30 +50,11 @@ struct alter_replica_log_dirs_response {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "AlterReplicaLogDirsResponse";
 
-  struct AlterReplicaLogDirPartitionResult {
-    int32_t partition_index = 0;
-    int16_t error_code = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AlterReplicaLogDirPartitionResult&) const = default;
-  };
-
-  struct AlterReplicaLogDirTopicResult {
-    std::string topic_name;
-    std::vector<alter_replica_log_dirs_response::AlterReplicaLogDirPartitionResult> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AlterReplicaLogDirTopicResult&) const = default;
-  };
+  using AlterReplicaLogDirPartitionResult = alter_replica_log_dirs_response_types::AlterReplicaLogDirPartitionResult;
+  using AlterReplicaLogDirTopicResult = alter_replica_log_dirs_response_types::AlterReplicaLogDirTopicResult;
 
   int32_t throttle_time_ms = 0;
-  std::vector<alter_replica_log_dirs_response::AlterReplicaLogDirTopicResult> results;
+  std::vector<alter_replica_log_dirs_response_types::AlterReplicaLogDirTopicResult> results;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void alter_user_scram_credentials_request::ScramCredentialDeletion::encode(writer& w, int16_t version) const {
+void alter_user_scram_credentials_request_types::ScramCredentialDeletion::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.string(name, flexible);
@@ -17,7 +17,7 @@ void alter_user_scram_credentials_request::ScramCredentialDeletion::encode(write
   }
 }
 
-void alter_user_scram_credentials_request::ScramCredentialDeletion::decode(reader& r, int16_t version) {
+void alter_user_scram_credentials_request_types::ScramCredentialDeletion::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   name = r.string(flexible);
@@ -33,7 +33,7 @@ void alter_user_scram_credentials_request::ScramCredentialDeletion::decode(reade
   }
 }
 
-size_t alter_user_scram_credentials_request::ScramCredentialDeletion::encoded_size(int16_t version) const {
+size_t alter_user_scram_credentials_request_types::ScramCredentialDeletion::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -49,7 +49,7 @@ size_t alter_user_scram_credentials_request::ScramCredentialDeletion::encoded_si
   return n;
 }
 
-void alter_user_scram_credentials_request::ScramCredentialUpsertion::encode(writer& w, int16_t version) const {
+void alter_user_scram_credentials_request_types::ScramCredentialUpsertion::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.string(name, flexible);
@@ -62,7 +62,7 @@ void alter_user_scram_credentials_request::ScramCredentialUpsertion::encode(writ
   }
 }
 
-void alter_user_scram_credentials_request::ScramCredentialUpsertion::decode(reader& r, int16_t version) {
+void alter_user_scram_credentials_request_types::ScramCredentialUpsertion::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   name = r.string(flexible);
@@ -81,7 +81,7 @@ void alter_user_scram_credentials_request::ScramCredentialUpsertion::decode(read
   }
 }
 
-size_t alter_user_scram_credentials_request::ScramCredentialUpsertion::encoded_size(int16_t version) const {
+size_t alter_user_scram_credentials_request_types::ScramCredentialUpsertion::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;

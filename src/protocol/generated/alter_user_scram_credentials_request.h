@@ -14,6 +14,36 @@
 
 namespace silt::protocol {
 
+// The nested structs of alter_user_scram_credentials_request; use them as alter_user_scram_credentials_request::<Name>.
+namespace alter_user_scram_credentials_request_types {
+
+struct ScramCredentialDeletion {
+  std::string name;
+  int8_t mechanism = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ScramCredentialDeletion&) const = default;
+};
+
+struct ScramCredentialUpsertion {
+  std::string name;
+  int8_t mechanism = 0;
+  int32_t iterations = 0;
+  std::vector<uint8_t> salt;
+  std::vector<uint8_t> salted_password;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ScramCredentialUpsertion&) const = default;
+};
+
+}  // namespace alter_user_scram_credentials_request_types
+
 // Kafka's AlterUserScramCredentialsRequest (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct alter_user_scram_credentials_request {
@@ -23,33 +53,11 @@ struct alter_user_scram_credentials_request {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "AlterUserScramCredentialsRequest";
 
-  struct ScramCredentialDeletion {
-    std::string name;
-    int8_t mechanism = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using ScramCredentialDeletion = alter_user_scram_credentials_request_types::ScramCredentialDeletion;
+  using ScramCredentialUpsertion = alter_user_scram_credentials_request_types::ScramCredentialUpsertion;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ScramCredentialDeletion&) const = default;
-  };
-
-  struct ScramCredentialUpsertion {
-    std::string name;
-    int8_t mechanism = 0;
-    int32_t iterations = 0;
-    std::vector<uint8_t> salt;
-    std::vector<uint8_t> salted_password;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ScramCredentialUpsertion&) const = default;
-  };
-
-  std::vector<alter_user_scram_credentials_request::ScramCredentialDeletion> deletions;
-  std::vector<alter_user_scram_credentials_request::ScramCredentialUpsertion> upsertions;
+  std::vector<alter_user_scram_credentials_request_types::ScramCredentialDeletion> deletions;
+  std::vector<alter_user_scram_credentials_request_types::ScramCredentialUpsertion> upsertions;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

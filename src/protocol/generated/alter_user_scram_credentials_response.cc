@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void alter_user_scram_credentials_response::AlterUserScramCredentialsResult::encode(writer& w, int16_t version) const {
+void alter_user_scram_credentials_response_types::AlterUserScramCredentialsResult::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.string(user, flexible);
@@ -22,7 +22,7 @@ void alter_user_scram_credentials_response::AlterUserScramCredentialsResult::enc
   }
 }
 
-void alter_user_scram_credentials_response::AlterUserScramCredentialsResult::decode(reader& r, int16_t version) {
+void alter_user_scram_credentials_response_types::AlterUserScramCredentialsResult::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   user = r.string(flexible);
@@ -39,7 +39,7 @@ void alter_user_scram_credentials_response::AlterUserScramCredentialsResult::dec
   }
 }
 
-size_t alter_user_scram_credentials_response::AlterUserScramCredentialsResult::encoded_size(int16_t version) const {
+size_t alter_user_scram_credentials_response_types::AlterUserScramCredentialsResult::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;

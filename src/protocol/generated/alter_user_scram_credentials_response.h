@@ -14,6 +14,23 @@
 
 namespace silt::protocol {
 
+// The nested structs of alter_user_scram_credentials_response; use them as alter_user_scram_credentials_response::<Name>.
+namespace alter_user_scram_credentials_response_types {
+
+struct AlterUserScramCredentialsResult {
+  std::string user;
+  int16_t error_code = 0;
+  std::optional<std::string> error_message{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AlterUserScramCredentialsResult&) const = default;
+};
+
+}  // namespace alter_user_scram_credentials_response_types
+
 // Kafka's AlterUserScramCredentialsResponse (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct alter_user_scram_credentials_response {
@@ -23,20 +40,10 @@ struct alter_user_scram_credentials_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "AlterUserScramCredentialsResponse";
 
-  struct AlterUserScramCredentialsResult {
-    std::string user;
-    int16_t error_code = 0;
-    std::optional<std::string> error_message{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AlterUserScramCredentialsResult&) const = default;
-  };
+  using AlterUserScramCredentialsResult = alter_user_scram_credentials_response_types::AlterUserScramCredentialsResult;
 
   int32_t throttle_time_ms = 0;
-  std::vector<alter_user_scram_credentials_response::AlterUserScramCredentialsResult> results;
+  std::vector<alter_user_scram_credentials_response_types::AlterUserScramCredentialsResult> results;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

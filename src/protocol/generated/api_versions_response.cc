@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void api_versions_response::ApiVersion::encode(writer& w, int16_t version) const {
+void api_versions_response_types::ApiVersion::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 3;
   w.int16(api_key);
   w.int16(min_version);
@@ -17,7 +17,7 @@ void api_versions_response::ApiVersion::encode(writer& w, int16_t version) const
   }
 }
 
-void api_versions_response::ApiVersion::decode(reader& r, int16_t version) {
+void api_versions_response_types::ApiVersion::decode(reader& r, int16_t version) {
   const bool flexible = version >= 3;
   api_key = r.int16();
   min_version = r.int16();
@@ -33,7 +33,7 @@ void api_versions_response::ApiVersion::decode(reader& r, int16_t version) {
   }
 }
 
-size_t api_versions_response::ApiVersion::encoded_size(int16_t version) const {
+size_t api_versions_response_types::ApiVersion::encoded_size(int16_t version) const {
   const bool flexible = version >= 3;
   size_t n = 0;
   n += 2;
@@ -49,7 +49,7 @@ size_t api_versions_response::ApiVersion::encoded_size(int16_t version) const {
   return n;
 }
 
-void api_versions_response::SupportedFeatureKey::encode(writer& w, int16_t version) const {
+void api_versions_response_types::SupportedFeatureKey::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 3;
   if (version >= 3) {
     w.string(name, flexible);
@@ -65,7 +65,7 @@ void api_versions_response::SupportedFeatureKey::encode(writer& w, int16_t versi
   }
 }
 
-void api_versions_response::SupportedFeatureKey::decode(reader& r, int16_t version) {
+void api_versions_response_types::SupportedFeatureKey::decode(reader& r, int16_t version) {
   const bool flexible = version >= 3;
   if (version >= 3) {
     name = r.string(flexible);
@@ -87,7 +87,7 @@ void api_versions_response::SupportedFeatureKey::decode(reader& r, int16_t versi
   }
 }
 
-size_t api_versions_response::SupportedFeatureKey::encoded_size(int16_t version) const {
+size_t api_versions_response_types::SupportedFeatureKey::encoded_size(int16_t version) const {
   const bool flexible = version >= 3;
   size_t n = 0;
   if (version >= 3) {
@@ -109,7 +109,7 @@ size_t api_versions_response::SupportedFeatureKey::encoded_size(int16_t version)
   return n;
 }
 
-void api_versions_response::FinalizedFeatureKey::encode(writer& w, int16_t version) const {
+void api_versions_response_types::FinalizedFeatureKey::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 3;
   if (version >= 3) {
     w.string(name, flexible);
@@ -125,7 +125,7 @@ void api_versions_response::FinalizedFeatureKey::encode(writer& w, int16_t versi
   }
 }
 
-void api_versions_response::FinalizedFeatureKey::decode(reader& r, int16_t version) {
+void api_versions_response_types::FinalizedFeatureKey::decode(reader& r, int16_t version) {
   const bool flexible = version >= 3;
   if (version >= 3) {
     name = r.string(flexible);
@@ -147,7 +147,7 @@ void api_versions_response::FinalizedFeatureKey::decode(reader& r, int16_t versi
   }
 }
 
-size_t api_versions_response::FinalizedFeatureKey::encoded_size(int16_t version) const {
+size_t api_versions_response_types::FinalizedFeatureKey::encoded_size(int16_t version) const {
   const bool flexible = version >= 3;
   size_t n = 0;
   if (version >= 3) {

@@ -14,6 +14,47 @@
 
 namespace silt::protocol {
 
+// The nested structs of api_versions_response; use them as api_versions_response::<Name>.
+namespace api_versions_response_types {
+
+struct ApiVersion {
+  int16_t api_key = 0;
+  int16_t min_version = 0;
+  int16_t max_version = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ApiVersion&) const = default;
+};
+
+struct SupportedFeatureKey {
+  std::string name;
+  int16_t min_version = 0;
+  int16_t max_version = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const SupportedFeatureKey&) const = default;
+};
+
+struct FinalizedFeatureKey {
+  std::string name;
+  int16_t max_version_level = 0;
+  int16_t min_version_level = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const FinalizedFeatureKey&) const = default;
+};
+
+}  // namespace api_versions_response_types
+
 // Kafka's ApiVersionsResponse (versions 0-4). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct api_versions_response {
@@ -23,48 +64,16 @@ struct api_versions_response {
   static constexpr int16_t first_flexible_version = 3;
   static constexpr std::string_view spec_name = "ApiVersionsResponse";
 
-  struct ApiVersion {
-    int16_t api_key = 0;
-    int16_t min_version = 0;
-    int16_t max_version = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ApiVersion&) const = default;
-  };
-
-  struct SupportedFeatureKey {
-    std::string name;
-    int16_t min_version = 0;
-    int16_t max_version = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const SupportedFeatureKey&) const = default;
-  };
-
-  struct FinalizedFeatureKey {
-    std::string name;
-    int16_t max_version_level = 0;
-    int16_t min_version_level = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const FinalizedFeatureKey&) const = default;
-  };
+  using ApiVersion = api_versions_response_types::ApiVersion;
+  using SupportedFeatureKey = api_versions_response_types::SupportedFeatureKey;
+  using FinalizedFeatureKey = api_versions_response_types::FinalizedFeatureKey;
 
   int16_t error_code = 0;
-  std::vector<api_versions_response::ApiVersion> api_keys;
+  std::vector<api_versions_response_types::ApiVersion> api_keys;
   int32_t throttle_time_ms = 0;
-  std::vector<api_versions_response::SupportedFeatureKey> supported_features;
+  std::vector<api_versions_response_types::SupportedFeatureKey> supported_features;
   int64_t finalized_features_epoch = -1;
-  std::vector<api_versions_response::FinalizedFeatureKey> finalized_features;
+  std::vector<api_versions_response_types::FinalizedFeatureKey> finalized_features;
   bool zk_migration_ready = false;
   std::vector<tagged_field> unknown_tagged_fields;
 

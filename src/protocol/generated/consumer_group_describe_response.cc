@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void consumer_group_describe_response::TopicPartitions::encode(writer& w, int16_t version) const {
+void consumer_group_describe_response_types::TopicPartitions::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.uuid(topic_id);
@@ -21,7 +21,7 @@ void consumer_group_describe_response::TopicPartitions::encode(writer& w, int16_
   }
 }
 
-void consumer_group_describe_response::TopicPartitions::decode(reader& r, int16_t version) {
+void consumer_group_describe_response_types::TopicPartitions::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   topic_id = r.uuid();
@@ -50,7 +50,7 @@ void consumer_group_describe_response::TopicPartitions::decode(reader& r, int16_
   }
 }
 
-size_t consumer_group_describe_response::TopicPartitions::encoded_size(int16_t version) const {
+size_t consumer_group_describe_response_types::TopicPartitions::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -68,7 +68,7 @@ size_t consumer_group_describe_response::TopicPartitions::encoded_size(int16_t v
   return n;
 }
 
-void consumer_group_describe_response::Assignment::encode(writer& w, int16_t version) const {
+void consumer_group_describe_response_types::Assignment::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.array_length(topic_partitions.size(), flexible);
   for (const auto& e : topic_partitions) {
@@ -79,7 +79,7 @@ void consumer_group_describe_response::Assignment::encode(writer& w, int16_t ver
   }
 }
 
-void consumer_group_describe_response::Assignment::decode(reader& r, int16_t version) {
+void consumer_group_describe_response_types::Assignment::decode(reader& r, int16_t version) {
   const bool flexible = true;
   {
     const int32_t n = r.array_length(flexible, 0);
@@ -105,7 +105,7 @@ void consumer_group_describe_response::Assignment::decode(reader& r, int16_t ver
   }
 }
 
-size_t consumer_group_describe_response::Assignment::encoded_size(int16_t version) const {
+size_t consumer_group_describe_response_types::Assignment::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += wire_size::array_length(topic_partitions.size(), flexible);
@@ -120,7 +120,7 @@ size_t consumer_group_describe_response::Assignment::encoded_size(int16_t versio
   return n;
 }
 
-void consumer_group_describe_response::Member::encode(writer& w, int16_t version) const {
+void consumer_group_describe_response_types::Member::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.string(member_id, flexible);
   if (!instance_id) {
@@ -152,7 +152,7 @@ void consumer_group_describe_response::Member::encode(writer& w, int16_t version
   }
 }
 
-void consumer_group_describe_response::Member::decode(reader& r, int16_t version) {
+void consumer_group_describe_response_types::Member::decode(reader& r, int16_t version) {
   const bool flexible = true;
   member_id = r.string(flexible);
   instance_id = r.nullable_string(flexible, true);
@@ -187,7 +187,7 @@ void consumer_group_describe_response::Member::decode(reader& r, int16_t version
   }
 }
 
-size_t consumer_group_describe_response::Member::encoded_size(int16_t version) const {
+size_t consumer_group_describe_response_types::Member::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += wire_size::string(member_id.size(), flexible);
@@ -223,7 +223,7 @@ size_t consumer_group_describe_response::Member::encoded_size(int16_t version) c
   return n;
 }
 
-void consumer_group_describe_response::DescribedGroup::encode(writer& w, int16_t version) const {
+void consumer_group_describe_response_types::DescribedGroup::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.int16(error_code);
   if (!error_message) {
@@ -246,7 +246,7 @@ void consumer_group_describe_response::DescribedGroup::encode(writer& w, int16_t
   }
 }
 
-void consumer_group_describe_response::DescribedGroup::decode(reader& r, int16_t version) {
+void consumer_group_describe_response_types::DescribedGroup::decode(reader& r, int16_t version) {
   const bool flexible = true;
   error_code = r.int16();
   error_message = r.nullable_string(flexible, true);
@@ -280,7 +280,7 @@ void consumer_group_describe_response::DescribedGroup::decode(reader& r, int16_t
   }
 }
 
-size_t consumer_group_describe_response::DescribedGroup::encoded_size(int16_t version) const {
+size_t consumer_group_describe_response_types::DescribedGroup::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 2;

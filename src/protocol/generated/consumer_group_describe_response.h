@@ -14,6 +14,70 @@
 
 namespace silt::protocol {
 
+// The nested structs of consumer_group_describe_response; use them as consumer_group_describe_response::<Name>.
+namespace consumer_group_describe_response_types {
+
+struct TopicPartitions {
+  uuid topic_id;
+  std::string topic_name;
+  std::vector<int32_t> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TopicPartitions&) const = default;
+};
+
+struct Assignment {
+  std::vector<consumer_group_describe_response_types::TopicPartitions> topic_partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const Assignment&) const = default;
+};
+
+struct Member {
+  std::string member_id;
+  std::optional<std::string> instance_id;
+  std::optional<std::string> rack_id;
+  int32_t member_epoch = 0;
+  std::string client_id;
+  std::string client_host;
+  std::vector<std::string> subscribed_topic_names;
+  std::optional<std::string> subscribed_topic_regex;
+  consumer_group_describe_response_types::Assignment assignment;
+  consumer_group_describe_response_types::Assignment target_assignment;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const Member&) const = default;
+};
+
+struct DescribedGroup {
+  int16_t error_code = 0;
+  std::optional<std::string> error_message;
+  std::string group_id;
+  std::string group_state;
+  int32_t group_epoch = 0;
+  int32_t assignment_epoch = 0;
+  std::string assignor_name;
+  std::vector<consumer_group_describe_response_types::Member> members;
+  int32_t authorized_operations = INT32_MIN;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribedGroup&) const = default;
+};
+
+}  // namespace consumer_group_describe_response_types
+
 // Kafka's ConsumerGroupDescribeResponse (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct consumer_group_describe_response {
@@ -23,67 +87,13 @@ struct consumer_group_describe_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "ConsumerGroupDescribeResponse";
 
-  struct TopicPartitions {
-    uuid topic_id;
-    std::string topic_name;
-    std::vector<int32_t> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TopicPartitions&) const = default;
-  };
-
-  struct Assignment {
-    std::vector<consumer_group_describe_response::TopicPartitions> topic_partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const Assignment&) const = default;
-  };
-
-  struct Member {
-    std::string member_id;
-    std::optional<std::string> instance_id;
-    std::optional<std::string> rack_id;
-    int32_t member_epoch = 0;
-    std::string client_id;
-    std::string client_host;
-    std::vector<std::string> subscribed_topic_names;
-    std::optional<std::string> subscribed_topic_regex;
-    consumer_group_describe_response::Assignment assignment;
-    consumer_group_describe_response::Assignment target_assignment;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const Member&) const = default;
-  };
-
-  struct DescribedGroup {
-    int16_t error_code = 0;
-    std::optional<std::string> error_message;
-    std::string group_id;
-    std::string group_state;
-    int32_t group_epoch = 0;
-    int32_t assignment_epoch = 0;
-    std::string assignor_name;
-    std::vector<consumer_group_describe_response::Member> members;
-    int32_t authorized_operations = INT32_MIN;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribedGroup&) const = default;
-  };
+  using TopicPartitions = consumer_group_describe_response_types::TopicPartitions;
+  using Assignment = consumer_group_describe_response_types::Assignment;
+  using Member = consumer_group_describe_response_types::Member;
+  using DescribedGroup = consumer_group_describe_response_types::DescribedGroup;
 
   int32_t throttle_time_ms = 0;
-  std::vector<consumer_group_describe_response::DescribedGroup> groups;
+  std::vector<consumer_group_describe_response_types::DescribedGroup> groups;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void consumer_group_heartbeat_request::TopicPartitions::encode(writer& w, int16_t version) const {
+void consumer_group_heartbeat_request_types::TopicPartitions::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.uuid(topic_id);
@@ -20,7 +20,7 @@ void consumer_group_heartbeat_request::TopicPartitions::encode(writer& w, int16_
   }
 }
 
-void consumer_group_heartbeat_request::TopicPartitions::decode(reader& r, int16_t version) {
+void consumer_group_heartbeat_request_types::TopicPartitions::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   topic_id = r.uuid();
@@ -48,7 +48,7 @@ void consumer_group_heartbeat_request::TopicPartitions::decode(reader& r, int16_
   }
 }
 
-size_t consumer_group_heartbeat_request::TopicPartitions::encoded_size(int16_t version) const {
+size_t consumer_group_heartbeat_request_types::TopicPartitions::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;

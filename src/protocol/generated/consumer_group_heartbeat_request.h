@@ -14,6 +14,22 @@
 
 namespace silt::protocol {
 
+// The nested structs of consumer_group_heartbeat_request; use them as consumer_group_heartbeat_request::<Name>.
+namespace consumer_group_heartbeat_request_types {
+
+struct TopicPartitions {
+  uuid topic_id;
+  std::vector<int32_t> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TopicPartitions&) const = default;
+};
+
+}  // namespace consumer_group_heartbeat_request_types
+
 // Kafka's ConsumerGroupHeartbeatRequest (versions 0-1). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct consumer_group_heartbeat_request {
@@ -23,16 +39,7 @@ struct consumer_group_heartbeat_request {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "ConsumerGroupHeartbeatRequest";
 
-  struct TopicPartitions {
-    uuid topic_id;
-    std::vector<int32_t> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TopicPartitions&) const = default;
-  };
+  using TopicPartitions = consumer_group_heartbeat_request_types::TopicPartitions;
 
   std::string group_id;
   std::string member_id;
@@ -43,7 +50,7 @@ struct consumer_group_heartbeat_request {
   std::optional<std::vector<std::string>> subscribed_topic_names;
   std::optional<std::string> subscribed_topic_regex;
   std::optional<std::string> server_assignor;
-  std::optional<std::vector<consumer_group_heartbeat_request::TopicPartitions>> topic_partitions;
+  std::optional<std::vector<consumer_group_heartbeat_request_types::TopicPartitions>> topic_partitions;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

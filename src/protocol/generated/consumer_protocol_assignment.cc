@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void consumer_protocol_assignment::TopicPartition::encode(writer& w, int16_t version) const {
+void consumer_protocol_assignment_types::TopicPartition::encode(writer& w, int16_t version) const {
   (void)version;
   w.string(topic, false);
   w.array_length(partitions.size(), false);
@@ -16,7 +16,7 @@ void consumer_protocol_assignment::TopicPartition::encode(writer& w, int16_t ver
   }
 }
 
-void consumer_protocol_assignment::TopicPartition::decode(reader& r, int16_t version) {
+void consumer_protocol_assignment_types::TopicPartition::decode(reader& r, int16_t version) {
   (void)version;
   topic = r.string(false);
   {
@@ -34,7 +34,7 @@ void consumer_protocol_assignment::TopicPartition::decode(reader& r, int16_t ver
   }
 }
 
-size_t consumer_protocol_assignment::TopicPartition::encoded_size(int16_t version) const {
+size_t consumer_protocol_assignment_types::TopicPartition::encoded_size(int16_t version) const {
   (void)version;
   size_t n = 0;
   n += wire_size::string(topic.size(), false);

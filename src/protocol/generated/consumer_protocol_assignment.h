@@ -14,6 +14,22 @@
 
 namespace silt::protocol {
 
+// The nested structs of consumer_protocol_assignment; use them as consumer_protocol_assignment::<Name>.
+namespace consumer_protocol_assignment_types {
+
+struct TopicPartition {
+  std::string topic;
+  std::vector<int32_t> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TopicPartition&) const = default;
+};
+
+}  // namespace consumer_protocol_assignment_types
+
 // Kafka's ConsumerProtocolAssignment (versions 0-3). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct consumer_protocol_assignment {
@@ -22,18 +38,9 @@ struct consumer_protocol_assignment {
   static constexpr int16_t first_flexible_version = -1;
   static constexpr std::string_view spec_name = "ConsumerProtocolAssignment";
 
-  struct TopicPartition {
-    std::string topic;
-    std::vector<int32_t> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using TopicPartition = consumer_protocol_assignment_types::TopicPartition;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TopicPartition&) const = default;
-  };
-
-  std::vector<consumer_protocol_assignment::TopicPartition> assigned_partitions;
+  std::vector<consumer_protocol_assignment_types::TopicPartition> assigned_partitions;
   std::optional<std::vector<uint8_t>> user_data;
   std::vector<tagged_field> unknown_tagged_fields;
 

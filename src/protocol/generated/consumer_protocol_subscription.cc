@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void consumer_protocol_subscription::TopicPartition::encode(writer& w, int16_t version) const {
+void consumer_protocol_subscription_types::TopicPartition::encode(writer& w, int16_t version) const {
   if (version >= 1) {
     w.string(topic, false);
   }
@@ -19,7 +19,7 @@ void consumer_protocol_subscription::TopicPartition::encode(writer& w, int16_t v
   }
 }
 
-void consumer_protocol_subscription::TopicPartition::decode(reader& r, int16_t version) {
+void consumer_protocol_subscription_types::TopicPartition::decode(reader& r, int16_t version) {
   if (version >= 1) {
     topic = r.string(false);
   }
@@ -40,7 +40,7 @@ void consumer_protocol_subscription::TopicPartition::decode(reader& r, int16_t v
   }
 }
 
-size_t consumer_protocol_subscription::TopicPartition::encoded_size(int16_t version) const {
+size_t consumer_protocol_subscription_types::TopicPartition::encoded_size(int16_t version) const {
   size_t n = 0;
   if (version >= 1) {
     n += wire_size::string(topic.size(), false);

@@ -14,6 +14,22 @@
 
 namespace silt::protocol {
 
+// The nested structs of consumer_protocol_subscription; use them as consumer_protocol_subscription::<Name>.
+namespace consumer_protocol_subscription_types {
+
+struct TopicPartition {
+  std::string topic;
+  std::vector<int32_t> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TopicPartition&) const = default;
+};
+
+}  // namespace consumer_protocol_subscription_types
+
 // Kafka's ConsumerProtocolSubscription (versions 0-3). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct consumer_protocol_subscription {
@@ -22,20 +38,11 @@ struct consumer_protocol_subscription {
   static constexpr int16_t first_flexible_version = -1;
   static constexpr std::string_view spec_name = "ConsumerProtocolSubscription";
 
-  struct TopicPartition {
-    std::string topic;
-    std::vector<int32_t> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TopicPartition&) const = default;
-  };
+  using TopicPartition = consumer_protocol_subscription_types::TopicPartition;
 
   std::vector<std::string> topics;
   std::optional<std::vector<uint8_t>> user_data;
-  std::vector<consumer_protocol_subscription::TopicPartition> owned_partitions;
+  std::vector<consumer_protocol_subscription_types::TopicPartition> owned_partitions;
   int32_t generation_id = -1;
   std::optional<std::string> rack_id;
   std::vector<tagged_field> unknown_tagged_fields;

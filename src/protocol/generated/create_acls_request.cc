@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void create_acls_request::AclCreation::encode(writer& w, int16_t version) const {
+void create_acls_request_types::AclCreation::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.int8(resource_type);
   w.string(resource_name, flexible);
@@ -23,7 +23,7 @@ void create_acls_request::AclCreation::encode(writer& w, int16_t version) const 
   }
 }
 
-void create_acls_request::AclCreation::decode(reader& r, int16_t version) {
+void create_acls_request_types::AclCreation::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   resource_type = r.int8();
   resource_name = r.string(flexible);
@@ -45,7 +45,7 @@ void create_acls_request::AclCreation::decode(reader& r, int16_t version) {
   }
 }
 
-size_t create_acls_request::AclCreation::encoded_size(int16_t version) const {
+size_t create_acls_request_types::AclCreation::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += 1;

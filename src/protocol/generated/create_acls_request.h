@@ -14,6 +14,27 @@
 
 namespace silt::protocol {
 
+// The nested structs of create_acls_request; use them as create_acls_request::<Name>.
+namespace create_acls_request_types {
+
+struct AclCreation {
+  int8_t resource_type = 0;
+  std::string resource_name;
+  int8_t resource_pattern_type = 3;
+  std::string principal;
+  std::string host;
+  int8_t operation = 0;
+  int8_t permission_type = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AclCreation&) const = default;
+};
+
+}  // namespace create_acls_request_types
+
 // Kafka's CreateAclsRequest (versions 0-3). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct create_acls_request {
@@ -23,23 +44,9 @@ struct create_acls_request {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "CreateAclsRequest";
 
-  struct AclCreation {
-    int8_t resource_type = 0;
-    std::string resource_name;
-    int8_t resource_pattern_type = 3;
-    std::string principal;
-    std::string host;
-    int8_t operation = 0;
-    int8_t permission_type = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using AclCreation = create_acls_request_types::AclCreation;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AclCreation&) const = default;
-  };
-
-  std::vector<create_acls_request::AclCreation> creations;
+  std::vector<create_acls_request_types::AclCreation> creations;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void create_acls_response::AclCreationResult::encode(writer& w, int16_t version) const {
+void create_acls_response_types::AclCreationResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.int16(error_code);
   if (!error_message) {
@@ -20,7 +20,7 @@ void create_acls_response::AclCreationResult::encode(writer& w, int16_t version)
   }
 }
 
-void create_acls_response::AclCreationResult::decode(reader& r, int16_t version) {
+void create_acls_response_types::AclCreationResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   error_code = r.int16();
   error_message = r.nullable_string(flexible, true);
@@ -35,7 +35,7 @@ void create_acls_response::AclCreationResult::decode(reader& r, int16_t version)
   }
 }
 
-size_t create_acls_response::AclCreationResult::encoded_size(int16_t version) const {
+size_t create_acls_response_types::AclCreationResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += 2;

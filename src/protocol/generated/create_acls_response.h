@@ -14,6 +14,22 @@
 
 namespace silt::protocol {
 
+// The nested structs of create_acls_response; use them as create_acls_response::<Name>.
+namespace create_acls_response_types {
+
+struct AclCreationResult {
+  int16_t error_code = 0;
+  std::optional<std::string> error_message{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AclCreationResult&) const = default;
+};
+
+}  // namespace create_acls_response_types
+
 // Kafka's CreateAclsResponse (versions 0-3). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct create_acls_response {
@@ -23,19 +39,10 @@ struct create_acls_response {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "CreateAclsResponse";
 
-  struct AclCreationResult {
-    int16_t error_code = 0;
-    std::optional<std::string> error_message{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AclCreationResult&) const = default;
-  };
+  using AclCreationResult = create_acls_response_types::AclCreationResult;
 
   int32_t throttle_time_ms = 0;
-  std::vector<create_acls_response::AclCreationResult> results;
+  std::vector<create_acls_response_types::AclCreationResult> results;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

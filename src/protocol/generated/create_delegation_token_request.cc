@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void create_delegation_token_request::CreatableRenewers::encode(writer& w, int16_t version) const {
+void create_delegation_token_request_types::CreatableRenewers::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.string(principal_type, flexible);
   w.string(principal_name, flexible);
@@ -16,7 +16,7 @@ void create_delegation_token_request::CreatableRenewers::encode(writer& w, int16
   }
 }
 
-void create_delegation_token_request::CreatableRenewers::decode(reader& r, int16_t version) {
+void create_delegation_token_request_types::CreatableRenewers::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   principal_type = r.string(flexible);
   principal_name = r.string(flexible);
@@ -31,7 +31,7 @@ void create_delegation_token_request::CreatableRenewers::decode(reader& r, int16
   }
 }
 
-size_t create_delegation_token_request::CreatableRenewers::encoded_size(int16_t version) const {
+size_t create_delegation_token_request_types::CreatableRenewers::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += wire_size::string(principal_type.size(), flexible);

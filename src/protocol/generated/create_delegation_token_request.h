@@ -14,6 +14,22 @@
 
 namespace silt::protocol {
 
+// The nested structs of create_delegation_token_request; use them as create_delegation_token_request::<Name>.
+namespace create_delegation_token_request_types {
+
+struct CreatableRenewers {
+  std::string principal_type;
+  std::string principal_name;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const CreatableRenewers&) const = default;
+};
+
+}  // namespace create_delegation_token_request_types
+
 // Kafka's CreateDelegationTokenRequest (versions 0-3). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct create_delegation_token_request {
@@ -23,20 +39,11 @@ struct create_delegation_token_request {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "CreateDelegationTokenRequest";
 
-  struct CreatableRenewers {
-    std::string principal_type;
-    std::string principal_name;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const CreatableRenewers&) const = default;
-  };
+  using CreatableRenewers = create_delegation_token_request_types::CreatableRenewers;
 
   std::optional<std::string> owner_principal_type{std::in_place};
   std::optional<std::string> owner_principal_name{std::in_place};
-  std::vector<create_delegation_token_request::CreatableRenewers> renewers;
+  std::vector<create_delegation_token_request_types::CreatableRenewers> renewers;
   int64_t max_lifetime_ms = 0;
   std::vector<tagged_field> unknown_tagged_fields;
 

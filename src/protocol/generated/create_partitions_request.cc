@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void create_partitions_request::CreatePartitionsAssignment::encode(writer& w, int16_t version) const {
+void create_partitions_request_types::CreatePartitionsAssignment::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.array_length(broker_ids.size(), flexible);
   for (const auto& e : broker_ids) {
@@ -18,7 +18,7 @@ void create_partitions_request::CreatePartitionsAssignment::encode(writer& w, in
   }
 }
 
-void create_partitions_request::CreatePartitionsAssignment::decode(reader& r, int16_t version) {
+void create_partitions_request_types::CreatePartitionsAssignment::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   {
     const int32_t n = r.array_length(flexible, 4);
@@ -44,7 +44,7 @@ void create_partitions_request::CreatePartitionsAssignment::decode(reader& r, in
   }
 }
 
-size_t create_partitions_request::CreatePartitionsAssignment::encoded_size(int16_t version) const {
+size_t create_partitions_request_types::CreatePartitionsAssignment::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += wire_size::array_length(broker_ids.size(), flexible);
@@ -59,7 +59,7 @@ size_t create_partitions_request::CreatePartitionsAssignment::encoded_size(int16
   return n;
 }
 
-void create_partitions_request::CreatePartitionsTopic::encode(writer& w, int16_t version) const {
+void create_partitions_request_types::CreatePartitionsTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.string(name, flexible);
   w.int32(this->count);
@@ -76,7 +76,7 @@ void create_partitions_request::CreatePartitionsTopic::encode(writer& w, int16_t
   }
 }
 
-void create_partitions_request::CreatePartitionsTopic::decode(reader& r, int16_t version) {
+void create_partitions_request_types::CreatePartitionsTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   name = r.string(flexible);
   this->count = r.int32();
@@ -104,7 +104,7 @@ void create_partitions_request::CreatePartitionsTopic::decode(reader& r, int16_t
   }
 }
 
-size_t create_partitions_request::CreatePartitionsTopic::encoded_size(int16_t version) const {
+size_t create_partitions_request_types::CreatePartitionsTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);

@@ -14,6 +14,33 @@
 
 namespace silt::protocol {
 
+// The nested structs of create_partitions_request; use them as create_partitions_request::<Name>.
+namespace create_partitions_request_types {
+
+struct CreatePartitionsAssignment {
+  std::vector<int32_t> broker_ids;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const CreatePartitionsAssignment&) const = default;
+};
+
+struct CreatePartitionsTopic {
+  std::string name;
+  int32_t count = 0;
+  std::optional<std::vector<create_partitions_request_types::CreatePartitionsAssignment>> assignments{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const CreatePartitionsTopic&) const = default;
+};
+
+}  // namespace create_partitions_request_types
+
 // Kafka's CreatePartitionsRequest (versions 0-3). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct create_partitions_request {
@@ -23,29 +50,10 @@ struct create_partitions_request {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "CreatePartitionsRequest";
 
-  struct CreatePartitionsAssignment {
-    std::vector<int32_t> broker_ids;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using CreatePartitionsAssignment = create_partitions_request_types::CreatePartitionsAssignment;
+  using CreatePartitionsTopic = create_partitions_request_types::CreatePartitionsTopic;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const CreatePartitionsAssignment&) const = default;
-  };
-
-  struct CreatePartitionsTopic {
-    std::string name;
-    int32_t count = 0;
-    std::optional<std::vector<create_partitions_request::CreatePartitionsAssignment>> assignments{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const CreatePartitionsTopic&) const = default;
-  };
-
-  std::vector<create_partitions_request::CreatePartitionsTopic> topics;
+  std::vector<create_partitions_request_types::CreatePartitionsTopic> topics;
   int32_t timeout_ms = 0;
   bool validate_only = false;
   std::vector<tagged_field> unknown_tagged_fields;

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void create_partitions_response::CreatePartitionsTopicResult::encode(writer& w, int16_t version) const {
+void create_partitions_response_types::CreatePartitionsTopicResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.string(name, flexible);
   w.int16(error_code);
@@ -21,7 +21,7 @@ void create_partitions_response::CreatePartitionsTopicResult::encode(writer& w, 
   }
 }
 
-void create_partitions_response::CreatePartitionsTopicResult::decode(reader& r, int16_t version) {
+void create_partitions_response_types::CreatePartitionsTopicResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   name = r.string(flexible);
   error_code = r.int16();
@@ -37,7 +37,7 @@ void create_partitions_response::CreatePartitionsTopicResult::decode(reader& r, 
   }
 }
 
-size_t create_partitions_response::CreatePartitionsTopicResult::encoded_size(int16_t version) const {
+size_t create_partitions_response_types::CreatePartitionsTopicResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);

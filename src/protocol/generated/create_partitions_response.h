@@ -14,6 +14,23 @@
 
 namespace silt::protocol {
 
+// The nested structs of create_partitions_response; use them as create_partitions_response::<Name>.
+namespace create_partitions_response_types {
+
+struct CreatePartitionsTopicResult {
+  std::string name;
+  int16_t error_code = 0;
+  std::optional<std::string> error_message;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const CreatePartitionsTopicResult&) const = default;
+};
+
+}  // namespace create_partitions_response_types
+
 // Kafka's CreatePartitionsResponse (versions 0-3). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct create_partitions_response {
@@ -23,20 +40,10 @@ struct create_partitions_response {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "CreatePartitionsResponse";
 
-  struct CreatePartitionsTopicResult {
-    std::string name;
-    int16_t error_code = 0;
-    std::optional<std::string> error_message;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const CreatePartitionsTopicResult&) const = default;
-  };
+  using CreatePartitionsTopicResult = create_partitions_response_types::CreatePartitionsTopicResult;
 
   int32_t throttle_time_ms = 0;
-  std::vector<create_partitions_response::CreatePartitionsTopicResult> results;
+  std::vector<create_partitions_response_types::CreatePartitionsTopicResult> results;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void create_topics_request::CreatableReplicaAssignment::encode(writer& w, int16_t version) const {
+void create_topics_request_types::CreatableReplicaAssignment::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 5;
   w.int32(partition_index);
   w.array_length(broker_ids.size(), flexible);
@@ -19,7 +19,7 @@ void create_topics_request::CreatableReplicaAssignment::encode(writer& w, int16_
   }
 }
 
-void create_topics_request::CreatableReplicaAssignment::decode(reader& r, int16_t version) {
+void create_topics_request_types::CreatableReplicaAssignment::decode(reader& r, int16_t version) {
   const bool flexible = version >= 5;
   partition_index = r.int32();
   {
@@ -46,7 +46,7 @@ void create_topics_request::CreatableReplicaAssignment::decode(reader& r, int16_
   }
 }
 
-size_t create_topics_request::CreatableReplicaAssignment::encoded_size(int16_t version) const {
+size_t create_topics_request_types::CreatableReplicaAssignment::encoded_size(int16_t version) const {
   const bool flexible = version >= 5;
   size_t n = 0;
   n += 4;
@@ -62,7 +62,7 @@ size_t create_topics_request::CreatableReplicaAssignment::encoded_size(int16_t v
   return n;
 }
 
-void create_topics_request::CreatableTopicConfig::encode(writer& w, int16_t version) const {
+void create_topics_request_types::CreatableTopicConfig::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 5;
   w.string(name, flexible);
   if (!value) {
@@ -75,7 +75,7 @@ void create_topics_request::CreatableTopicConfig::encode(writer& w, int16_t vers
   }
 }
 
-void create_topics_request::CreatableTopicConfig::decode(reader& r, int16_t version) {
+void create_topics_request_types::CreatableTopicConfig::decode(reader& r, int16_t version) {
   const bool flexible = version >= 5;
   name = r.string(flexible);
   value = r.nullable_string(flexible, true);
@@ -90,7 +90,7 @@ void create_topics_request::CreatableTopicConfig::decode(reader& r, int16_t vers
   }
 }
 
-size_t create_topics_request::CreatableTopicConfig::encoded_size(int16_t version) const {
+size_t create_topics_request_types::CreatableTopicConfig::encoded_size(int16_t version) const {
   const bool flexible = version >= 5;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);
@@ -109,7 +109,7 @@ size_t create_topics_request::CreatableTopicConfig::encoded_size(int16_t version
   return n;
 }
 
-void create_topics_request::CreatableTopic::encode(writer& w, int16_t version) const {
+void create_topics_request_types::CreatableTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 5;
   w.string(name, flexible);
   w.int32(num_partitions);
@@ -127,7 +127,7 @@ void create_topics_request::CreatableTopic::encode(writer& w, int16_t version) c
   }
 }
 
-void create_topics_request::CreatableTopic::decode(reader& r, int16_t version) {
+void create_topics_request_types::CreatableTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 5;
   name = r.string(flexible);
   num_partitions = r.int32();
@@ -169,7 +169,7 @@ void create_topics_request::CreatableTopic::decode(reader& r, int16_t version) {
   }
 }
 
-size_t create_topics_request::CreatableTopic::encoded_size(int16_t version) const {
+size_t create_topics_request_types::CreatableTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 5;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);

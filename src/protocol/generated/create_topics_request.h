@@ -14,6 +14,47 @@
 
 namespace silt::protocol {
 
+// The nested structs of create_topics_request; use them as create_topics_request::<Name>.
+namespace create_topics_request_types {
+
+struct CreatableReplicaAssignment {
+  int32_t partition_index = 0;
+  std::vector<int32_t> broker_ids;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const CreatableReplicaAssignment&) const = default;
+};
+
+struct CreatableTopicConfig {
+  std::string name;
+  std::optional<std::string> value{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const CreatableTopicConfig&) const = default;
+};
+
+struct CreatableTopic {
+  std::string name;
+  int32_t num_partitions = 0;
+  int16_t replication_factor = 0;
+  std::vector<create_topics_request_types::CreatableReplicaAssignment> assignments;
+  std::vector<create_topics_request_types::CreatableTopicConfig> configs;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const CreatableTopic&) const = default;
+};
+
+}  // namespace create_topics_request_types
+
 // Kafka's CreateTopicsRequest (versions 0-7). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct create_topics_request {
@@ -23,43 +64,11 @@ struct create_topics_request {
   static constexpr int16_t first_flexible_version = 5;
   static constexpr std::string_view spec_name = "CreateTopicsRequest";
 
-  struct CreatableReplicaAssignment {
-    int32_t partition_index = 0;
-    std::vector<int32_t> broker_ids;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using CreatableReplicaAssignment = create_topics_request_types::CreatableReplicaAssignment;
+  using CreatableTopicConfig = create_topics_request_types::CreatableTopicConfig;
+  using CreatableTopic = create_topics_request_types::CreatableTopic;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const CreatableReplicaAssignment&) const = default;
-  };
-
-  struct CreatableTopicConfig {
-    std::string name;
-    std::optional<std::string> value{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const CreatableTopicConfig&) const = default;
-  };
-
-  struct CreatableTopic {
-    std::string name;
-    int32_t num_partitions = 0;
-    int16_t replication_factor = 0;
-    std::vector<create_topics_request::CreatableReplicaAssignment> assignments;
-    std::vector<create_topics_request::CreatableTopicConfig> configs;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const CreatableTopic&) const = default;
-  };
-
-  std::vector<create_topics_request::CreatableTopic> topics;
+  std::vector<create_topics_request_types::CreatableTopic> topics;
   int32_t timeout_ms = 60000;
   bool validate_only = false;
   std::vector<tagged_field> unknown_tagged_fields;

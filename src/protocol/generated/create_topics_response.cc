@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void create_topics_response::CreatableTopicConfigs::encode(writer& w, int16_t version) const {
+void create_topics_response_types::CreatableTopicConfigs::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 5;
   if (version >= 5) {
     w.string(name, flexible);
@@ -33,7 +33,7 @@ void create_topics_response::CreatableTopicConfigs::encode(writer& w, int16_t ve
   }
 }
 
-void create_topics_response::CreatableTopicConfigs::decode(reader& r, int16_t version) {
+void create_topics_response_types::CreatableTopicConfigs::decode(reader& r, int16_t version) {
   const bool flexible = version >= 5;
   if (version >= 5) {
     name = r.string(flexible);
@@ -61,7 +61,7 @@ void create_topics_response::CreatableTopicConfigs::decode(reader& r, int16_t ve
   }
 }
 
-size_t create_topics_response::CreatableTopicConfigs::encoded_size(int16_t version) const {
+size_t create_topics_response_types::CreatableTopicConfigs::encoded_size(int16_t version) const {
   const bool flexible = version >= 5;
   size_t n = 0;
   if (version >= 5) {
@@ -93,7 +93,7 @@ size_t create_topics_response::CreatableTopicConfigs::encoded_size(int16_t versi
   return n;
 }
 
-void create_topics_response::CreatableTopicResult::encode(writer& w, int16_t version) const {
+void create_topics_response_types::CreatableTopicResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 5;
   w.string(name, flexible);
   if (version >= 7) {
@@ -141,7 +141,7 @@ void create_topics_response::CreatableTopicResult::encode(writer& w, int16_t ver
   }
 }
 
-void create_topics_response::CreatableTopicResult::decode(reader& r, int16_t version) {
+void create_topics_response_types::CreatableTopicResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 5;
   name = r.string(flexible);
   if (version >= 7) {
@@ -195,7 +195,7 @@ void create_topics_response::CreatableTopicResult::decode(reader& r, int16_t ver
   }
 }
 
-size_t create_topics_response::CreatableTopicResult::encoded_size(int16_t version) const {
+size_t create_topics_response_types::CreatableTopicResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 5;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);

@@ -14,6 +14,42 @@
 
 namespace silt::protocol {
 
+// The nested structs of create_topics_response; use them as create_topics_response::<Name>.
+namespace create_topics_response_types {
+
+struct CreatableTopicConfigs {
+  std::string name;
+  std::optional<std::string> value{std::in_place};
+  bool read_only = false;
+  int8_t config_source = -1;
+  bool is_sensitive = false;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const CreatableTopicConfigs&) const = default;
+};
+
+struct CreatableTopicResult {
+  std::string name;
+  uuid topic_id;
+  int16_t error_code = 0;
+  std::optional<std::string> error_message{std::in_place};
+  int16_t topic_config_error_code = 0;
+  int32_t num_partitions = -1;
+  int16_t replication_factor = -1;
+  std::optional<std::vector<create_topics_response_types::CreatableTopicConfigs>> configs{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const CreatableTopicResult&) const = default;
+};
+
+}  // namespace create_topics_response_types
+
 // Kafka's CreateTopicsResponse (versions 0-7). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct create_topics_response {
@@ -23,39 +59,11 @@ struct create_topics_response {
   static constexpr int16_t first_flexible_version = 5;
   static constexpr std::string_view spec_name = "CreateTopicsResponse";
 
-  struct CreatableTopicConfigs {
-    std::string name;
-    std::optional<std::string> value{std::in_place};
-    bool read_only = false;
-    int8_t config_source = -1;
-    bool is_sensitive = false;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const CreatableTopicConfigs&) const = default;
-  };
-
-  struct CreatableTopicResult {
-    std::string name;
-    uuid topic_id;
-    int16_t error_code = 0;
-    std::optional<std::string> error_message{std::in_place};
-    int16_t topic_config_error_code = 0;
-    int32_t num_partitions = -1;
-    int16_t replication_factor = -1;
-    std::optional<std::vector<create_topics_response::CreatableTopicConfigs>> configs{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const CreatableTopicResult&) const = default;
-  };
+  using CreatableTopicConfigs = create_topics_response_types::CreatableTopicConfigs;
+  using CreatableTopicResult = create_topics_response_types::CreatableTopicResult;
 
   int32_t throttle_time_ms = 0;
-  std::vector<create_topics_response::CreatableTopicResult> topics;
+  std::vector<create_topics_response_types::CreatableTopicResult> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void delete_acls_request::DeleteAclsFilter::encode(writer& w, int16_t version) const {
+void delete_acls_request_types::DeleteAclsFilter::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.int8(resource_type_filter);
   if (!resource_name_filter) {
@@ -35,7 +35,7 @@ void delete_acls_request::DeleteAclsFilter::encode(writer& w, int16_t version) c
   }
 }
 
-void delete_acls_request::DeleteAclsFilter::decode(reader& r, int16_t version) {
+void delete_acls_request_types::DeleteAclsFilter::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   resource_type_filter = r.int8();
   resource_name_filter = r.nullable_string(flexible, true);
@@ -57,7 +57,7 @@ void delete_acls_request::DeleteAclsFilter::decode(reader& r, int16_t version) {
   }
 }
 
-size_t delete_acls_request::DeleteAclsFilter::encoded_size(int16_t version) const {
+size_t delete_acls_request_types::DeleteAclsFilter::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += 1;

@@ -14,6 +14,27 @@
 
 namespace silt::protocol {
 
+// The nested structs of delete_acls_request; use them as delete_acls_request::<Name>.
+namespace delete_acls_request_types {
+
+struct DeleteAclsFilter {
+  int8_t resource_type_filter = 0;
+  std::optional<std::string> resource_name_filter{std::in_place};
+  int8_t pattern_type_filter = 3;
+  std::optional<std::string> principal_filter{std::in_place};
+  std::optional<std::string> host_filter{std::in_place};
+  int8_t operation = 0;
+  int8_t permission_type = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DeleteAclsFilter&) const = default;
+};
+
+}  // namespace delete_acls_request_types
+
 // Kafka's DeleteAclsRequest (versions 0-3). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct delete_acls_request {
@@ -23,23 +44,9 @@ struct delete_acls_request {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "DeleteAclsRequest";
 
-  struct DeleteAclsFilter {
-    int8_t resource_type_filter = 0;
-    std::optional<std::string> resource_name_filter{std::in_place};
-    int8_t pattern_type_filter = 3;
-    std::optional<std::string> principal_filter{std::in_place};
-    std::optional<std::string> host_filter{std::in_place};
-    int8_t operation = 0;
-    int8_t permission_type = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using DeleteAclsFilter = delete_acls_request_types::DeleteAclsFilter;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DeleteAclsFilter&) const = default;
-  };
-
-  std::vector<delete_acls_request::DeleteAclsFilter> filters;
+  std::vector<delete_acls_request_types::DeleteAclsFilter> filters;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

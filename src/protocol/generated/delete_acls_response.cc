@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void delete_acls_response::DeleteAclsMatchingAcl::encode(writer& w, int16_t version) const {
+void delete_acls_response_types::DeleteAclsMatchingAcl::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.int16(error_code);
   if (!error_message) {
@@ -29,7 +29,7 @@ void delete_acls_response::DeleteAclsMatchingAcl::encode(writer& w, int16_t vers
   }
 }
 
-void delete_acls_response::DeleteAclsMatchingAcl::decode(reader& r, int16_t version) {
+void delete_acls_response_types::DeleteAclsMatchingAcl::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   error_code = r.int16();
   error_message = r.nullable_string(flexible, true);
@@ -53,7 +53,7 @@ void delete_acls_response::DeleteAclsMatchingAcl::decode(reader& r, int16_t vers
   }
 }
 
-size_t delete_acls_response::DeleteAclsMatchingAcl::encoded_size(int16_t version) const {
+size_t delete_acls_response_types::DeleteAclsMatchingAcl::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += 2;
@@ -81,7 +81,7 @@ size_t delete_acls_response::DeleteAclsMatchingAcl::encoded_size(int16_t version
   return n;
 }
 
-void delete_acls_response::DeleteAclsFilterResult::encode(writer& w, int16_t version) const {
+void delete_acls_response_types::DeleteAclsFilterResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.int16(error_code);
   if (!error_message) {
@@ -98,7 +98,7 @@ void delete_acls_response::DeleteAclsFilterResult::encode(writer& w, int16_t ver
   }
 }
 
-void delete_acls_response::DeleteAclsFilterResult::decode(reader& r, int16_t version) {
+void delete_acls_response_types::DeleteAclsFilterResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   error_code = r.int16();
   error_message = r.nullable_string(flexible, true);
@@ -126,7 +126,7 @@ void delete_acls_response::DeleteAclsFilterResult::decode(reader& r, int16_t ver
   }
 }
 
-size_t delete_acls_response::DeleteAclsFilterResult::encoded_size(int16_t version) const {
+size_t delete_acls_response_types::DeleteAclsFilterResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += 2;

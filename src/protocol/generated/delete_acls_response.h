@@ -14,6 +14,41 @@
 
 namespace silt::protocol {
 
+// The nested structs of delete_acls_response; use them as delete_acls_response::<Name>.
+namespace delete_acls_response_types {
+
+struct DeleteAclsMatchingAcl {
+  int16_t error_code = 0;
+  std::optional<std::string> error_message{std::in_place};
+  int8_t resource_type = 0;
+  std::string resource_name;
+  int8_t pattern_type = 3;
+  std::string principal;
+  std::string host;
+  int8_t operation = 0;
+  int8_t permission_type = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DeleteAclsMatchingAcl&) const = default;
+};
+
+struct DeleteAclsFilterResult {
+  int16_t error_code = 0;
+  std::optional<std::string> error_message{std::in_place};
+  std::vector<delete_acls_response_types::DeleteAclsMatchingAcl> matching_acls;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DeleteAclsFilterResult&) const = default;
+};
+
+}  // namespace delete_acls_response_types
+
 // Kafka's DeleteAclsResponse (versions 0-3). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct delete_acls_response {
@@ -23,38 +58,11 @@ struct delete_acls_response {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "DeleteAclsResponse";
 
-  struct DeleteAclsMatchingAcl {
-    int16_t error_code = 0;
-    std::optional<std::string> error_message{std::in_place};
-    int8_t resource_type = 0;
-    std::string resource_name;
-    int8_t pattern_type = 3;
-    std::string principal;
-    std::string host;
-    int8_t operation = 0;
-    int8_t permission_type = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DeleteAclsMatchingAcl&) const = default;
-  };
-
-  struct DeleteAclsFilterResult {
-    int16_t error_code = 0;
-    std::optional<std::string> error_message{std::in_place};
-    std::vector<delete_acls_response::DeleteAclsMatchingAcl> matching_acls;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DeleteAclsFilterResult&) const = default;
-  };
+  using DeleteAclsMatchingAcl = delete_acls_response_types::DeleteAclsMatchingAcl;
+  using DeleteAclsFilterResult = delete_acls_response_types::DeleteAclsFilterResult;
 
   int32_t throttle_time_ms = 0;
-  std::vector<delete_acls_response::DeleteAclsFilterResult> filter_results;
+  std::vector<delete_acls_response_types::DeleteAclsFilterResult> filter_results;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void delete_groups_response::DeletableGroupResult::encode(writer& w, int16_t version) const {
+void delete_groups_response_types::DeletableGroupResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.string(group_id, flexible);
   w.int16(error_code);
@@ -16,7 +16,7 @@ void delete_groups_response::DeletableGroupResult::encode(writer& w, int16_t ver
   }
 }
 
-void delete_groups_response::DeletableGroupResult::decode(reader& r, int16_t version) {
+void delete_groups_response_types::DeletableGroupResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   group_id = r.string(flexible);
   error_code = r.int16();
@@ -31,7 +31,7 @@ void delete_groups_response::DeletableGroupResult::decode(reader& r, int16_t ver
   }
 }
 
-size_t delete_groups_response::DeletableGroupResult::encoded_size(int16_t version) const {
+size_t delete_groups_response_types::DeletableGroupResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += wire_size::string(group_id.size(), flexible);

@@ -14,6 +14,22 @@
 
 namespace silt::protocol {
 
+// The nested structs of delete_groups_response; use them as delete_groups_response::<Name>.
+namespace delete_groups_response_types {
+
+struct DeletableGroupResult {
+  std::string group_id;
+  int16_t error_code = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DeletableGroupResult&) const = default;
+};
+
+}  // namespace delete_groups_response_types
+
 // Kafka's DeleteGroupsResponse (versions 0-2). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct delete_groups_response {
@@ -23,19 +39,10 @@ struct delete_groups_response {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "DeleteGroupsResponse";
 
-  struct DeletableGroupResult {
-    std::string group_id;
-    int16_t error_code = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DeletableGroupResult&) const = default;
-  };
+  using DeletableGroupResult = delete_groups_response_types::DeletableGroupResult;
 
   int32_t throttle_time_ms = 0;
-  std::vector<delete_groups_response::DeletableGroupResult> results;
+  std::vector<delete_groups_response_types::DeletableGroupResult> results;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void delete_records_request::DeleteRecordsPartition::encode(writer& w, int16_t version) const {
+void delete_records_request_types::DeleteRecordsPartition::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.int32(partition_index);
   w.int64(offset);
@@ -16,7 +16,7 @@ void delete_records_request::DeleteRecordsPartition::encode(writer& w, int16_t v
   }
 }
 
-void delete_records_request::DeleteRecordsPartition::decode(reader& r, int16_t version) {
+void delete_records_request_types::DeleteRecordsPartition::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   partition_index = r.int32();
   offset = r.int64();
@@ -31,7 +31,7 @@ void delete_records_request::DeleteRecordsPartition::decode(reader& r, int16_t v
   }
 }
 
-size_t delete_records_request::DeleteRecordsPartition::encoded_size(int16_t version) const {
+size_t delete_records_request_types::DeleteRecordsPartition::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += 4;
@@ -46,7 +46,7 @@ size_t delete_records_request::DeleteRecordsPartition::encoded_size(int16_t vers
   return n;
 }
 
-void delete_records_request::DeleteRecordsTopic::encode(writer& w, int16_t version) const {
+void delete_records_request_types::DeleteRecordsTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.string(name, flexible);
   w.array_length(partitions.size(), flexible);
@@ -58,7 +58,7 @@ void delete_records_request::DeleteRecordsTopic::encode(writer& w, int16_t versi
   }
 }
 
-void delete_records_request::DeleteRecordsTopic::decode(reader& r, int16_t version) {
+void delete_records_request_types::DeleteRecordsTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   name = r.string(flexible);
   {
@@ -85,7 +85,7 @@ void delete_records_request::DeleteRecordsTopic::decode(reader& r, int16_t versi
   }
 }
 
-size_t delete_records_request::DeleteRecordsTopic::encoded_size(int16_t version) const {
+size_t delete_records_request_types::DeleteRecordsTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);

@@ -14,6 +14,33 @@
 
 namespace silt::protocol {
 
+// The nested structs of delete_records_request; use them as delete_records_request::<Name>.
+namespace delete_records_request_types {
+
+struct DeleteRecordsPartition {
+  int32_t partition_index = 0;
+  int64_t offset = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DeleteRecordsPartition&) const = default;
+};
+
+struct DeleteRecordsTopic {
+  std::string name;
+  std::vector<delete_records_request_types::DeleteRecordsPartition> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DeleteRecordsTopic&) const = default;
+};
+
+}  // namespace delete_records_request_types
+
 // Kafka's DeleteRecordsRequest (versions 0-2). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct delete_records_request {
@@ -23,29 +50,10 @@ struct delete_records_request {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "DeleteRecordsRequest";
 
-  struct DeleteRecordsPartition {
-    int32_t partition_index = 0;
-    int64_t offset = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using DeleteRecordsPartition = delete_records_request_types::DeleteRecordsPartition;
+  using DeleteRecordsTopic = delete_records_request_types::DeleteRecordsTopic;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DeleteRecordsPartition&) const = default;
-  };
-
-  struct DeleteRecordsTopic {
-    std::string name;
-    std::vector<delete_records_request::DeleteRecordsPartition> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DeleteRecordsTopic&) const = default;
-  };
-
-  std::vector<delete_records_request::DeleteRecordsTopic> topics;
+  std::vector<delete_records_request_types::DeleteRecordsTopic> topics;
   int32_t timeout_ms = 0;
   std::vector<tagged_field> unknown_tagged_fields;
 

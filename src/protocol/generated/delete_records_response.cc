@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void delete_records_response::DeleteRecordsPartitionResult::encode(writer& w, int16_t version) const {
+void delete_records_response_types::DeleteRecordsPartitionResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.int32(partition_index);
   w.int64(low_watermark);
@@ -17,7 +17,7 @@ void delete_records_response::DeleteRecordsPartitionResult::encode(writer& w, in
   }
 }
 
-void delete_records_response::DeleteRecordsPartitionResult::decode(reader& r, int16_t version) {
+void delete_records_response_types::DeleteRecordsPartitionResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   partition_index = r.int32();
   low_watermark = r.int64();
@@ -33,7 +33,7 @@ void delete_records_response::DeleteRecordsPartitionResult::decode(reader& r, in
   }
 }
 
-size_t delete_records_response::DeleteRecordsPartitionResult::encoded_size(int16_t version) const {
+size_t delete_records_response_types::DeleteRecordsPartitionResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += 4;
@@ -49,7 +49,7 @@ size_t delete_records_response::DeleteRecordsPartitionResult::encoded_size(int16
   return n;
 }
 
-void delete_records_response::DeleteRecordsTopicResult::encode(writer& w, int16_t version) const {
+void delete_records_response_types::DeleteRecordsTopicResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.string(name, flexible);
   w.array_length(partitions.size(), flexible);
@@ -61,7 +61,7 @@ void delete_records_response::DeleteRecordsTopicResult::encode(writer& w, int16_
   }
 }
 
-void delete_records_response::DeleteRecordsTopicResult::decode(reader& r, int16_t version) {
+void delete_records_response_types::DeleteRecordsTopicResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   name = r.string(flexible);
   {
@@ -88,7 +88,7 @@ void delete_records_response::DeleteRecordsTopicResult::decode(reader& r, int16_
   }
 }
 
-size_t delete_records_response::DeleteRecordsTopicResult::encoded_size(int16_t version) const {
+size_t delete_records_response_types::DeleteRecordsTopicResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);

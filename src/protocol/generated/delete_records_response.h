@@ -14,6 +14,34 @@
 
 namespace silt::protocol {
 
+// The nested structs of delete_records_response; use them as delete_records_response::<Name>.
+namespace delete_records_response_types {
+
+struct DeleteRecordsPartitionResult {
+  int32_t partition_index = 0;
+  int64_t low_watermark = 0;
+  int16_t error_code = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DeleteRecordsPartitionResult&) const = default;
+};
+
+struct DeleteRecordsTopicResult {
+  std::string name;
+  std::vector<delete_records_response_types::DeleteRecordsPartitionResult> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DeleteRecordsTopicResult&) const = default;
+};
+
+}  // namespace delete_records_response_types
+
 // Kafka's DeleteRecordsResponse (versions 0-2). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct delete_records_response {
@@ -23,31 +51,11 @@ struct delete_records_response {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "DeleteRecordsResponse";
 
-  struct DeleteRecordsPartitionResult {
-    int32_t partition_index = 0;
-    int64_t low_watermark = 0;
-    int16_t error_code = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DeleteRecordsPartitionResult&) const = default;
-  };
-
-  struct DeleteRecordsTopicResult {
-    std::string name;
-    std::vector<delete_records_response::DeleteRecordsPartitionResult> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DeleteRecordsTopicResult&) const = default;
-  };
+  using DeleteRecordsPartitionResult = delete_records_response_types::DeleteRecordsPartitionResult;
+  using DeleteRecordsTopicResult = delete_records_response_types::DeleteRecordsTopicResult;
 
   int32_t throttle_time_ms = 0;
-  std::vector<delete_records_response::DeleteRecordsTopicResult> topics;
+  std::vector<delete_records_response_types::DeleteRecordsTopicResult> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

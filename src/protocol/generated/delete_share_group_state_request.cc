@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void delete_share_group_state_request::PartitionData::encode(writer& w, int16_t version) const {
+void delete_share_group_state_request_types::PartitionData::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int32(partition);
@@ -16,7 +16,7 @@ void delete_share_group_state_request::PartitionData::encode(writer& w, int16_t 
   }
 }
 
-void delete_share_group_state_request::PartitionData::decode(reader& r, int16_t version) {
+void delete_share_group_state_request_types::PartitionData::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   partition = r.int32();
@@ -31,7 +31,7 @@ void delete_share_group_state_request::PartitionData::decode(reader& r, int16_t 
   }
 }
 
-size_t delete_share_group_state_request::PartitionData::encoded_size(int16_t version) const {
+size_t delete_share_group_state_request_types::PartitionData::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -46,7 +46,7 @@ size_t delete_share_group_state_request::PartitionData::encoded_size(int16_t ver
   return n;
 }
 
-void delete_share_group_state_request::DeleteStateData::encode(writer& w, int16_t version) const {
+void delete_share_group_state_request_types::DeleteStateData::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.uuid(topic_id);
   w.array_length(partitions.size(), flexible);
@@ -58,7 +58,7 @@ void delete_share_group_state_request::DeleteStateData::encode(writer& w, int16_
   }
 }
 
-void delete_share_group_state_request::DeleteStateData::decode(reader& r, int16_t version) {
+void delete_share_group_state_request_types::DeleteStateData::decode(reader& r, int16_t version) {
   const bool flexible = true;
   topic_id = r.uuid();
   {
@@ -85,7 +85,7 @@ void delete_share_group_state_request::DeleteStateData::decode(reader& r, int16_
   }
 }
 
-size_t delete_share_group_state_request::DeleteStateData::encoded_size(int16_t version) const {
+size_t delete_share_group_state_request_types::DeleteStateData::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 16;

@@ -14,6 +14,32 @@
 
 namespace silt::protocol {
 
+// The nested structs of delete_share_group_state_request; use them as delete_share_group_state_request::<Name>.
+namespace delete_share_group_state_request_types {
+
+struct PartitionData {
+  int32_t partition = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct DeleteStateData {
+  uuid topic_id;
+  std::vector<delete_share_group_state_request_types::PartitionData> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DeleteStateData&) const = default;
+};
+
+}  // namespace delete_share_group_state_request_types
+
 // Kafka's DeleteShareGroupStateRequest (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct delete_share_group_state_request {
@@ -23,29 +49,11 @@ struct delete_share_group_state_request {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "DeleteShareGroupStateRequest";
 
-  struct PartitionData {
-    int32_t partition = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct DeleteStateData {
-    uuid topic_id;
-    std::vector<delete_share_group_state_request::PartitionData> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DeleteStateData&) const = default;
-  };
+  using PartitionData = delete_share_group_state_request_types::PartitionData;
+  using DeleteStateData = delete_share_group_state_request_types::DeleteStateData;
 
   std::string group_id;
-  std::vector<delete_share_group_state_request::DeleteStateData> topics;
+  std::vector<delete_share_group_state_request_types::DeleteStateData> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

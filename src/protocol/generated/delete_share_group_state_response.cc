@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void delete_share_group_state_response::PartitionResult::encode(writer& w, int16_t version) const {
+void delete_share_group_state_response_types::PartitionResult::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int32(partition);
@@ -22,7 +22,7 @@ void delete_share_group_state_response::PartitionResult::encode(writer& w, int16
   }
 }
 
-void delete_share_group_state_response::PartitionResult::decode(reader& r, int16_t version) {
+void delete_share_group_state_response_types::PartitionResult::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   partition = r.int32();
@@ -39,7 +39,7 @@ void delete_share_group_state_response::PartitionResult::decode(reader& r, int16
   }
 }
 
-size_t delete_share_group_state_response::PartitionResult::encoded_size(int16_t version) const {
+size_t delete_share_group_state_response_types::PartitionResult::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -60,7 +60,7 @@ size_t delete_share_group_state_response::PartitionResult::encoded_size(int16_t 
   return n;
 }
 
-void delete_share_group_state_response::DeleteStateResult::encode(writer& w, int16_t version) const {
+void delete_share_group_state_response_types::DeleteStateResult::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.uuid(topic_id);
   w.array_length(partitions.size(), flexible);
@@ -72,7 +72,7 @@ void delete_share_group_state_response::DeleteStateResult::encode(writer& w, int
   }
 }
 
-void delete_share_group_state_response::DeleteStateResult::decode(reader& r, int16_t version) {
+void delete_share_group_state_response_types::DeleteStateResult::decode(reader& r, int16_t version) {
   const bool flexible = true;
   topic_id = r.uuid();
   {
@@ -99,7 +99,7 @@ void delete_share_group_state_response::DeleteStateResult::decode(reader& r, int
   }
 }
 
-size_t delete_share_group_state_response::DeleteStateResult::encoded_size(int16_t version) const {
+size_t delete_share_group_state_response_types::DeleteStateResult::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 16;

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void delete_topics_request::DeleteTopicState::encode(writer& w, int16_t version) const {
+void delete_topics_request_types::DeleteTopicState::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 4;
   if (version >= 6) {
     if (!name) {
@@ -24,7 +24,7 @@ void delete_topics_request::DeleteTopicState::encode(writer& w, int16_t version)
   }
 }
 
-void delete_topics_request::DeleteTopicState::decode(reader& r, int16_t version) {
+void delete_topics_request_types::DeleteTopicState::decode(reader& r, int16_t version) {
   const bool flexible = version >= 4;
   if (version >= 6) {
     name = r.nullable_string(flexible, version >= 6);
@@ -43,7 +43,7 @@ void delete_topics_request::DeleteTopicState::decode(reader& r, int16_t version)
   }
 }
 
-size_t delete_topics_request::DeleteTopicState::encoded_size(int16_t version) const {
+size_t delete_topics_request_types::DeleteTopicState::encoded_size(int16_t version) const {
   const bool flexible = version >= 4;
   size_t n = 0;
   if (version >= 6) {

@@ -14,6 +14,22 @@
 
 namespace silt::protocol {
 
+// The nested structs of delete_topics_request; use them as delete_topics_request::<Name>.
+namespace delete_topics_request_types {
+
+struct DeleteTopicState {
+  std::optional<std::string> name;
+  uuid topic_id;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DeleteTopicState&) const = default;
+};
+
+}  // namespace delete_topics_request_types
+
 // Kafka's DeleteTopicsRequest (versions 0-6). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct delete_topics_request {
@@ -23,18 +39,9 @@ struct delete_topics_request {
   static constexpr int16_t first_flexible_version = 4;
   static constexpr std::string_view spec_name = "DeleteTopicsRequest";
 
-  struct DeleteTopicState {
-    std::optional<std::string> name;
-    uuid topic_id;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using DeleteTopicState = delete_topics_request_types::DeleteTopicState;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DeleteTopicState&) const = default;
-  };
-
-  std::vector<delete_topics_request::DeleteTopicState> topics;
+  std::vector<delete_topics_request_types::DeleteTopicState> topics;
   std::vector<std::string> topic_names;
   int32_t timeout_ms = 0;
   std::vector<tagged_field> unknown_tagged_fields;

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void delete_topics_response::DeletableTopicResult::encode(writer& w, int16_t version) const {
+void delete_topics_response_types::DeletableTopicResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 4;
   if (!name) {
     if (version >= 6) w.null_string(flexible); else w.fail(encode_error::null_in_non_nullable_field);
@@ -30,7 +30,7 @@ void delete_topics_response::DeletableTopicResult::encode(writer& w, int16_t ver
   }
 }
 
-void delete_topics_response::DeletableTopicResult::decode(reader& r, int16_t version) {
+void delete_topics_response_types::DeletableTopicResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 4;
   name = r.nullable_string(flexible, version >= 6);
   if (version >= 6) {
@@ -51,7 +51,7 @@ void delete_topics_response::DeletableTopicResult::decode(reader& r, int16_t ver
   }
 }
 
-size_t delete_topics_response::DeletableTopicResult::encoded_size(int16_t version) const {
+size_t delete_topics_response_types::DeletableTopicResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 4;
   size_t n = 0;
   if (!name) {

@@ -14,6 +14,24 @@
 
 namespace silt::protocol {
 
+// The nested structs of delete_topics_response; use them as delete_topics_response::<Name>.
+namespace delete_topics_response_types {
+
+struct DeletableTopicResult {
+  std::optional<std::string> name{std::in_place};
+  uuid topic_id;
+  int16_t error_code = 0;
+  std::optional<std::string> error_message;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DeletableTopicResult&) const = default;
+};
+
+}  // namespace delete_topics_response_types
+
 // Kafka's DeleteTopicsResponse (versions 0-6). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct delete_topics_response {
@@ -23,21 +41,10 @@ struct delete_topics_response {
   static constexpr int16_t first_flexible_version = 4;
   static constexpr std::string_view spec_name = "DeleteTopicsResponse";
 
-  struct DeletableTopicResult {
-    std::optional<std::string> name{std::in_place};
-    uuid topic_id;
-    int16_t error_code = 0;
-    std::optional<std::string> error_message;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DeletableTopicResult&) const = default;
-  };
+  using DeletableTopicResult = delete_topics_response_types::DeletableTopicResult;
 
   int32_t throttle_time_ms = 0;
-  std::vector<delete_topics_response::DeletableTopicResult> responses;
+  std::vector<delete_topics_response_types::DeletableTopicResult> responses;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_acls_response::AclDescription::encode(writer& w, int16_t version) const {
+void describe_acls_response_types::AclDescription::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.string(principal, flexible);
   w.string(host, flexible);
@@ -18,7 +18,7 @@ void describe_acls_response::AclDescription::encode(writer& w, int16_t version) 
   }
 }
 
-void describe_acls_response::AclDescription::decode(reader& r, int16_t version) {
+void describe_acls_response_types::AclDescription::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   principal = r.string(flexible);
   host = r.string(flexible);
@@ -35,7 +35,7 @@ void describe_acls_response::AclDescription::decode(reader& r, int16_t version) 
   }
 }
 
-size_t describe_acls_response::AclDescription::encoded_size(int16_t version) const {
+size_t describe_acls_response_types::AclDescription::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += wire_size::string(principal.size(), flexible);
@@ -52,7 +52,7 @@ size_t describe_acls_response::AclDescription::encoded_size(int16_t version) con
   return n;
 }
 
-void describe_acls_response::DescribeAclsResource::encode(writer& w, int16_t version) const {
+void describe_acls_response_types::DescribeAclsResource::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.int8(resource_type);
   w.string(resource_name, flexible);
@@ -68,7 +68,7 @@ void describe_acls_response::DescribeAclsResource::encode(writer& w, int16_t ver
   }
 }
 
-void describe_acls_response::DescribeAclsResource::decode(reader& r, int16_t version) {
+void describe_acls_response_types::DescribeAclsResource::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   resource_type = r.int8();
   resource_name = r.string(flexible);
@@ -99,7 +99,7 @@ void describe_acls_response::DescribeAclsResource::decode(reader& r, int16_t ver
   }
 }
 
-size_t describe_acls_response::DescribeAclsResource::encoded_size(int16_t version) const {
+size_t describe_acls_response_types::DescribeAclsResource::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += 1;

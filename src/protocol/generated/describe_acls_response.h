@@ -14,6 +14,37 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_acls_response; use them as describe_acls_response::<Name>.
+namespace describe_acls_response_types {
+
+struct AclDescription {
+  std::string principal;
+  std::string host;
+  int8_t operation = 0;
+  int8_t permission_type = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AclDescription&) const = default;
+};
+
+struct DescribeAclsResource {
+  int8_t resource_type = 0;
+  std::string resource_name;
+  int8_t pattern_type = 3;
+  std::vector<describe_acls_response_types::AclDescription> acls;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribeAclsResource&) const = default;
+};
+
+}  // namespace describe_acls_response_types
+
 // Kafka's DescribeAclsResponse (versions 0-3). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_acls_response {
@@ -23,36 +54,13 @@ struct describe_acls_response {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "DescribeAclsResponse";
 
-  struct AclDescription {
-    std::string principal;
-    std::string host;
-    int8_t operation = 0;
-    int8_t permission_type = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AclDescription&) const = default;
-  };
-
-  struct DescribeAclsResource {
-    int8_t resource_type = 0;
-    std::string resource_name;
-    int8_t pattern_type = 3;
-    std::vector<describe_acls_response::AclDescription> acls;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribeAclsResource&) const = default;
-  };
+  using AclDescription = describe_acls_response_types::AclDescription;
+  using DescribeAclsResource = describe_acls_response_types::DescribeAclsResource;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
   std::optional<std::string> error_message{std::in_place};
-  std::vector<describe_acls_response::DescribeAclsResource> resources;
+  std::vector<describe_acls_response_types::DescribeAclsResource> resources;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_client_quotas_request::ComponentData::encode(writer& w, int16_t version) const {
+void describe_client_quotas_request_types::ComponentData::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 1;
   w.string(entity_type, flexible);
   w.int8(match_type);
@@ -21,7 +21,7 @@ void describe_client_quotas_request::ComponentData::encode(writer& w, int16_t ve
   }
 }
 
-void describe_client_quotas_request::ComponentData::decode(reader& r, int16_t version) {
+void describe_client_quotas_request_types::ComponentData::decode(reader& r, int16_t version) {
   const bool flexible = version >= 1;
   entity_type = r.string(flexible);
   match_type = r.int8();
@@ -37,7 +37,7 @@ void describe_client_quotas_request::ComponentData::decode(reader& r, int16_t ve
   }
 }
 
-size_t describe_client_quotas_request::ComponentData::encoded_size(int16_t version) const {
+size_t describe_client_quotas_request_types::ComponentData::encoded_size(int16_t version) const {
   const bool flexible = version >= 1;
   size_t n = 0;
   n += wire_size::string(entity_type.size(), flexible);

@@ -14,6 +14,23 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_client_quotas_request; use them as describe_client_quotas_request::<Name>.
+namespace describe_client_quotas_request_types {
+
+struct ComponentData {
+  std::string entity_type;
+  int8_t match_type = 0;
+  std::optional<std::string> match{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ComponentData&) const = default;
+};
+
+}  // namespace describe_client_quotas_request_types
+
 // Kafka's DescribeClientQuotasRequest (versions 0-1). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_client_quotas_request {
@@ -23,19 +40,9 @@ struct describe_client_quotas_request {
   static constexpr int16_t first_flexible_version = 1;
   static constexpr std::string_view spec_name = "DescribeClientQuotasRequest";
 
-  struct ComponentData {
-    std::string entity_type;
-    int8_t match_type = 0;
-    std::optional<std::string> match{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
+  using ComponentData = describe_client_quotas_request_types::ComponentData;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ComponentData&) const = default;
-  };
-
-  std::vector<describe_client_quotas_request::ComponentData> components;
+  std::vector<describe_client_quotas_request_types::ComponentData> components;
   bool strict = false;
   std::vector<tagged_field> unknown_tagged_fields;
 

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_client_quotas_response::EntityData::encode(writer& w, int16_t version) const {
+void describe_client_quotas_response_types::EntityData::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 1;
   w.string(entity_type, flexible);
   if (!entity_name) {
@@ -20,7 +20,7 @@ void describe_client_quotas_response::EntityData::encode(writer& w, int16_t vers
   }
 }
 
-void describe_client_quotas_response::EntityData::decode(reader& r, int16_t version) {
+void describe_client_quotas_response_types::EntityData::decode(reader& r, int16_t version) {
   const bool flexible = version >= 1;
   entity_type = r.string(flexible);
   entity_name = r.nullable_string(flexible, true);
@@ -35,7 +35,7 @@ void describe_client_quotas_response::EntityData::decode(reader& r, int16_t vers
   }
 }
 
-size_t describe_client_quotas_response::EntityData::encoded_size(int16_t version) const {
+size_t describe_client_quotas_response_types::EntityData::encoded_size(int16_t version) const {
   const bool flexible = version >= 1;
   size_t n = 0;
   n += wire_size::string(entity_type.size(), flexible);
@@ -54,7 +54,7 @@ size_t describe_client_quotas_response::EntityData::encoded_size(int16_t version
   return n;
 }
 
-void describe_client_quotas_response::ValueData::encode(writer& w, int16_t version) const {
+void describe_client_quotas_response_types::ValueData::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 1;
   w.string(key, flexible);
   w.float64(value);
@@ -63,7 +63,7 @@ void describe_client_quotas_response::ValueData::encode(writer& w, int16_t versi
   }
 }
 
-void describe_client_quotas_response::ValueData::decode(reader& r, int16_t version) {
+void describe_client_quotas_response_types::ValueData::decode(reader& r, int16_t version) {
   const bool flexible = version >= 1;
   key = r.string(flexible);
   value = r.float64();
@@ -78,7 +78,7 @@ void describe_client_quotas_response::ValueData::decode(reader& r, int16_t versi
   }
 }
 
-size_t describe_client_quotas_response::ValueData::encoded_size(int16_t version) const {
+size_t describe_client_quotas_response_types::ValueData::encoded_size(int16_t version) const {
   const bool flexible = version >= 1;
   size_t n = 0;
   n += wire_size::string(key.size(), flexible);
@@ -93,7 +93,7 @@ size_t describe_client_quotas_response::ValueData::encoded_size(int16_t version)
   return n;
 }
 
-void describe_client_quotas_response::EntryData::encode(writer& w, int16_t version) const {
+void describe_client_quotas_response_types::EntryData::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 1;
   w.array_length(entity.size(), flexible);
   for (const auto& e : entity) {
@@ -108,7 +108,7 @@ void describe_client_quotas_response::EntryData::encode(writer& w, int16_t versi
   }
 }
 
-void describe_client_quotas_response::EntryData::decode(reader& r, int16_t version) {
+void describe_client_quotas_response_types::EntryData::decode(reader& r, int16_t version) {
   const bool flexible = version >= 1;
   {
     const int32_t n = r.array_length(flexible, 0);
@@ -147,7 +147,7 @@ void describe_client_quotas_response::EntryData::decode(reader& r, int16_t versi
   }
 }
 
-size_t describe_client_quotas_response::EntryData::encoded_size(int16_t version) const {
+size_t describe_client_quotas_response_types::EntryData::encoded_size(int16_t version) const {
   const bool flexible = version >= 1;
   size_t n = 0;
   n += wire_size::array_length(entity.size(), flexible);

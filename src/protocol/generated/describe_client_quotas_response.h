@@ -14,6 +14,44 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_client_quotas_response; use them as describe_client_quotas_response::<Name>.
+namespace describe_client_quotas_response_types {
+
+struct EntityData {
+  std::string entity_type;
+  std::optional<std::string> entity_name{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const EntityData&) const = default;
+};
+
+struct ValueData {
+  std::string key;
+  double value = 0.0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ValueData&) const = default;
+};
+
+struct EntryData {
+  std::vector<describe_client_quotas_response_types::EntityData> entity;
+  std::vector<describe_client_quotas_response_types::ValueData> values;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const EntryData&) const = default;
+};
+
+}  // namespace describe_client_quotas_response_types
+
 // Kafka's DescribeClientQuotasResponse (versions 0-1). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_client_quotas_response {
@@ -23,43 +61,14 @@ struct describe_client_quotas_response {
   static constexpr int16_t first_flexible_version = 1;
   static constexpr std::string_view spec_name = "DescribeClientQuotasResponse";
 
-  struct EntityData {
-    std::string entity_type;
-    std::optional<std::string> entity_name{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const EntityData&) const = default;
-  };
-
-  struct ValueData {
-    std::string key;
-    double value = 0.0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ValueData&) const = default;
-  };
-
-  struct EntryData {
-    std::vector<describe_client_quotas_response::EntityData> entity;
-    std::vector<describe_client_quotas_response::ValueData> values;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const EntryData&) const = default;
-  };
+  using EntityData = describe_client_quotas_response_types::EntityData;
+  using ValueData = describe_client_quotas_response_types::ValueData;
+  using EntryData = describe_client_quotas_response_types::EntryData;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
   std::optional<std::string> error_message{std::in_place};
-  std::optional<std::vector<describe_client_quotas_response::EntryData>> entries{std::in_place};
+  std::optional<std::vector<describe_client_quotas_response_types::EntryData>> entries{std::in_place};
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_cluster_response::DescribeClusterBroker::encode(writer& w, int16_t version) const {
+void describe_cluster_response_types::DescribeClusterBroker::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int32(broker_id);
@@ -23,7 +23,7 @@ void describe_cluster_response::DescribeClusterBroker::encode(writer& w, int16_t
   }
 }
 
-void describe_cluster_response::DescribeClusterBroker::decode(reader& r, int16_t version) {
+void describe_cluster_response_types::DescribeClusterBroker::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   broker_id = r.int32();
@@ -41,7 +41,7 @@ void describe_cluster_response::DescribeClusterBroker::decode(reader& r, int16_t
   }
 }
 
-size_t describe_cluster_response::DescribeClusterBroker::encoded_size(int16_t version) const {
+size_t describe_cluster_response_types::DescribeClusterBroker::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;

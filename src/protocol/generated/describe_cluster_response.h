@@ -14,6 +14,24 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_cluster_response; use them as describe_cluster_response::<Name>.
+namespace describe_cluster_response_types {
+
+struct DescribeClusterBroker {
+  int32_t broker_id = 0;
+  std::string host;
+  int32_t port = 0;
+  std::optional<std::string> rack;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribeClusterBroker&) const = default;
+};
+
+}  // namespace describe_cluster_response_types
+
 // Kafka's DescribeClusterResponse (versions 0-1). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_cluster_response {
@@ -23,18 +41,7 @@ struct describe_cluster_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "DescribeClusterResponse";
 
-  struct DescribeClusterBroker {
-    int32_t broker_id = 0;
-    std::string host;
-    int32_t port = 0;
-    std::optional<std::string> rack;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribeClusterBroker&) const = default;
-  };
+  using DescribeClusterBroker = describe_cluster_response_types::DescribeClusterBroker;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
@@ -42,7 +49,7 @@ struct describe_cluster_response {
   int8_t endpoint_type = 1;
   std::string cluster_id;
   int32_t controller_id = -1;
-  std::vector<describe_cluster_response::DescribeClusterBroker> brokers;
+  std::vector<describe_cluster_response_types::DescribeClusterBroker> brokers;
   int32_t cluster_authorized_operations = INT32_MIN;
   std::vector<tagged_field> unknown_tagged_fields;
 

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_configs_request::DescribeConfigsResource::encode(writer& w, int16_t version) const {
+void describe_configs_request_types::DescribeConfigsResource::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 4;
   w.int8(resource_type);
   w.string(resource_name, flexible);
@@ -24,7 +24,7 @@ void describe_configs_request::DescribeConfigsResource::encode(writer& w, int16_
   }
 }
 
-void describe_configs_request::DescribeConfigsResource::decode(reader& r, int16_t version) {
+void describe_configs_request_types::DescribeConfigsResource::decode(reader& r, int16_t version) {
   const bool flexible = version >= 4;
   resource_type = r.int8();
   resource_name = r.string(flexible);
@@ -52,7 +52,7 @@ void describe_configs_request::DescribeConfigsResource::decode(reader& r, int16_
   }
 }
 
-size_t describe_configs_request::DescribeConfigsResource::encoded_size(int16_t version) const {
+size_t describe_configs_request_types::DescribeConfigsResource::encoded_size(int16_t version) const {
   const bool flexible = version >= 4;
   size_t n = 0;
   n += 1;

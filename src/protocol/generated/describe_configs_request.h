@@ -14,6 +14,23 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_configs_request; use them as describe_configs_request::<Name>.
+namespace describe_configs_request_types {
+
+struct DescribeConfigsResource {
+  int8_t resource_type = 0;
+  std::string resource_name;
+  std::optional<std::vector<std::string>> configuration_keys{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribeConfigsResource&) const = default;
+};
+
+}  // namespace describe_configs_request_types
+
 // Kafka's DescribeConfigsRequest (versions 0-4). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_configs_request {
@@ -23,19 +40,9 @@ struct describe_configs_request {
   static constexpr int16_t first_flexible_version = 4;
   static constexpr std::string_view spec_name = "DescribeConfigsRequest";
 
-  struct DescribeConfigsResource {
-    int8_t resource_type = 0;
-    std::string resource_name;
-    std::optional<std::vector<std::string>> configuration_keys{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
+  using DescribeConfigsResource = describe_configs_request_types::DescribeConfigsResource;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribeConfigsResource&) const = default;
-  };
-
-  std::vector<describe_configs_request::DescribeConfigsResource> resources;
+  std::vector<describe_configs_request_types::DescribeConfigsResource> resources;
   bool include_synonyms = false;
   bool include_documentation = false;
   std::vector<tagged_field> unknown_tagged_fields;

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_configs_response::DescribeConfigsSynonym::encode(writer& w, int16_t version) const {
+void describe_configs_response_types::DescribeConfigsSynonym::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 4;
   if (version >= 1) {
     w.string(name, flexible);
@@ -27,7 +27,7 @@ void describe_configs_response::DescribeConfigsSynonym::encode(writer& w, int16_
   }
 }
 
-void describe_configs_response::DescribeConfigsSynonym::decode(reader& r, int16_t version) {
+void describe_configs_response_types::DescribeConfigsSynonym::decode(reader& r, int16_t version) {
   const bool flexible = version >= 4;
   if (version >= 1) {
     name = r.string(flexible);
@@ -49,7 +49,7 @@ void describe_configs_response::DescribeConfigsSynonym::decode(reader& r, int16_
   }
 }
 
-size_t describe_configs_response::DescribeConfigsSynonym::encoded_size(int16_t version) const {
+size_t describe_configs_response_types::DescribeConfigsSynonym::encoded_size(int16_t version) const {
   const bool flexible = version >= 4;
   size_t n = 0;
   if (version >= 1) {
@@ -75,7 +75,7 @@ size_t describe_configs_response::DescribeConfigsSynonym::encoded_size(int16_t v
   return n;
 }
 
-void describe_configs_response::DescribeConfigsResourceResult::encode(writer& w, int16_t version) const {
+void describe_configs_response_types::DescribeConfigsResourceResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 4;
   w.string(name, flexible);
   if (!value) {
@@ -112,7 +112,7 @@ void describe_configs_response::DescribeConfigsResourceResult::encode(writer& w,
   }
 }
 
-void describe_configs_response::DescribeConfigsResourceResult::decode(reader& r, int16_t version) {
+void describe_configs_response_types::DescribeConfigsResourceResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 4;
   name = r.string(flexible);
   value = r.nullable_string(flexible, true);
@@ -156,7 +156,7 @@ void describe_configs_response::DescribeConfigsResourceResult::decode(reader& r,
   }
 }
 
-size_t describe_configs_response::DescribeConfigsResourceResult::encoded_size(int16_t version) const {
+size_t describe_configs_response_types::DescribeConfigsResourceResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 4;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);
@@ -197,7 +197,7 @@ size_t describe_configs_response::DescribeConfigsResourceResult::encoded_size(in
   return n;
 }
 
-void describe_configs_response::DescribeConfigsResult::encode(writer& w, int16_t version) const {
+void describe_configs_response_types::DescribeConfigsResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 4;
   w.int16(error_code);
   if (!error_message) {
@@ -216,7 +216,7 @@ void describe_configs_response::DescribeConfigsResult::encode(writer& w, int16_t
   }
 }
 
-void describe_configs_response::DescribeConfigsResult::decode(reader& r, int16_t version) {
+void describe_configs_response_types::DescribeConfigsResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 4;
   error_code = r.int16();
   error_message = r.nullable_string(flexible, true);
@@ -246,7 +246,7 @@ void describe_configs_response::DescribeConfigsResult::decode(reader& r, int16_t
   }
 }
 
-size_t describe_configs_response::DescribeConfigsResult::encoded_size(int16_t version) const {
+size_t describe_configs_response_types::DescribeConfigsResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 4;
   size_t n = 0;
   n += 2;

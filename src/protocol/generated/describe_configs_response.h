@@ -14,6 +14,55 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_configs_response; use them as describe_configs_response::<Name>.
+namespace describe_configs_response_types {
+
+struct DescribeConfigsSynonym {
+  std::string name;
+  std::optional<std::string> value{std::in_place};
+  int8_t source = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribeConfigsSynonym&) const = default;
+};
+
+struct DescribeConfigsResourceResult {
+  std::string name;
+  std::optional<std::string> value{std::in_place};
+  bool read_only = false;
+  bool is_default = false;
+  int8_t config_source = -1;
+  bool is_sensitive = false;
+  std::vector<describe_configs_response_types::DescribeConfigsSynonym> synonyms;
+  int8_t config_type = 0;
+  std::optional<std::string> documentation{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribeConfigsResourceResult&) const = default;
+};
+
+struct DescribeConfigsResult {
+  int16_t error_code = 0;
+  std::optional<std::string> error_message{std::in_place};
+  int8_t resource_type = 0;
+  std::string resource_name;
+  std::vector<describe_configs_response_types::DescribeConfigsResourceResult> configs;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribeConfigsResult&) const = default;
+};
+
+}  // namespace describe_configs_response_types
+
 // Kafka's DescribeConfigsResponse (versions 0-4). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_configs_response {
@@ -23,52 +72,12 @@ struct describe_configs_response {
   static constexpr int16_t first_flexible_version = 4;
   static constexpr std::string_view spec_name = "DescribeConfigsResponse";
 
-  struct DescribeConfigsSynonym {
-    std::string name;
-    std::optional<std::string> value{std::in_place};
-    int8_t source = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribeConfigsSynonym&) const = default;
-  };
-
-  struct DescribeConfigsResourceResult {
-    std::string name;
-    std::optional<std::string> value{std::in_place};
-    bool read_only = false;
-    bool is_default = false;
-    int8_t config_source = -1;
-    bool is_sensitive = false;
-    std::vector<describe_configs_response::DescribeConfigsSynonym> synonyms;
-    int8_t config_type = 0;
-    std::optional<std::string> documentation{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribeConfigsResourceResult&) const = default;
-  };
-
-  struct DescribeConfigsResult {
-    int16_t error_code = 0;
-    std::optional<std::string> error_message{std::in_place};
-    int8_t resource_type = 0;
-    std::string resource_name;
-    std::vector<describe_configs_response::DescribeConfigsResourceResult> configs;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribeConfigsResult&) const = default;
-  };
+  using DescribeConfigsSynonym = describe_configs_response_types::DescribeConfigsSynonym;
+  using DescribeConfigsResourceResult = describe_configs_response_types::DescribeConfigsResourceResult;
+  using DescribeConfigsResult = describe_configs_response_types::DescribeConfigsResult;
 
   int32_t throttle_time_ms = 0;
-  std::vector<describe_configs_response::DescribeConfigsResult> results;
+  std::vector<describe_configs_response_types::DescribeConfigsResult> results;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_delegation_token_request::DescribeDelegationTokenOwner::encode(writer& w, int16_t version) const {
+void describe_delegation_token_request_types::DescribeDelegationTokenOwner::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.string(principal_type, flexible);
   w.string(principal_name, flexible);
@@ -16,7 +16,7 @@ void describe_delegation_token_request::DescribeDelegationTokenOwner::encode(wri
   }
 }
 
-void describe_delegation_token_request::DescribeDelegationTokenOwner::decode(reader& r, int16_t version) {
+void describe_delegation_token_request_types::DescribeDelegationTokenOwner::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   principal_type = r.string(flexible);
   principal_name = r.string(flexible);
@@ -31,7 +31,7 @@ void describe_delegation_token_request::DescribeDelegationTokenOwner::decode(rea
   }
 }
 
-size_t describe_delegation_token_request::DescribeDelegationTokenOwner::encoded_size(int16_t version) const {
+size_t describe_delegation_token_request_types::DescribeDelegationTokenOwner::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += wire_size::string(principal_type.size(), flexible);

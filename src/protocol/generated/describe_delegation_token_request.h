@@ -14,6 +14,22 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_delegation_token_request; use them as describe_delegation_token_request::<Name>.
+namespace describe_delegation_token_request_types {
+
+struct DescribeDelegationTokenOwner {
+  std::string principal_type;
+  std::string principal_name;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribeDelegationTokenOwner&) const = default;
+};
+
+}  // namespace describe_delegation_token_request_types
+
 // Kafka's DescribeDelegationTokenRequest (versions 0-3). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_delegation_token_request {
@@ -23,18 +39,9 @@ struct describe_delegation_token_request {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "DescribeDelegationTokenRequest";
 
-  struct DescribeDelegationTokenOwner {
-    std::string principal_type;
-    std::string principal_name;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using DescribeDelegationTokenOwner = describe_delegation_token_request_types::DescribeDelegationTokenOwner;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribeDelegationTokenOwner&) const = default;
-  };
-
-  std::optional<std::vector<describe_delegation_token_request::DescribeDelegationTokenOwner>> owners{std::in_place};
+  std::optional<std::vector<describe_delegation_token_request_types::DescribeDelegationTokenOwner>> owners{std::in_place};
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

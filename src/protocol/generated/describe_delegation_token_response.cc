@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_delegation_token_response::DescribedDelegationTokenRenewer::encode(writer& w, int16_t version) const {
+void describe_delegation_token_response_types::DescribedDelegationTokenRenewer::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.string(principal_type, flexible);
   w.string(principal_name, flexible);
@@ -16,7 +16,7 @@ void describe_delegation_token_response::DescribedDelegationTokenRenewer::encode
   }
 }
 
-void describe_delegation_token_response::DescribedDelegationTokenRenewer::decode(reader& r, int16_t version) {
+void describe_delegation_token_response_types::DescribedDelegationTokenRenewer::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   principal_type = r.string(flexible);
   principal_name = r.string(flexible);
@@ -31,7 +31,7 @@ void describe_delegation_token_response::DescribedDelegationTokenRenewer::decode
   }
 }
 
-size_t describe_delegation_token_response::DescribedDelegationTokenRenewer::encoded_size(int16_t version) const {
+size_t describe_delegation_token_response_types::DescribedDelegationTokenRenewer::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += wire_size::string(principal_type.size(), flexible);
@@ -46,7 +46,7 @@ size_t describe_delegation_token_response::DescribedDelegationTokenRenewer::enco
   return n;
 }
 
-void describe_delegation_token_response::DescribedDelegationToken::encode(writer& w, int16_t version) const {
+void describe_delegation_token_response_types::DescribedDelegationToken::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.string(principal_type, flexible);
   w.string(principal_name, flexible);
@@ -70,7 +70,7 @@ void describe_delegation_token_response::DescribedDelegationToken::encode(writer
   }
 }
 
-void describe_delegation_token_response::DescribedDelegationToken::decode(reader& r, int16_t version) {
+void describe_delegation_token_response_types::DescribedDelegationToken::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   principal_type = r.string(flexible);
   principal_name = r.string(flexible);
@@ -109,7 +109,7 @@ void describe_delegation_token_response::DescribedDelegationToken::decode(reader
   }
 }
 
-size_t describe_delegation_token_response::DescribedDelegationToken::encoded_size(int16_t version) const {
+size_t describe_delegation_token_response_types::DescribedDelegationToken::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += wire_size::string(principal_type.size(), flexible);

@@ -14,6 +14,41 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_delegation_token_response; use them as describe_delegation_token_response::<Name>.
+namespace describe_delegation_token_response_types {
+
+struct DescribedDelegationTokenRenewer {
+  std::string principal_type;
+  std::string principal_name;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribedDelegationTokenRenewer&) const = default;
+};
+
+struct DescribedDelegationToken {
+  std::string principal_type;
+  std::string principal_name;
+  std::string token_requester_principal_type;
+  std::string token_requester_principal_name;
+  int64_t issue_timestamp = 0;
+  int64_t expiry_timestamp = 0;
+  int64_t max_timestamp = 0;
+  std::string token_id;
+  std::vector<uint8_t> hmac;
+  std::vector<describe_delegation_token_response_types::DescribedDelegationTokenRenewer> renewers;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribedDelegationToken&) const = default;
+};
+
+}  // namespace describe_delegation_token_response_types
+
 // Kafka's DescribeDelegationTokenResponse (versions 0-3). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_delegation_token_response {
@@ -23,38 +58,11 @@ struct describe_delegation_token_response {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "DescribeDelegationTokenResponse";
 
-  struct DescribedDelegationTokenRenewer {
-    std::string principal_type;
-    std::string principal_name;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribedDelegationTokenRenewer&) const = default;
-  };
-
-  struct DescribedDelegationToken {
-    std::string principal_type;
-    std::string principal_name;
-    std::string token_requester_principal_type;
-    std::string token_requester_principal_name;
-    int64_t issue_timestamp = 0;
-    int64_t expiry_timestamp = 0;
-    int64_t max_timestamp = 0;
-    std::string token_id;
-    std::vector<uint8_t> hmac;
-    std::vector<describe_delegation_token_response::DescribedDelegationTokenRenewer> renewers;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribedDelegationToken&) const = default;
-  };
+  using DescribedDelegationTokenRenewer = describe_delegation_token_response_types::DescribedDelegationTokenRenewer;
+  using DescribedDelegationToken = describe_delegation_token_response_types::DescribedDelegationToken;
 
   int16_t error_code = 0;
-  std::vector<describe_delegation_token_response::DescribedDelegationToken> tokens;
+  std::vector<describe_delegation_token_response_types::DescribedDelegationToken> tokens;
   int32_t throttle_time_ms = 0;
   std::vector<tagged_field> unknown_tagged_fields;
 

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_groups_response::DescribedGroupMember::encode(writer& w, int16_t version) const {
+void describe_groups_response_types::DescribedGroupMember::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 5;
   w.string(member_id, flexible);
   if (version >= 4) {
@@ -26,7 +26,7 @@ void describe_groups_response::DescribedGroupMember::encode(writer& w, int16_t v
   }
 }
 
-void describe_groups_response::DescribedGroupMember::decode(reader& r, int16_t version) {
+void describe_groups_response_types::DescribedGroupMember::decode(reader& r, int16_t version) {
   const bool flexible = version >= 5;
   member_id = r.string(flexible);
   if (version >= 4) {
@@ -47,7 +47,7 @@ void describe_groups_response::DescribedGroupMember::decode(reader& r, int16_t v
   }
 }
 
-size_t describe_groups_response::DescribedGroupMember::encoded_size(int16_t version) const {
+size_t describe_groups_response_types::DescribedGroupMember::encoded_size(int16_t version) const {
   const bool flexible = version >= 5;
   size_t n = 0;
   n += wire_size::string(member_id.size(), flexible);
@@ -72,7 +72,7 @@ size_t describe_groups_response::DescribedGroupMember::encoded_size(int16_t vers
   return n;
 }
 
-void describe_groups_response::DescribedGroup::encode(writer& w, int16_t version) const {
+void describe_groups_response_types::DescribedGroup::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 5;
   w.int16(error_code);
   w.string(group_id, flexible);
@@ -91,7 +91,7 @@ void describe_groups_response::DescribedGroup::encode(writer& w, int16_t version
   }
 }
 
-void describe_groups_response::DescribedGroup::decode(reader& r, int16_t version) {
+void describe_groups_response_types::DescribedGroup::decode(reader& r, int16_t version) {
   const bool flexible = version >= 5;
   error_code = r.int16();
   group_id = r.string(flexible);
@@ -125,7 +125,7 @@ void describe_groups_response::DescribedGroup::decode(reader& r, int16_t version
   }
 }
 
-size_t describe_groups_response::DescribedGroup::encoded_size(int16_t version) const {
+size_t describe_groups_response_types::DescribedGroup::encoded_size(int16_t version) const {
   const bool flexible = version >= 5;
   size_t n = 0;
   n += 2;

@@ -14,6 +14,42 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_groups_response; use them as describe_groups_response::<Name>.
+namespace describe_groups_response_types {
+
+struct DescribedGroupMember {
+  std::string member_id;
+  std::optional<std::string> group_instance_id;
+  std::string client_id;
+  std::string client_host;
+  std::vector<uint8_t> member_metadata;
+  std::vector<uint8_t> member_assignment;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribedGroupMember&) const = default;
+};
+
+struct DescribedGroup {
+  int16_t error_code = 0;
+  std::string group_id;
+  std::string group_state;
+  std::string protocol_type;
+  std::string protocol_data;
+  std::vector<describe_groups_response_types::DescribedGroupMember> members;
+  int32_t authorized_operations = INT32_MIN;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribedGroup&) const = default;
+};
+
+}  // namespace describe_groups_response_types
+
 // Kafka's DescribeGroupsResponse (versions 0-5). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_groups_response {
@@ -23,39 +59,11 @@ struct describe_groups_response {
   static constexpr int16_t first_flexible_version = 5;
   static constexpr std::string_view spec_name = "DescribeGroupsResponse";
 
-  struct DescribedGroupMember {
-    std::string member_id;
-    std::optional<std::string> group_instance_id;
-    std::string client_id;
-    std::string client_host;
-    std::vector<uint8_t> member_metadata;
-    std::vector<uint8_t> member_assignment;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribedGroupMember&) const = default;
-  };
-
-  struct DescribedGroup {
-    int16_t error_code = 0;
-    std::string group_id;
-    std::string group_state;
-    std::string protocol_type;
-    std::string protocol_data;
-    std::vector<describe_groups_response::DescribedGroupMember> members;
-    int32_t authorized_operations = INT32_MIN;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribedGroup&) const = default;
-  };
+  using DescribedGroupMember = describe_groups_response_types::DescribedGroupMember;
+  using DescribedGroup = describe_groups_response_types::DescribedGroup;
 
   int32_t throttle_time_ms = 0;
-  std::vector<describe_groups_response::DescribedGroup> groups;
+  std::vector<describe_groups_response_types::DescribedGroup> groups;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

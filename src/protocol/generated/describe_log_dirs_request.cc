@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_log_dirs_request::DescribableLogDirTopic::encode(writer& w, int16_t version) const {
+void describe_log_dirs_request_types::DescribableLogDirTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.string(topic, flexible);
   w.array_length(partitions.size(), flexible);
@@ -19,7 +19,7 @@ void describe_log_dirs_request::DescribableLogDirTopic::encode(writer& w, int16_
   }
 }
 
-void describe_log_dirs_request::DescribableLogDirTopic::decode(reader& r, int16_t version) {
+void describe_log_dirs_request_types::DescribableLogDirTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   topic = r.string(flexible);
   {
@@ -46,7 +46,7 @@ void describe_log_dirs_request::DescribableLogDirTopic::decode(reader& r, int16_
   }
 }
 
-size_t describe_log_dirs_request::DescribableLogDirTopic::encoded_size(int16_t version) const {
+size_t describe_log_dirs_request_types::DescribableLogDirTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += wire_size::string(topic.size(), flexible);

@@ -14,6 +14,22 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_log_dirs_request; use them as describe_log_dirs_request::<Name>.
+namespace describe_log_dirs_request_types {
+
+struct DescribableLogDirTopic {
+  std::string topic;
+  std::vector<int32_t> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribableLogDirTopic&) const = default;
+};
+
+}  // namespace describe_log_dirs_request_types
+
 // Kafka's DescribeLogDirsRequest (versions 0-4). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_log_dirs_request {
@@ -23,18 +39,9 @@ struct describe_log_dirs_request {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "DescribeLogDirsRequest";
 
-  struct DescribableLogDirTopic {
-    std::string topic;
-    std::vector<int32_t> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using DescribableLogDirTopic = describe_log_dirs_request_types::DescribableLogDirTopic;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribableLogDirTopic&) const = default;
-  };
-
-  std::optional<std::vector<describe_log_dirs_request::DescribableLogDirTopic>> topics{std::in_place};
+  std::optional<std::vector<describe_log_dirs_request_types::DescribableLogDirTopic>> topics{std::in_place};
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_log_dirs_response::DescribeLogDirsPartition::encode(writer& w, int16_t version) const {
+void describe_log_dirs_response_types::DescribeLogDirsPartition::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.int32(partition_index);
   w.int64(partition_size);
@@ -18,7 +18,7 @@ void describe_log_dirs_response::DescribeLogDirsPartition::encode(writer& w, int
   }
 }
 
-void describe_log_dirs_response::DescribeLogDirsPartition::decode(reader& r, int16_t version) {
+void describe_log_dirs_response_types::DescribeLogDirsPartition::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   partition_index = r.int32();
   partition_size = r.int64();
@@ -35,7 +35,7 @@ void describe_log_dirs_response::DescribeLogDirsPartition::decode(reader& r, int
   }
 }
 
-size_t describe_log_dirs_response::DescribeLogDirsPartition::encoded_size(int16_t version) const {
+size_t describe_log_dirs_response_types::DescribeLogDirsPartition::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += 4;
@@ -52,7 +52,7 @@ size_t describe_log_dirs_response::DescribeLogDirsPartition::encoded_size(int16_
   return n;
 }
 
-void describe_log_dirs_response::DescribeLogDirsTopic::encode(writer& w, int16_t version) const {
+void describe_log_dirs_response_types::DescribeLogDirsTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.string(name, flexible);
   w.array_length(partitions.size(), flexible);
@@ -64,7 +64,7 @@ void describe_log_dirs_response::DescribeLogDirsTopic::encode(writer& w, int16_t
   }
 }
 
-void describe_log_dirs_response::DescribeLogDirsTopic::decode(reader& r, int16_t version) {
+void describe_log_dirs_response_types::DescribeLogDirsTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   name = r.string(flexible);
   {
@@ -91,7 +91,7 @@ void describe_log_dirs_response::DescribeLogDirsTopic::decode(reader& r, int16_t
   }
 }
 
-size_t describe_log_dirs_response::DescribeLogDirsTopic::encoded_size(int16_t version) const {
+size_t describe_log_dirs_response_types::DescribeLogDirsTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);
@@ -107,7 +107,7 @@ size_t describe_log_dirs_response::DescribeLogDirsTopic::encoded_size(int16_t ve
   return n;
 }
 
-void describe_log_dirs_response::DescribeLogDirsResult::encode(writer& w, int16_t version) const {
+void describe_log_dirs_response_types::DescribeLogDirsResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.int16(error_code);
   w.string(log_dir, flexible);
@@ -126,7 +126,7 @@ void describe_log_dirs_response::DescribeLogDirsResult::encode(writer& w, int16_
   }
 }
 
-void describe_log_dirs_response::DescribeLogDirsResult::decode(reader& r, int16_t version) {
+void describe_log_dirs_response_types::DescribeLogDirsResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   error_code = r.int16();
   log_dir = r.string(flexible);
@@ -160,7 +160,7 @@ void describe_log_dirs_response::DescribeLogDirsResult::decode(reader& r, int16_
   }
 }
 
-size_t describe_log_dirs_response::DescribeLogDirsResult::encoded_size(int16_t version) const {
+size_t describe_log_dirs_response_types::DescribeLogDirsResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += 2;

@@ -14,6 +14,49 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_log_dirs_response; use them as describe_log_dirs_response::<Name>.
+namespace describe_log_dirs_response_types {
+
+struct DescribeLogDirsPartition {
+  int32_t partition_index = 0;
+  int64_t partition_size = 0;
+  int64_t offset_lag = 0;
+  bool is_future_key = false;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribeLogDirsPartition&) const = default;
+};
+
+struct DescribeLogDirsTopic {
+  std::string name;
+  std::vector<describe_log_dirs_response_types::DescribeLogDirsPartition> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribeLogDirsTopic&) const = default;
+};
+
+struct DescribeLogDirsResult {
+  int16_t error_code = 0;
+  std::string log_dir;
+  std::vector<describe_log_dirs_response_types::DescribeLogDirsTopic> topics;
+  int64_t total_bytes = -1;
+  int64_t usable_bytes = -1;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribeLogDirsResult&) const = default;
+};
+
+}  // namespace describe_log_dirs_response_types
+
 // Kafka's DescribeLogDirsResponse (versions 0-4). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_log_dirs_response {
@@ -23,47 +66,13 @@ struct describe_log_dirs_response {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "DescribeLogDirsResponse";
 
-  struct DescribeLogDirsPartition {
-    int32_t partition_index = 0;
-    int64_t partition_size = 0;
-    int64_t offset_lag = 0;
-    bool is_future_key = false;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribeLogDirsPartition&) const = default;
-  };
-
-  struct DescribeLogDirsTopic {
-    std::string name;
-    std::vector<describe_log_dirs_response::DescribeLogDirsPartition> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribeLogDirsTopic&) const = default;
-  };
-
-  struct DescribeLogDirsResult {
-    int16_t error_code = 0;
-    std::string log_dir;
-    std::vector<describe_log_dirs_response::DescribeLogDirsTopic> topics;
-    int64_t total_bytes = -1;
-    int64_t usable_bytes = -1;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribeLogDirsResult&) const = default;
-  };
+  using DescribeLogDirsPartition = describe_log_dirs_response_types::DescribeLogDirsPartition;
+  using DescribeLogDirsTopic = describe_log_dirs_response_types::DescribeLogDirsTopic;
+  using DescribeLogDirsResult = describe_log_dirs_response_types::DescribeLogDirsResult;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
-  std::vector<describe_log_dirs_response::DescribeLogDirsResult> results;
+  std::vector<describe_log_dirs_response_types::DescribeLogDirsResult> results;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_producers_request::TopicRequest::encode(writer& w, int16_t version) const {
+void describe_producers_request_types::TopicRequest::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.string(name, flexible);
@@ -20,7 +20,7 @@ void describe_producers_request::TopicRequest::encode(writer& w, int16_t version
   }
 }
 
-void describe_producers_request::TopicRequest::decode(reader& r, int16_t version) {
+void describe_producers_request_types::TopicRequest::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   name = r.string(flexible);
@@ -48,7 +48,7 @@ void describe_producers_request::TopicRequest::decode(reader& r, int16_t version
   }
 }
 
-size_t describe_producers_request::TopicRequest::encoded_size(int16_t version) const {
+size_t describe_producers_request_types::TopicRequest::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;

@@ -14,6 +14,22 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_producers_request; use them as describe_producers_request::<Name>.
+namespace describe_producers_request_types {
+
+struct TopicRequest {
+  std::string name;
+  std::vector<int32_t> partition_indexes;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TopicRequest&) const = default;
+};
+
+}  // namespace describe_producers_request_types
+
 // Kafka's DescribeProducersRequest (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_producers_request {
@@ -23,18 +39,9 @@ struct describe_producers_request {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "DescribeProducersRequest";
 
-  struct TopicRequest {
-    std::string name;
-    std::vector<int32_t> partition_indexes;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using TopicRequest = describe_producers_request_types::TopicRequest;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TopicRequest&) const = default;
-  };
-
-  std::vector<describe_producers_request::TopicRequest> topics;
+  std::vector<describe_producers_request_types::TopicRequest> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

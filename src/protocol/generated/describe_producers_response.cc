@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_producers_response::ProducerState::encode(writer& w, int16_t version) const {
+void describe_producers_response_types::ProducerState::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int64(producer_id);
@@ -21,7 +21,7 @@ void describe_producers_response::ProducerState::encode(writer& w, int16_t versi
   }
 }
 
-void describe_producers_response::ProducerState::decode(reader& r, int16_t version) {
+void describe_producers_response_types::ProducerState::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   producer_id = r.int64();
@@ -41,7 +41,7 @@ void describe_producers_response::ProducerState::decode(reader& r, int16_t versi
   }
 }
 
-size_t describe_producers_response::ProducerState::encoded_size(int16_t version) const {
+size_t describe_producers_response_types::ProducerState::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -61,7 +61,7 @@ size_t describe_producers_response::ProducerState::encoded_size(int16_t version)
   return n;
 }
 
-void describe_producers_response::PartitionResponse::encode(writer& w, int16_t version) const {
+void describe_producers_response_types::PartitionResponse::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.int32(partition_index);
   w.int16(error_code);
@@ -79,7 +79,7 @@ void describe_producers_response::PartitionResponse::encode(writer& w, int16_t v
   }
 }
 
-void describe_producers_response::PartitionResponse::decode(reader& r, int16_t version) {
+void describe_producers_response_types::PartitionResponse::decode(reader& r, int16_t version) {
   const bool flexible = true;
   partition_index = r.int32();
   error_code = r.int16();
@@ -108,7 +108,7 @@ void describe_producers_response::PartitionResponse::decode(reader& r, int16_t v
   }
 }
 
-size_t describe_producers_response::PartitionResponse::encoded_size(int16_t version) const {
+size_t describe_producers_response_types::PartitionResponse::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 4;
@@ -130,7 +130,7 @@ size_t describe_producers_response::PartitionResponse::encoded_size(int16_t vers
   return n;
 }
 
-void describe_producers_response::TopicResponse::encode(writer& w, int16_t version) const {
+void describe_producers_response_types::TopicResponse::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.string(name, flexible);
   w.array_length(partitions.size(), flexible);
@@ -142,7 +142,7 @@ void describe_producers_response::TopicResponse::encode(writer& w, int16_t versi
   }
 }
 
-void describe_producers_response::TopicResponse::decode(reader& r, int16_t version) {
+void describe_producers_response_types::TopicResponse::decode(reader& r, int16_t version) {
   const bool flexible = true;
   name = r.string(flexible);
   {
@@ -169,7 +169,7 @@ void describe_producers_response::TopicResponse::decode(reader& r, int16_t versi
   }
 }
 
-size_t describe_producers_response::TopicResponse::encoded_size(int16_t version) const {
+size_t describe_producers_response_types::TopicResponse::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);

@@ -14,6 +14,50 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_producers_response; use them as describe_producers_response::<Name>.
+namespace describe_producers_response_types {
+
+struct ProducerState {
+  int64_t producer_id = 0;
+  int32_t producer_epoch = 0;
+  int32_t last_sequence = -1;
+  int64_t last_timestamp = -1;
+  int32_t coordinator_epoch = 0;
+  int64_t current_txn_start_offset = -1;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ProducerState&) const = default;
+};
+
+struct PartitionResponse {
+  int32_t partition_index = 0;
+  int16_t error_code = 0;
+  std::optional<std::string> error_message;
+  std::vector<describe_producers_response_types::ProducerState> active_producers;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const PartitionResponse&) const = default;
+};
+
+struct TopicResponse {
+  std::string name;
+  std::vector<describe_producers_response_types::PartitionResponse> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TopicResponse&) const = default;
+};
+
+}  // namespace describe_producers_response_types
+
 // Kafka's DescribeProducersResponse (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_producers_response {
@@ -23,47 +67,12 @@ struct describe_producers_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "DescribeProducersResponse";
 
-  struct ProducerState {
-    int64_t producer_id = 0;
-    int32_t producer_epoch = 0;
-    int32_t last_sequence = -1;
-    int64_t last_timestamp = -1;
-    int32_t coordinator_epoch = 0;
-    int64_t current_txn_start_offset = -1;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ProducerState&) const = default;
-  };
-
-  struct PartitionResponse {
-    int32_t partition_index = 0;
-    int16_t error_code = 0;
-    std::optional<std::string> error_message;
-    std::vector<describe_producers_response::ProducerState> active_producers;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const PartitionResponse&) const = default;
-  };
-
-  struct TopicResponse {
-    std::string name;
-    std::vector<describe_producers_response::PartitionResponse> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TopicResponse&) const = default;
-  };
+  using ProducerState = describe_producers_response_types::ProducerState;
+  using PartitionResponse = describe_producers_response_types::PartitionResponse;
+  using TopicResponse = describe_producers_response_types::TopicResponse;
 
   int32_t throttle_time_ms = 0;
-  std::vector<describe_producers_response::TopicResponse> topics;
+  std::vector<describe_producers_response_types::TopicResponse> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

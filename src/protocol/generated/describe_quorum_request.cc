@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_quorum_request::PartitionData::encode(writer& w, int16_t version) const {
+void describe_quorum_request_types::PartitionData::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int32(partition_index);
@@ -16,7 +16,7 @@ void describe_quorum_request::PartitionData::encode(writer& w, int16_t version) 
   }
 }
 
-void describe_quorum_request::PartitionData::decode(reader& r, int16_t version) {
+void describe_quorum_request_types::PartitionData::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   partition_index = r.int32();
@@ -31,7 +31,7 @@ void describe_quorum_request::PartitionData::decode(reader& r, int16_t version) 
   }
 }
 
-size_t describe_quorum_request::PartitionData::encoded_size(int16_t version) const {
+size_t describe_quorum_request_types::PartitionData::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -46,7 +46,7 @@ size_t describe_quorum_request::PartitionData::encoded_size(int16_t version) con
   return n;
 }
 
-void describe_quorum_request::TopicData::encode(writer& w, int16_t version) const {
+void describe_quorum_request_types::TopicData::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.string(topic_name, flexible);
   w.array_length(partitions.size(), flexible);
@@ -58,7 +58,7 @@ void describe_quorum_request::TopicData::encode(writer& w, int16_t version) cons
   }
 }
 
-void describe_quorum_request::TopicData::decode(reader& r, int16_t version) {
+void describe_quorum_request_types::TopicData::decode(reader& r, int16_t version) {
   const bool flexible = true;
   topic_name = r.string(flexible);
   {
@@ -85,7 +85,7 @@ void describe_quorum_request::TopicData::decode(reader& r, int16_t version) {
   }
 }
 
-size_t describe_quorum_request::TopicData::encoded_size(int16_t version) const {
+size_t describe_quorum_request_types::TopicData::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += wire_size::string(topic_name.size(), flexible);

@@ -14,6 +14,32 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_quorum_request; use them as describe_quorum_request::<Name>.
+namespace describe_quorum_request_types {
+
+struct PartitionData {
+  int32_t partition_index = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct TopicData {
+  std::string topic_name;
+  std::vector<describe_quorum_request_types::PartitionData> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TopicData&) const = default;
+};
+
+}  // namespace describe_quorum_request_types
+
 // Kafka's DescribeQuorumRequest (versions 0-2). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_quorum_request {
@@ -23,28 +49,10 @@ struct describe_quorum_request {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "DescribeQuorumRequest";
 
-  struct PartitionData {
-    int32_t partition_index = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using PartitionData = describe_quorum_request_types::PartitionData;
+  using TopicData = describe_quorum_request_types::TopicData;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct TopicData {
-    std::string topic_name;
-    std::vector<describe_quorum_request::PartitionData> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TopicData&) const = default;
-  };
-
-  std::vector<describe_quorum_request::TopicData> topics;
+  std::vector<describe_quorum_request_types::TopicData> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_quorum_response::ReplicaState::encode(writer& w, int16_t version) const {
+void describe_quorum_response_types::ReplicaState::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.int32(replica_id);
   if (version >= 2) {
@@ -25,7 +25,7 @@ void describe_quorum_response::ReplicaState::encode(writer& w, int16_t version) 
   }
 }
 
-void describe_quorum_response::ReplicaState::decode(reader& r, int16_t version) {
+void describe_quorum_response_types::ReplicaState::decode(reader& r, int16_t version) {
   const bool flexible = true;
   replica_id = r.int32();
   if (version >= 2) {
@@ -49,7 +49,7 @@ void describe_quorum_response::ReplicaState::decode(reader& r, int16_t version) 
   }
 }
 
-size_t describe_quorum_response::ReplicaState::encoded_size(int16_t version) const {
+size_t describe_quorum_response_types::ReplicaState::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 4;
@@ -73,7 +73,7 @@ size_t describe_quorum_response::ReplicaState::encoded_size(int16_t version) con
   return n;
 }
 
-void describe_quorum_response::PartitionData::encode(writer& w, int16_t version) const {
+void describe_quorum_response_types::PartitionData::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.int32(partition_index);
   w.int16(error_code);
@@ -100,7 +100,7 @@ void describe_quorum_response::PartitionData::encode(writer& w, int16_t version)
   }
 }
 
-void describe_quorum_response::PartitionData::decode(reader& r, int16_t version) {
+void describe_quorum_response_types::PartitionData::decode(reader& r, int16_t version) {
   const bool flexible = true;
   partition_index = r.int32();
   error_code = r.int16();
@@ -147,7 +147,7 @@ void describe_quorum_response::PartitionData::decode(reader& r, int16_t version)
   }
 }
 
-size_t describe_quorum_response::PartitionData::encoded_size(int16_t version) const {
+size_t describe_quorum_response_types::PartitionData::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 4;
@@ -176,7 +176,7 @@ size_t describe_quorum_response::PartitionData::encoded_size(int16_t version) co
   return n;
 }
 
-void describe_quorum_response::TopicData::encode(writer& w, int16_t version) const {
+void describe_quorum_response_types::TopicData::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.string(topic_name, flexible);
   w.array_length(partitions.size(), flexible);
@@ -188,7 +188,7 @@ void describe_quorum_response::TopicData::encode(writer& w, int16_t version) con
   }
 }
 
-void describe_quorum_response::TopicData::decode(reader& r, int16_t version) {
+void describe_quorum_response_types::TopicData::decode(reader& r, int16_t version) {
   const bool flexible = true;
   topic_name = r.string(flexible);
   {
@@ -215,7 +215,7 @@ void describe_quorum_response::TopicData::decode(reader& r, int16_t version) {
   }
 }
 
-size_t describe_quorum_response::TopicData::encoded_size(int16_t version) const {
+size_t describe_quorum_response_types::TopicData::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += wire_size::string(topic_name.size(), flexible);
@@ -231,7 +231,7 @@ size_t describe_quorum_response::TopicData::encoded_size(int16_t version) const 
   return n;
 }
 
-void describe_quorum_response::Listener::encode(writer& w, int16_t version) const {
+void describe_quorum_response_types::Listener::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   if (version >= 2) {
     w.string(name, flexible);
@@ -247,7 +247,7 @@ void describe_quorum_response::Listener::encode(writer& w, int16_t version) cons
   }
 }
 
-void describe_quorum_response::Listener::decode(reader& r, int16_t version) {
+void describe_quorum_response_types::Listener::decode(reader& r, int16_t version) {
   const bool flexible = true;
   if (version >= 2) {
     name = r.string(flexible);
@@ -269,7 +269,7 @@ void describe_quorum_response::Listener::decode(reader& r, int16_t version) {
   }
 }
 
-size_t describe_quorum_response::Listener::encoded_size(int16_t version) const {
+size_t describe_quorum_response_types::Listener::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   if (version >= 2) {
@@ -291,7 +291,7 @@ size_t describe_quorum_response::Listener::encoded_size(int16_t version) const {
   return n;
 }
 
-void describe_quorum_response::Node::encode(writer& w, int16_t version) const {
+void describe_quorum_response_types::Node::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   if (version >= 2) {
     w.int32(node_id);
@@ -307,7 +307,7 @@ void describe_quorum_response::Node::encode(writer& w, int16_t version) const {
   }
 }
 
-void describe_quorum_response::Node::decode(reader& r, int16_t version) {
+void describe_quorum_response_types::Node::decode(reader& r, int16_t version) {
   const bool flexible = true;
   if (version >= 2) {
     node_id = r.int32();
@@ -338,7 +338,7 @@ void describe_quorum_response::Node::decode(reader& r, int16_t version) {
   }
 }
 
-size_t describe_quorum_response::Node::encoded_size(int16_t version) const {
+size_t describe_quorum_response_types::Node::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   if (version >= 2) {

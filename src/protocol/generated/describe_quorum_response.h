@@ -14,6 +14,76 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_quorum_response; use them as describe_quorum_response::<Name>.
+namespace describe_quorum_response_types {
+
+struct ReplicaState {
+  int32_t replica_id = 0;
+  uuid replica_directory_id;
+  int64_t log_end_offset = 0;
+  int64_t last_fetch_timestamp = -1;
+  int64_t last_caught_up_timestamp = -1;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ReplicaState&) const = default;
+};
+
+struct PartitionData {
+  int32_t partition_index = 0;
+  int16_t error_code = 0;
+  std::optional<std::string> error_message{std::in_place};
+  int32_t leader_id = 0;
+  int32_t leader_epoch = 0;
+  int64_t high_watermark = 0;
+  std::vector<describe_quorum_response_types::ReplicaState> current_voters;
+  std::vector<describe_quorum_response_types::ReplicaState> observers;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct TopicData {
+  std::string topic_name;
+  std::vector<describe_quorum_response_types::PartitionData> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TopicData&) const = default;
+};
+
+struct Listener {
+  std::string name;
+  std::string host;
+  uint16_t port = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const Listener&) const = default;
+};
+
+struct Node {
+  int32_t node_id = 0;
+  std::vector<describe_quorum_response_types::Listener> listeners;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const Node&) const = default;
+};
+
+}  // namespace describe_quorum_response_types
+
 // Kafka's DescribeQuorumResponse (versions 0-2). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_quorum_response {
@@ -23,75 +93,16 @@ struct describe_quorum_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "DescribeQuorumResponse";
 
-  struct ReplicaState {
-    int32_t replica_id = 0;
-    uuid replica_directory_id;
-    int64_t log_end_offset = 0;
-    int64_t last_fetch_timestamp = -1;
-    int64_t last_caught_up_timestamp = -1;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ReplicaState&) const = default;
-  };
-
-  struct PartitionData {
-    int32_t partition_index = 0;
-    int16_t error_code = 0;
-    std::optional<std::string> error_message{std::in_place};
-    int32_t leader_id = 0;
-    int32_t leader_epoch = 0;
-    int64_t high_watermark = 0;
-    std::vector<describe_quorum_response::ReplicaState> current_voters;
-    std::vector<describe_quorum_response::ReplicaState> observers;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct TopicData {
-    std::string topic_name;
-    std::vector<describe_quorum_response::PartitionData> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TopicData&) const = default;
-  };
-
-  struct Listener {
-    std::string name;
-    std::string host;
-    uint16_t port = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const Listener&) const = default;
-  };
-
-  struct Node {
-    int32_t node_id = 0;
-    std::vector<describe_quorum_response::Listener> listeners;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const Node&) const = default;
-  };
+  using ReplicaState = describe_quorum_response_types::ReplicaState;
+  using PartitionData = describe_quorum_response_types::PartitionData;
+  using TopicData = describe_quorum_response_types::TopicData;
+  using Listener = describe_quorum_response_types::Listener;
+  using Node = describe_quorum_response_types::Node;
 
   int16_t error_code = 0;
   std::optional<std::string> error_message{std::in_place};
-  std::vector<describe_quorum_response::TopicData> topics;
-  std::vector<describe_quorum_response::Node> nodes;
+  std::vector<describe_quorum_response_types::TopicData> topics;
+  std::vector<describe_quorum_response_types::Node> nodes;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_topic_partitions_request::TopicRequest::encode(writer& w, int16_t version) const {
+void describe_topic_partitions_request_types::TopicRequest::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.string(name, flexible);
@@ -16,7 +16,7 @@ void describe_topic_partitions_request::TopicRequest::encode(writer& w, int16_t 
   }
 }
 
-void describe_topic_partitions_request::TopicRequest::decode(reader& r, int16_t version) {
+void describe_topic_partitions_request_types::TopicRequest::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   name = r.string(flexible);
@@ -31,7 +31,7 @@ void describe_topic_partitions_request::TopicRequest::decode(reader& r, int16_t 
   }
 }
 
-size_t describe_topic_partitions_request::TopicRequest::encoded_size(int16_t version) const {
+size_t describe_topic_partitions_request_types::TopicRequest::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -46,7 +46,7 @@ size_t describe_topic_partitions_request::TopicRequest::encoded_size(int16_t ver
   return n;
 }
 
-void describe_topic_partitions_request::Cursor::encode(writer& w, int16_t version) const {
+void describe_topic_partitions_request_types::Cursor::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.string(topic_name, flexible);
@@ -56,7 +56,7 @@ void describe_topic_partitions_request::Cursor::encode(writer& w, int16_t versio
   }
 }
 
-void describe_topic_partitions_request::Cursor::decode(reader& r, int16_t version) {
+void describe_topic_partitions_request_types::Cursor::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   topic_name = r.string(flexible);
@@ -72,7 +72,7 @@ void describe_topic_partitions_request::Cursor::decode(reader& r, int16_t versio
   }
 }
 
-size_t describe_topic_partitions_request::Cursor::encoded_size(int16_t version) const {
+size_t describe_topic_partitions_request_types::Cursor::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;

@@ -14,6 +14,32 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_topic_partitions_request; use them as describe_topic_partitions_request::<Name>.
+namespace describe_topic_partitions_request_types {
+
+struct TopicRequest {
+  std::string name;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TopicRequest&) const = default;
+};
+
+struct Cursor {
+  std::string topic_name;
+  int32_t partition_index = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const Cursor&) const = default;
+};
+
+}  // namespace describe_topic_partitions_request_types
+
 // Kafka's DescribeTopicPartitionsRequest (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_topic_partitions_request {
@@ -23,30 +49,12 @@ struct describe_topic_partitions_request {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "DescribeTopicPartitionsRequest";
 
-  struct TopicRequest {
-    std::string name;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using TopicRequest = describe_topic_partitions_request_types::TopicRequest;
+  using Cursor = describe_topic_partitions_request_types::Cursor;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TopicRequest&) const = default;
-  };
-
-  struct Cursor {
-    std::string topic_name;
-    int32_t partition_index = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const Cursor&) const = default;
-  };
-
-  std::vector<describe_topic_partitions_request::TopicRequest> topics;
+  std::vector<describe_topic_partitions_request_types::TopicRequest> topics;
   int32_t response_partition_limit = 2000;
-  std::optional<describe_topic_partitions_request::Cursor> cursor;
+  std::optional<describe_topic_partitions_request_types::Cursor> cursor;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

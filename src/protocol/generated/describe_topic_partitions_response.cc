@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_topic_partitions_response::DescribeTopicPartitionsResponsePartition::encode(writer& w, int16_t version) const {
+void describe_topic_partitions_response_types::DescribeTopicPartitionsResponsePartition::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int16(error_code);
@@ -47,7 +47,7 @@ void describe_topic_partitions_response::DescribeTopicPartitionsResponsePartitio
   }
 }
 
-void describe_topic_partitions_response::DescribeTopicPartitionsResponsePartition::decode(reader& r, int16_t version) {
+void describe_topic_partitions_response_types::DescribeTopicPartitionsResponsePartition::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   error_code = r.int16();
@@ -130,7 +130,7 @@ void describe_topic_partitions_response::DescribeTopicPartitionsResponsePartitio
   }
 }
 
-size_t describe_topic_partitions_response::DescribeTopicPartitionsResponsePartition::encoded_size(int16_t version) const {
+size_t describe_topic_partitions_response_types::DescribeTopicPartitionsResponsePartition::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -166,7 +166,7 @@ size_t describe_topic_partitions_response::DescribeTopicPartitionsResponsePartit
   return n;
 }
 
-void describe_topic_partitions_response::DescribeTopicPartitionsResponseTopic::encode(writer& w, int16_t version) const {
+void describe_topic_partitions_response_types::DescribeTopicPartitionsResponseTopic::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.int16(error_code);
   if (!name) {
@@ -186,7 +186,7 @@ void describe_topic_partitions_response::DescribeTopicPartitionsResponseTopic::e
   }
 }
 
-void describe_topic_partitions_response::DescribeTopicPartitionsResponseTopic::decode(reader& r, int16_t version) {
+void describe_topic_partitions_response_types::DescribeTopicPartitionsResponseTopic::decode(reader& r, int16_t version) {
   const bool flexible = true;
   error_code = r.int16();
   name = r.nullable_string(flexible, true);
@@ -217,7 +217,7 @@ void describe_topic_partitions_response::DescribeTopicPartitionsResponseTopic::d
   }
 }
 
-size_t describe_topic_partitions_response::DescribeTopicPartitionsResponseTopic::encoded_size(int16_t version) const {
+size_t describe_topic_partitions_response_types::DescribeTopicPartitionsResponseTopic::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 2;
@@ -241,7 +241,7 @@ size_t describe_topic_partitions_response::DescribeTopicPartitionsResponseTopic:
   return n;
 }
 
-void describe_topic_partitions_response::Cursor::encode(writer& w, int16_t version) const {
+void describe_topic_partitions_response_types::Cursor::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.string(topic_name, flexible);
@@ -251,7 +251,7 @@ void describe_topic_partitions_response::Cursor::encode(writer& w, int16_t versi
   }
 }
 
-void describe_topic_partitions_response::Cursor::decode(reader& r, int16_t version) {
+void describe_topic_partitions_response_types::Cursor::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   topic_name = r.string(flexible);
@@ -267,7 +267,7 @@ void describe_topic_partitions_response::Cursor::decode(reader& r, int16_t versi
   }
 }
 
-size_t describe_topic_partitions_response::Cursor::encoded_size(int16_t version) const {
+size_t describe_topic_partitions_response_types::Cursor::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;

@@ -14,6 +14,55 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_topic_partitions_response; use them as describe_topic_partitions_response::<Name>.
+namespace describe_topic_partitions_response_types {
+
+struct DescribeTopicPartitionsResponsePartition {
+  int16_t error_code = 0;
+  int32_t partition_index = 0;
+  int32_t leader_id = 0;
+  int32_t leader_epoch = -1;
+  std::vector<int32_t> replica_nodes;
+  std::vector<int32_t> isr_nodes;
+  std::optional<std::vector<int32_t>> eligible_leader_replicas;
+  std::optional<std::vector<int32_t>> last_known_elr;
+  std::vector<int32_t> offline_replicas;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribeTopicPartitionsResponsePartition&) const = default;
+};
+
+struct DescribeTopicPartitionsResponseTopic {
+  int16_t error_code = 0;
+  std::optional<std::string> name{std::in_place};
+  uuid topic_id;
+  bool is_internal = false;
+  std::vector<describe_topic_partitions_response_types::DescribeTopicPartitionsResponsePartition> partitions;
+  int32_t topic_authorized_operations = INT32_MIN;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribeTopicPartitionsResponseTopic&) const = default;
+};
+
+struct Cursor {
+  std::string topic_name;
+  int32_t partition_index = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const Cursor&) const = default;
+};
+
+}  // namespace describe_topic_partitions_response_types
+
 // Kafka's DescribeTopicPartitionsResponse (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_topic_partitions_response {
@@ -23,53 +72,13 @@ struct describe_topic_partitions_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "DescribeTopicPartitionsResponse";
 
-  struct DescribeTopicPartitionsResponsePartition {
-    int16_t error_code = 0;
-    int32_t partition_index = 0;
-    int32_t leader_id = 0;
-    int32_t leader_epoch = -1;
-    std::vector<int32_t> replica_nodes;
-    std::vector<int32_t> isr_nodes;
-    std::optional<std::vector<int32_t>> eligible_leader_replicas;
-    std::optional<std::vector<int32_t>> last_known_elr;
-    std::vector<int32_t> offline_replicas;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribeTopicPartitionsResponsePartition&) const = default;
-  };
-
-  struct DescribeTopicPartitionsResponseTopic {
-    int16_t error_code = 0;
-    std::optional<std::string> name{std::in_place};
-    uuid topic_id;
-    bool is_internal = false;
-    std::vector<describe_topic_partitions_response::DescribeTopicPartitionsResponsePartition> partitions;
-    int32_t topic_authorized_operations = INT32_MIN;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribeTopicPartitionsResponseTopic&) const = default;
-  };
-
-  struct Cursor {
-    std::string topic_name;
-    int32_t partition_index = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const Cursor&) const = default;
-  };
+  using DescribeTopicPartitionsResponsePartition = describe_topic_partitions_response_types::DescribeTopicPartitionsResponsePartition;
+  using DescribeTopicPartitionsResponseTopic = describe_topic_partitions_response_types::DescribeTopicPartitionsResponseTopic;
+  using Cursor = describe_topic_partitions_response_types::Cursor;
 
   int32_t throttle_time_ms = 0;
-  std::vector<describe_topic_partitions_response::DescribeTopicPartitionsResponseTopic> topics;
-  std::optional<describe_topic_partitions_response::Cursor> next_cursor;
+  std::vector<describe_topic_partitions_response_types::DescribeTopicPartitionsResponseTopic> topics;
+  std::optional<describe_topic_partitions_response_types::Cursor> next_cursor;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

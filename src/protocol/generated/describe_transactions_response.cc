@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_transactions_response::TopicData::encode(writer& w, int16_t version) const {
+void describe_transactions_response_types::TopicData::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.string(topic, flexible);
@@ -20,7 +20,7 @@ void describe_transactions_response::TopicData::encode(writer& w, int16_t versio
   }
 }
 
-void describe_transactions_response::TopicData::decode(reader& r, int16_t version) {
+void describe_transactions_response_types::TopicData::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   topic = r.string(flexible);
@@ -48,7 +48,7 @@ void describe_transactions_response::TopicData::decode(reader& r, int16_t versio
   }
 }
 
-size_t describe_transactions_response::TopicData::encoded_size(int16_t version) const {
+size_t describe_transactions_response_types::TopicData::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -65,7 +65,7 @@ size_t describe_transactions_response::TopicData::encoded_size(int16_t version) 
   return n;
 }
 
-void describe_transactions_response::TransactionState::encode(writer& w, int16_t version) const {
+void describe_transactions_response_types::TransactionState::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.int16(error_code);
   w.string(transactional_id, flexible);
@@ -83,7 +83,7 @@ void describe_transactions_response::TransactionState::encode(writer& w, int16_t
   }
 }
 
-void describe_transactions_response::TransactionState::decode(reader& r, int16_t version) {
+void describe_transactions_response_types::TransactionState::decode(reader& r, int16_t version) {
   const bool flexible = true;
   error_code = r.int16();
   transactional_id = r.string(flexible);
@@ -116,7 +116,7 @@ void describe_transactions_response::TransactionState::decode(reader& r, int16_t
   }
 }
 
-size_t describe_transactions_response::TransactionState::encoded_size(int16_t version) const {
+size_t describe_transactions_response_types::TransactionState::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 2;

@@ -14,6 +14,39 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_transactions_response; use them as describe_transactions_response::<Name>.
+namespace describe_transactions_response_types {
+
+struct TopicData {
+  std::string topic;
+  std::vector<int32_t> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TopicData&) const = default;
+};
+
+struct TransactionState {
+  int16_t error_code = 0;
+  std::string transactional_id;
+  std::string transaction_state;
+  int32_t transaction_timeout_ms = 0;
+  int64_t transaction_start_time_ms = 0;
+  int64_t producer_id = 0;
+  int16_t producer_epoch = 0;
+  std::vector<describe_transactions_response_types::TopicData> topics;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TransactionState&) const = default;
+};
+
+}  // namespace describe_transactions_response_types
+
 // Kafka's DescribeTransactionsResponse (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_transactions_response {
@@ -23,36 +56,11 @@ struct describe_transactions_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "DescribeTransactionsResponse";
 
-  struct TopicData {
-    std::string topic;
-    std::vector<int32_t> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TopicData&) const = default;
-  };
-
-  struct TransactionState {
-    int16_t error_code = 0;
-    std::string transactional_id;
-    std::string transaction_state;
-    int32_t transaction_timeout_ms = 0;
-    int64_t transaction_start_time_ms = 0;
-    int64_t producer_id = 0;
-    int16_t producer_epoch = 0;
-    std::vector<describe_transactions_response::TopicData> topics;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TransactionState&) const = default;
-  };
+  using TopicData = describe_transactions_response_types::TopicData;
+  using TransactionState = describe_transactions_response_types::TransactionState;
 
   int32_t throttle_time_ms = 0;
-  std::vector<describe_transactions_response::TransactionState> transaction_states;
+  std::vector<describe_transactions_response_types::TransactionState> transaction_states;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

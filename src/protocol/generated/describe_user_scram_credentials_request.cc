@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_user_scram_credentials_request::UserName::encode(writer& w, int16_t version) const {
+void describe_user_scram_credentials_request_types::UserName::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.string(name, flexible);
@@ -16,7 +16,7 @@ void describe_user_scram_credentials_request::UserName::encode(writer& w, int16_
   }
 }
 
-void describe_user_scram_credentials_request::UserName::decode(reader& r, int16_t version) {
+void describe_user_scram_credentials_request_types::UserName::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   name = r.string(flexible);
@@ -31,7 +31,7 @@ void describe_user_scram_credentials_request::UserName::decode(reader& r, int16_
   }
 }
 
-size_t describe_user_scram_credentials_request::UserName::encoded_size(int16_t version) const {
+size_t describe_user_scram_credentials_request_types::UserName::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;

@@ -14,6 +14,21 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_user_scram_credentials_request; use them as describe_user_scram_credentials_request::<Name>.
+namespace describe_user_scram_credentials_request_types {
+
+struct UserName {
+  std::string name;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const UserName&) const = default;
+};
+
+}  // namespace describe_user_scram_credentials_request_types
+
 // Kafka's DescribeUserScramCredentialsRequest (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_user_scram_credentials_request {
@@ -23,17 +38,9 @@ struct describe_user_scram_credentials_request {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "DescribeUserScramCredentialsRequest";
 
-  struct UserName {
-    std::string name;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using UserName = describe_user_scram_credentials_request_types::UserName;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const UserName&) const = default;
-  };
-
-  std::optional<std::vector<describe_user_scram_credentials_request::UserName>> users{std::in_place};
+  std::optional<std::vector<describe_user_scram_credentials_request_types::UserName>> users{std::in_place};
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void describe_user_scram_credentials_response::CredentialInfo::encode(writer& w, int16_t version) const {
+void describe_user_scram_credentials_response_types::CredentialInfo::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int8(mechanism);
@@ -17,7 +17,7 @@ void describe_user_scram_credentials_response::CredentialInfo::encode(writer& w,
   }
 }
 
-void describe_user_scram_credentials_response::CredentialInfo::decode(reader& r, int16_t version) {
+void describe_user_scram_credentials_response_types::CredentialInfo::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   mechanism = r.int8();
@@ -33,7 +33,7 @@ void describe_user_scram_credentials_response::CredentialInfo::decode(reader& r,
   }
 }
 
-size_t describe_user_scram_credentials_response::CredentialInfo::encoded_size(int16_t version) const {
+size_t describe_user_scram_credentials_response_types::CredentialInfo::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -49,7 +49,7 @@ size_t describe_user_scram_credentials_response::CredentialInfo::encoded_size(in
   return n;
 }
 
-void describe_user_scram_credentials_response::DescribeUserScramCredentialsResult::encode(writer& w, int16_t version) const {
+void describe_user_scram_credentials_response_types::DescribeUserScramCredentialsResult::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.string(user, flexible);
   w.int16(error_code);
@@ -67,7 +67,7 @@ void describe_user_scram_credentials_response::DescribeUserScramCredentialsResul
   }
 }
 
-void describe_user_scram_credentials_response::DescribeUserScramCredentialsResult::decode(reader& r, int16_t version) {
+void describe_user_scram_credentials_response_types::DescribeUserScramCredentialsResult::decode(reader& r, int16_t version) {
   const bool flexible = true;
   user = r.string(flexible);
   error_code = r.int16();
@@ -96,7 +96,7 @@ void describe_user_scram_credentials_response::DescribeUserScramCredentialsResul
   }
 }
 
-size_t describe_user_scram_credentials_response::DescribeUserScramCredentialsResult::encoded_size(int16_t version) const {
+size_t describe_user_scram_credentials_response_types::DescribeUserScramCredentialsResult::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += wire_size::string(user.size(), flexible);

@@ -14,6 +14,35 @@
 
 namespace silt::protocol {
 
+// The nested structs of describe_user_scram_credentials_response; use them as describe_user_scram_credentials_response::<Name>.
+namespace describe_user_scram_credentials_response_types {
+
+struct CredentialInfo {
+  int8_t mechanism = 0;
+  int32_t iterations = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const CredentialInfo&) const = default;
+};
+
+struct DescribeUserScramCredentialsResult {
+  std::string user;
+  int16_t error_code = 0;
+  std::optional<std::string> error_message{std::in_place};
+  std::vector<describe_user_scram_credentials_response_types::CredentialInfo> credential_infos;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribeUserScramCredentialsResult&) const = default;
+};
+
+}  // namespace describe_user_scram_credentials_response_types
+
 // Kafka's DescribeUserScramCredentialsResponse (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct describe_user_scram_credentials_response {
@@ -23,34 +52,13 @@ struct describe_user_scram_credentials_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "DescribeUserScramCredentialsResponse";
 
-  struct CredentialInfo {
-    int8_t mechanism = 0;
-    int32_t iterations = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const CredentialInfo&) const = default;
-  };
-
-  struct DescribeUserScramCredentialsResult {
-    std::string user;
-    int16_t error_code = 0;
-    std::optional<std::string> error_message{std::in_place};
-    std::vector<describe_user_scram_credentials_response::CredentialInfo> credential_infos;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribeUserScramCredentialsResult&) const = default;
-  };
+  using CredentialInfo = describe_user_scram_credentials_response_types::CredentialInfo;
+  using DescribeUserScramCredentialsResult = describe_user_scram_credentials_response_types::DescribeUserScramCredentialsResult;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
   std::optional<std::string> error_message{std::in_place};
-  std::vector<describe_user_scram_credentials_response::DescribeUserScramCredentialsResult> results;
+  std::vector<describe_user_scram_credentials_response_types::DescribeUserScramCredentialsResult> results;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void elect_leaders_request::TopicPartitions::encode(writer& w, int16_t version) const {
+void elect_leaders_request_types::TopicPartitions::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.string(topic, flexible);
   w.array_length(partitions.size(), flexible);
@@ -19,7 +19,7 @@ void elect_leaders_request::TopicPartitions::encode(writer& w, int16_t version) 
   }
 }
 
-void elect_leaders_request::TopicPartitions::decode(reader& r, int16_t version) {
+void elect_leaders_request_types::TopicPartitions::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   topic = r.string(flexible);
   {
@@ -46,7 +46,7 @@ void elect_leaders_request::TopicPartitions::decode(reader& r, int16_t version) 
   }
 }
 
-size_t elect_leaders_request::TopicPartitions::encoded_size(int16_t version) const {
+size_t elect_leaders_request_types::TopicPartitions::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += wire_size::string(topic.size(), flexible);

@@ -14,6 +14,22 @@
 
 namespace silt::protocol {
 
+// The nested structs of elect_leaders_request; use them as elect_leaders_request::<Name>.
+namespace elect_leaders_request_types {
+
+struct TopicPartitions {
+  std::string topic;
+  std::vector<int32_t> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TopicPartitions&) const = default;
+};
+
+}  // namespace elect_leaders_request_types
+
 // Kafka's ElectLeadersRequest (versions 0-2). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct elect_leaders_request {
@@ -23,19 +39,10 @@ struct elect_leaders_request {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "ElectLeadersRequest";
 
-  struct TopicPartitions {
-    std::string topic;
-    std::vector<int32_t> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TopicPartitions&) const = default;
-  };
+  using TopicPartitions = elect_leaders_request_types::TopicPartitions;
 
   int8_t election_type = 0;
-  std::optional<std::vector<elect_leaders_request::TopicPartitions>> topic_partitions{std::in_place};
+  std::optional<std::vector<elect_leaders_request_types::TopicPartitions>> topic_partitions{std::in_place};
   int32_t timeout_ms = 60000;
   std::vector<tagged_field> unknown_tagged_fields;
 

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void elect_leaders_response::PartitionResult::encode(writer& w, int16_t version) const {
+void elect_leaders_response_types::PartitionResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.int32(partition_id);
   w.int16(error_code);
@@ -21,7 +21,7 @@ void elect_leaders_response::PartitionResult::encode(writer& w, int16_t version)
   }
 }
 
-void elect_leaders_response::PartitionResult::decode(reader& r, int16_t version) {
+void elect_leaders_response_types::PartitionResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   partition_id = r.int32();
   error_code = r.int16();
@@ -37,7 +37,7 @@ void elect_leaders_response::PartitionResult::decode(reader& r, int16_t version)
   }
 }
 
-size_t elect_leaders_response::PartitionResult::encoded_size(int16_t version) const {
+size_t elect_leaders_response_types::PartitionResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += 4;
@@ -57,7 +57,7 @@ size_t elect_leaders_response::PartitionResult::encoded_size(int16_t version) co
   return n;
 }
 
-void elect_leaders_response::ReplicaElectionResult::encode(writer& w, int16_t version) const {
+void elect_leaders_response_types::ReplicaElectionResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 2;
   w.string(topic, flexible);
   w.array_length(partition_result.size(), flexible);
@@ -69,7 +69,7 @@ void elect_leaders_response::ReplicaElectionResult::encode(writer& w, int16_t ve
   }
 }
 
-void elect_leaders_response::ReplicaElectionResult::decode(reader& r, int16_t version) {
+void elect_leaders_response_types::ReplicaElectionResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 2;
   topic = r.string(flexible);
   {
@@ -96,7 +96,7 @@ void elect_leaders_response::ReplicaElectionResult::decode(reader& r, int16_t ve
   }
 }
 
-size_t elect_leaders_response::ReplicaElectionResult::encoded_size(int16_t version) const {
+size_t elect_leaders_response_types::ReplicaElectionResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 2;
   size_t n = 0;
   n += wire_size::string(topic.size(), flexible);

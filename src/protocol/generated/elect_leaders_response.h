@@ -14,6 +14,34 @@
 
 namespace silt::protocol {
 
+// The nested structs of elect_leaders_response; use them as elect_leaders_response::<Name>.
+namespace elect_leaders_response_types {
+
+struct PartitionResult {
+  int32_t partition_id = 0;
+  int16_t error_code = 0;
+  std::optional<std::string> error_message{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const PartitionResult&) const = default;
+};
+
+struct ReplicaElectionResult {
+  std::string topic;
+  std::vector<elect_leaders_response_types::PartitionResult> partition_result;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ReplicaElectionResult&) const = default;
+};
+
+}  // namespace elect_leaders_response_types
+
 // Kafka's ElectLeadersResponse (versions 0-2). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct elect_leaders_response {
@@ -23,32 +51,12 @@ struct elect_leaders_response {
   static constexpr int16_t first_flexible_version = 2;
   static constexpr std::string_view spec_name = "ElectLeadersResponse";
 
-  struct PartitionResult {
-    int32_t partition_id = 0;
-    int16_t error_code = 0;
-    std::optional<std::string> error_message{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const PartitionResult&) const = default;
-  };
-
-  struct ReplicaElectionResult {
-    std::string topic;
-    std::vector<elect_leaders_response::PartitionResult> partition_result;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ReplicaElectionResult&) const = default;
-  };
+  using PartitionResult = elect_leaders_response_types::PartitionResult;
+  using ReplicaElectionResult = elect_leaders_response_types::ReplicaElectionResult;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
-  std::vector<elect_leaders_response::ReplicaElectionResult> replica_election_results;
+  std::vector<elect_leaders_response_types::ReplicaElectionResult> replica_election_results;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void fetch_request::ReplicaState::encode(writer& w, int16_t version) const {
+void fetch_request_types::ReplicaState::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 12;
   if (version >= 15) {
     w.int32(replica_id);
@@ -20,7 +20,7 @@ void fetch_request::ReplicaState::encode(writer& w, int16_t version) const {
   }
 }
 
-void fetch_request::ReplicaState::decode(reader& r, int16_t version) {
+void fetch_request_types::ReplicaState::decode(reader& r, int16_t version) {
   const bool flexible = version >= 12;
   if (version >= 15) {
     replica_id = r.int32();
@@ -39,7 +39,7 @@ void fetch_request::ReplicaState::decode(reader& r, int16_t version) {
   }
 }
 
-size_t fetch_request::ReplicaState::encoded_size(int16_t version) const {
+size_t fetch_request_types::ReplicaState::encoded_size(int16_t version) const {
   const bool flexible = version >= 12;
   size_t n = 0;
   if (version >= 15) {
@@ -58,7 +58,7 @@ size_t fetch_request::ReplicaState::encoded_size(int16_t version) const {
   return n;
 }
 
-void fetch_request::FetchPartition::encode(writer& w, int16_t version) const {
+void fetch_request_types::FetchPartition::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 12;
   w.int32(partition);
   if (version >= 9) {
@@ -90,7 +90,7 @@ void fetch_request::FetchPartition::encode(writer& w, int16_t version) const {
   }
 }
 
-void fetch_request::FetchPartition::decode(reader& r, int16_t version) {
+void fetch_request_types::FetchPartition::decode(reader& r, int16_t version) {
   const bool flexible = version >= 12;
   partition = r.int32();
   if (version >= 9) {
@@ -127,7 +127,7 @@ void fetch_request::FetchPartition::decode(reader& r, int16_t version) {
   }
 }
 
-size_t fetch_request::FetchPartition::encoded_size(int16_t version) const {
+size_t fetch_request_types::FetchPartition::encoded_size(int16_t version) const {
   const bool flexible = version >= 12;
   size_t n = 0;
   n += 4;
@@ -158,7 +158,7 @@ size_t fetch_request::FetchPartition::encoded_size(int16_t version) const {
   return n;
 }
 
-void fetch_request::FetchTopic::encode(writer& w, int16_t version) const {
+void fetch_request_types::FetchTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 12;
   if (version <= 12) {
     w.string(topic, flexible);
@@ -175,7 +175,7 @@ void fetch_request::FetchTopic::encode(writer& w, int16_t version) const {
   }
 }
 
-void fetch_request::FetchTopic::decode(reader& r, int16_t version) {
+void fetch_request_types::FetchTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 12;
   if (version <= 12) {
     topic = r.string(flexible);
@@ -207,7 +207,7 @@ void fetch_request::FetchTopic::decode(reader& r, int16_t version) {
   }
 }
 
-size_t fetch_request::FetchTopic::encoded_size(int16_t version) const {
+size_t fetch_request_types::FetchTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 12;
   size_t n = 0;
   if (version <= 12) {
@@ -228,7 +228,7 @@ size_t fetch_request::FetchTopic::encoded_size(int16_t version) const {
   return n;
 }
 
-void fetch_request::ForgottenTopic::encode(writer& w, int16_t version) const {
+void fetch_request_types::ForgottenTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 12;
   if (version >= 7 && version <= 12) {
     w.string(topic, flexible);
@@ -247,7 +247,7 @@ void fetch_request::ForgottenTopic::encode(writer& w, int16_t version) const {
   }
 }
 
-void fetch_request::ForgottenTopic::decode(reader& r, int16_t version) {
+void fetch_request_types::ForgottenTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 12;
   if (version >= 7 && version <= 12) {
     topic = r.string(flexible);
@@ -281,7 +281,7 @@ void fetch_request::ForgottenTopic::decode(reader& r, int16_t version) {
   }
 }
 
-size_t fetch_request::ForgottenTopic::encoded_size(int16_t version) const {
+size_t fetch_request_types::ForgottenTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 12;
   size_t n = 0;
   if (version >= 7 && version <= 12) {
@@ -340,7 +340,7 @@ void fetch_request::encode(writer& w, int16_t version) const {
     uint32_t count = static_cast<uint32_t>(unknown_tagged_fields.size());
     const bool has_cluster_id = (version >= 12) && cluster_id.has_value();
     count += has_cluster_id ? 1 : 0;
-    const bool has_replica_state = (version >= 15) && !(replica_state == fetch_request::ReplicaState{});
+    const bool has_replica_state = (version >= 15) && !(replica_state == fetch_request_types::ReplicaState{});
     count += has_replica_state ? 1 : 0;
     w.uvarint(count);
     size_t next_unknown = 0;
@@ -497,7 +497,7 @@ size_t fetch_request::encoded_size(int16_t version) const {
       n += wire_size::uvarint(0) + wire_size::uvarint(static_cast<uint32_t>(field_size)) + field_size;
       ++count;
     }
-    if ((version >= 15) && !(replica_state == fetch_request::ReplicaState{})) {
+    if ((version >= 15) && !(replica_state == fetch_request_types::ReplicaState{})) {
       size_t field_size = 0;
       field_size += replica_state.encoded_size(version);
       n += wire_size::uvarint(1) + wire_size::uvarint(static_cast<uint32_t>(field_size)) + field_size;

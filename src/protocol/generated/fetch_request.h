@@ -14,6 +14,62 @@
 
 namespace silt::protocol {
 
+// The nested structs of fetch_request; use them as fetch_request::<Name>.
+namespace fetch_request_types {
+
+struct ReplicaState {
+  int32_t replica_id = -1;
+  int64_t replica_epoch = -1;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ReplicaState&) const = default;
+};
+
+struct FetchPartition {
+  int32_t partition = 0;
+  int32_t current_leader_epoch = -1;
+  int64_t fetch_offset = 0;
+  int32_t last_fetched_epoch = -1;
+  int64_t log_start_offset = -1;
+  int32_t partition_max_bytes = 0;
+  uuid replica_directory_id;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const FetchPartition&) const = default;
+};
+
+struct FetchTopic {
+  std::string topic;
+  uuid topic_id;
+  std::vector<fetch_request_types::FetchPartition> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const FetchTopic&) const = default;
+};
+
+struct ForgottenTopic {
+  std::string topic;
+  uuid topic_id;
+  std::vector<int32_t> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ForgottenTopic&) const = default;
+};
+
+}  // namespace fetch_request_types
+
 // Kafka's FetchRequest (versions 0-17). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct fetch_request {
@@ -23,68 +79,22 @@ struct fetch_request {
   static constexpr int16_t first_flexible_version = 12;
   static constexpr std::string_view spec_name = "FetchRequest";
 
-  struct ReplicaState {
-    int32_t replica_id = -1;
-    int64_t replica_epoch = -1;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ReplicaState&) const = default;
-  };
-
-  struct FetchPartition {
-    int32_t partition = 0;
-    int32_t current_leader_epoch = -1;
-    int64_t fetch_offset = 0;
-    int32_t last_fetched_epoch = -1;
-    int64_t log_start_offset = -1;
-    int32_t partition_max_bytes = 0;
-    uuid replica_directory_id;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const FetchPartition&) const = default;
-  };
-
-  struct FetchTopic {
-    std::string topic;
-    uuid topic_id;
-    std::vector<fetch_request::FetchPartition> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const FetchTopic&) const = default;
-  };
-
-  struct ForgottenTopic {
-    std::string topic;
-    uuid topic_id;
-    std::vector<int32_t> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ForgottenTopic&) const = default;
-  };
+  using ReplicaState = fetch_request_types::ReplicaState;
+  using FetchPartition = fetch_request_types::FetchPartition;
+  using FetchTopic = fetch_request_types::FetchTopic;
+  using ForgottenTopic = fetch_request_types::ForgottenTopic;
 
   std::optional<std::string> cluster_id;
   int32_t replica_id = -1;
-  fetch_request::ReplicaState replica_state;
+  fetch_request_types::ReplicaState replica_state;
   int32_t max_wait_ms = 0;
   int32_t min_bytes = 0;
   int32_t max_bytes = 2147483647;
   int8_t isolation_level = 0;
   int32_t session_id = 0;
   int32_t session_epoch = -1;
-  std::vector<fetch_request::FetchTopic> topics;
-  std::vector<fetch_request::ForgottenTopic> forgotten_topics_data;
+  std::vector<fetch_request_types::FetchTopic> topics;
+  std::vector<fetch_request_types::ForgottenTopic> forgotten_topics_data;
   std::string rack_id;
   std::vector<tagged_field> unknown_tagged_fields;
 

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void fetch_response::EpochEndOffset::encode(writer& w, int16_t version) const {
+void fetch_response_types::EpochEndOffset::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 12;
   if (version >= 12) {
     w.int32(epoch);
@@ -20,7 +20,7 @@ void fetch_response::EpochEndOffset::encode(writer& w, int16_t version) const {
   }
 }
 
-void fetch_response::EpochEndOffset::decode(reader& r, int16_t version) {
+void fetch_response_types::EpochEndOffset::decode(reader& r, int16_t version) {
   const bool flexible = version >= 12;
   if (version >= 12) {
     epoch = r.int32();
@@ -39,7 +39,7 @@ void fetch_response::EpochEndOffset::decode(reader& r, int16_t version) {
   }
 }
 
-size_t fetch_response::EpochEndOffset::encoded_size(int16_t version) const {
+size_t fetch_response_types::EpochEndOffset::encoded_size(int16_t version) const {
   const bool flexible = version >= 12;
   size_t n = 0;
   if (version >= 12) {
@@ -58,7 +58,7 @@ size_t fetch_response::EpochEndOffset::encoded_size(int16_t version) const {
   return n;
 }
 
-void fetch_response::LeaderIdAndEpoch::encode(writer& w, int16_t version) const {
+void fetch_response_types::LeaderIdAndEpoch::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 12;
   if (version >= 12) {
     w.int32(leader_id);
@@ -71,7 +71,7 @@ void fetch_response::LeaderIdAndEpoch::encode(writer& w, int16_t version) const 
   }
 }
 
-void fetch_response::LeaderIdAndEpoch::decode(reader& r, int16_t version) {
+void fetch_response_types::LeaderIdAndEpoch::decode(reader& r, int16_t version) {
   const bool flexible = version >= 12;
   if (version >= 12) {
     leader_id = r.int32();
@@ -90,7 +90,7 @@ void fetch_response::LeaderIdAndEpoch::decode(reader& r, int16_t version) {
   }
 }
 
-size_t fetch_response::LeaderIdAndEpoch::encoded_size(int16_t version) const {
+size_t fetch_response_types::LeaderIdAndEpoch::encoded_size(int16_t version) const {
   const bool flexible = version >= 12;
   size_t n = 0;
   if (version >= 12) {
@@ -109,7 +109,7 @@ size_t fetch_response::LeaderIdAndEpoch::encoded_size(int16_t version) const {
   return n;
 }
 
-void fetch_response::SnapshotId::encode(writer& w, int16_t version) const {
+void fetch_response_types::SnapshotId::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 12;
   w.int64(end_offset);
   w.int32(epoch);
@@ -118,7 +118,7 @@ void fetch_response::SnapshotId::encode(writer& w, int16_t version) const {
   }
 }
 
-void fetch_response::SnapshotId::decode(reader& r, int16_t version) {
+void fetch_response_types::SnapshotId::decode(reader& r, int16_t version) {
   const bool flexible = version >= 12;
   end_offset = r.int64();
   epoch = r.int32();
@@ -133,7 +133,7 @@ void fetch_response::SnapshotId::decode(reader& r, int16_t version) {
   }
 }
 
-size_t fetch_response::SnapshotId::encoded_size(int16_t version) const {
+size_t fetch_response_types::SnapshotId::encoded_size(int16_t version) const {
   const bool flexible = version >= 12;
   size_t n = 0;
   n += 8;
@@ -148,7 +148,7 @@ size_t fetch_response::SnapshotId::encoded_size(int16_t version) const {
   return n;
 }
 
-void fetch_response::AbortedTransaction::encode(writer& w, int16_t version) const {
+void fetch_response_types::AbortedTransaction::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 12;
   if (version >= 4) {
     w.int64(producer_id);
@@ -161,7 +161,7 @@ void fetch_response::AbortedTransaction::encode(writer& w, int16_t version) cons
   }
 }
 
-void fetch_response::AbortedTransaction::decode(reader& r, int16_t version) {
+void fetch_response_types::AbortedTransaction::decode(reader& r, int16_t version) {
   const bool flexible = version >= 12;
   if (version >= 4) {
     producer_id = r.int64();
@@ -180,7 +180,7 @@ void fetch_response::AbortedTransaction::decode(reader& r, int16_t version) {
   }
 }
 
-size_t fetch_response::AbortedTransaction::encoded_size(int16_t version) const {
+size_t fetch_response_types::AbortedTransaction::encoded_size(int16_t version) const {
   const bool flexible = version >= 12;
   size_t n = 0;
   if (version >= 4) {
@@ -199,7 +199,7 @@ size_t fetch_response::AbortedTransaction::encoded_size(int16_t version) const {
   return n;
 }
 
-void fetch_response::PartitionData::encode(writer& w, int16_t version) const {
+void fetch_response_types::PartitionData::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 12;
   w.int32(partition_index);
   w.int16(error_code);
@@ -230,11 +230,11 @@ void fetch_response::PartitionData::encode(writer& w, int16_t version) const {
   }
   if (flexible) {
     uint32_t count = static_cast<uint32_t>(unknown_tagged_fields.size());
-    const bool has_diverging_epoch = (version >= 12) && !(diverging_epoch == fetch_response::EpochEndOffset{});
+    const bool has_diverging_epoch = (version >= 12) && !(diverging_epoch == fetch_response_types::EpochEndOffset{});
     count += has_diverging_epoch ? 1 : 0;
-    const bool has_current_leader = (version >= 12) && !(current_leader == fetch_response::LeaderIdAndEpoch{});
+    const bool has_current_leader = (version >= 12) && !(current_leader == fetch_response_types::LeaderIdAndEpoch{});
     count += has_current_leader ? 1 : 0;
-    const bool has_snapshot_id = (version >= 12) && !(snapshot_id == fetch_response::SnapshotId{});
+    const bool has_snapshot_id = (version >= 12) && !(snapshot_id == fetch_response_types::SnapshotId{});
     count += has_snapshot_id ? 1 : 0;
     w.uvarint(count);
     size_t next_unknown = 0;
@@ -266,7 +266,7 @@ void fetch_response::PartitionData::encode(writer& w, int16_t version) const {
   }
 }
 
-void fetch_response::PartitionData::decode(reader& r, int16_t version) {
+void fetch_response_types::PartitionData::decode(reader& r, int16_t version) {
   const bool flexible = version >= 12;
   partition_index = r.int32();
   error_code = r.int16();
@@ -335,7 +335,7 @@ void fetch_response::PartitionData::decode(reader& r, int16_t version) {
   }
 }
 
-size_t fetch_response::PartitionData::encoded_size(int16_t version) const {
+size_t fetch_response_types::PartitionData::encoded_size(int16_t version) const {
   const bool flexible = version >= 12;
   size_t n = 0;
   n += 4;
@@ -368,19 +368,19 @@ size_t fetch_response::PartitionData::encoded_size(int16_t version) const {
     for (const auto& t : unknown_tagged_fields) {
       n += wire_size::uvarint(t.tag) + wire_size::uvarint(static_cast<uint32_t>(t.data.size())) + t.data.size();
     }
-    if ((version >= 12) && !(diverging_epoch == fetch_response::EpochEndOffset{})) {
+    if ((version >= 12) && !(diverging_epoch == fetch_response_types::EpochEndOffset{})) {
       size_t field_size = 0;
       field_size += diverging_epoch.encoded_size(version);
       n += wire_size::uvarint(0) + wire_size::uvarint(static_cast<uint32_t>(field_size)) + field_size;
       ++count;
     }
-    if ((version >= 12) && !(current_leader == fetch_response::LeaderIdAndEpoch{})) {
+    if ((version >= 12) && !(current_leader == fetch_response_types::LeaderIdAndEpoch{})) {
       size_t field_size = 0;
       field_size += current_leader.encoded_size(version);
       n += wire_size::uvarint(1) + wire_size::uvarint(static_cast<uint32_t>(field_size)) + field_size;
       ++count;
     }
-    if ((version >= 12) && !(snapshot_id == fetch_response::SnapshotId{})) {
+    if ((version >= 12) && !(snapshot_id == fetch_response_types::SnapshotId{})) {
       size_t field_size = 0;
       field_size += snapshot_id.encoded_size(version);
       n += wire_size::uvarint(2) + wire_size::uvarint(static_cast<uint32_t>(field_size)) + field_size;
@@ -391,7 +391,7 @@ size_t fetch_response::PartitionData::encoded_size(int16_t version) const {
   return n;
 }
 
-void fetch_response::FetchableTopicResponse::encode(writer& w, int16_t version) const {
+void fetch_response_types::FetchableTopicResponse::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 12;
   if (version <= 12) {
     w.string(topic, flexible);
@@ -408,7 +408,7 @@ void fetch_response::FetchableTopicResponse::encode(writer& w, int16_t version) 
   }
 }
 
-void fetch_response::FetchableTopicResponse::decode(reader& r, int16_t version) {
+void fetch_response_types::FetchableTopicResponse::decode(reader& r, int16_t version) {
   const bool flexible = version >= 12;
   if (version <= 12) {
     topic = r.string(flexible);
@@ -440,7 +440,7 @@ void fetch_response::FetchableTopicResponse::decode(reader& r, int16_t version) 
   }
 }
 
-size_t fetch_response::FetchableTopicResponse::encoded_size(int16_t version) const {
+size_t fetch_response_types::FetchableTopicResponse::encoded_size(int16_t version) const {
   const bool flexible = version >= 12;
   size_t n = 0;
   if (version <= 12) {
@@ -461,7 +461,7 @@ size_t fetch_response::FetchableTopicResponse::encoded_size(int16_t version) con
   return n;
 }
 
-void fetch_response::NodeEndpoint::encode(writer& w, int16_t version) const {
+void fetch_response_types::NodeEndpoint::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 12;
   if (version >= 16) {
     w.int32(node_id);
@@ -484,7 +484,7 @@ void fetch_response::NodeEndpoint::encode(writer& w, int16_t version) const {
   }
 }
 
-void fetch_response::NodeEndpoint::decode(reader& r, int16_t version) {
+void fetch_response_types::NodeEndpoint::decode(reader& r, int16_t version) {
   const bool flexible = version >= 12;
   if (version >= 16) {
     node_id = r.int32();
@@ -509,7 +509,7 @@ void fetch_response::NodeEndpoint::decode(reader& r, int16_t version) {
   }
 }
 
-size_t fetch_response::NodeEndpoint::encoded_size(int16_t version) const {
+size_t fetch_response_types::NodeEndpoint::encoded_size(int16_t version) const {
   const bool flexible = version >= 12;
   size_t n = 0;
   if (version >= 16) {

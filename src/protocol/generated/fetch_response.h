@@ -14,6 +14,100 @@
 
 namespace silt::protocol {
 
+// The nested structs of fetch_response; use them as fetch_response::<Name>.
+namespace fetch_response_types {
+
+struct EpochEndOffset {
+  int32_t epoch = -1;
+  int64_t end_offset = -1;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const EpochEndOffset&) const = default;
+};
+
+struct LeaderIdAndEpoch {
+  int32_t leader_id = -1;
+  int32_t leader_epoch = -1;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const LeaderIdAndEpoch&) const = default;
+};
+
+struct SnapshotId {
+  int64_t end_offset = -1;
+  int32_t epoch = -1;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const SnapshotId&) const = default;
+};
+
+struct AbortedTransaction {
+  int64_t producer_id = 0;
+  int64_t first_offset = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AbortedTransaction&) const = default;
+};
+
+struct PartitionData {
+  int32_t partition_index = 0;
+  int16_t error_code = 0;
+  int64_t high_watermark = 0;
+  int64_t last_stable_offset = -1;
+  int64_t log_start_offset = -1;
+  fetch_response_types::EpochEndOffset diverging_epoch;
+  fetch_response_types::LeaderIdAndEpoch current_leader;
+  fetch_response_types::SnapshotId snapshot_id;
+  std::optional<std::vector<fetch_response_types::AbortedTransaction>> aborted_transactions{std::in_place};
+  int32_t preferred_read_replica = -1;
+  std::optional<records_view> records;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct FetchableTopicResponse {
+  std::string topic;
+  uuid topic_id;
+  std::vector<fetch_response_types::PartitionData> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const FetchableTopicResponse&) const = default;
+};
+
+struct NodeEndpoint {
+  int32_t node_id = 0;
+  std::string host;
+  int32_t port = 0;
+  std::optional<std::string> rack;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const NodeEndpoint&) const = default;
+};
+
+}  // namespace fetch_response_types
+
 // Kafka's FetchResponse (versions 0-17). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct fetch_response {
@@ -23,100 +117,19 @@ struct fetch_response {
   static constexpr int16_t first_flexible_version = 12;
   static constexpr std::string_view spec_name = "FetchResponse";
 
-  struct EpochEndOffset {
-    int32_t epoch = -1;
-    int64_t end_offset = -1;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const EpochEndOffset&) const = default;
-  };
-
-  struct LeaderIdAndEpoch {
-    int32_t leader_id = -1;
-    int32_t leader_epoch = -1;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const LeaderIdAndEpoch&) const = default;
-  };
-
-  struct SnapshotId {
-    int64_t end_offset = -1;
-    int32_t epoch = -1;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const SnapshotId&) const = default;
-  };
-
-  struct AbortedTransaction {
-    int64_t producer_id = 0;
-    int64_t first_offset = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AbortedTransaction&) const = default;
-  };
-
-  struct PartitionData {
-    int32_t partition_index = 0;
-    int16_t error_code = 0;
-    int64_t high_watermark = 0;
-    int64_t last_stable_offset = -1;
-    int64_t log_start_offset = -1;
-    fetch_response::EpochEndOffset diverging_epoch;
-    fetch_response::LeaderIdAndEpoch current_leader;
-    fetch_response::SnapshotId snapshot_id;
-    std::optional<std::vector<fetch_response::AbortedTransaction>> aborted_transactions{std::in_place};
-    int32_t preferred_read_replica = -1;
-    std::optional<records_view> records;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct FetchableTopicResponse {
-    std::string topic;
-    uuid topic_id;
-    std::vector<fetch_response::PartitionData> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const FetchableTopicResponse&) const = default;
-  };
-
-  struct NodeEndpoint {
-    int32_t node_id = 0;
-    std::string host;
-    int32_t port = 0;
-    std::optional<std::string> rack;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const NodeEndpoint&) const = default;
-  };
+  using EpochEndOffset = fetch_response_types::EpochEndOffset;
+  using LeaderIdAndEpoch = fetch_response_types::LeaderIdAndEpoch;
+  using SnapshotId = fetch_response_types::SnapshotId;
+  using AbortedTransaction = fetch_response_types::AbortedTransaction;
+  using PartitionData = fetch_response_types::PartitionData;
+  using FetchableTopicResponse = fetch_response_types::FetchableTopicResponse;
+  using NodeEndpoint = fetch_response_types::NodeEndpoint;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
   int32_t session_id = 0;
-  std::vector<fetch_response::FetchableTopicResponse> responses;
-  std::vector<fetch_response::NodeEndpoint> node_endpoints;
+  std::vector<fetch_response_types::FetchableTopicResponse> responses;
+  std::vector<fetch_response_types::NodeEndpoint> node_endpoints;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

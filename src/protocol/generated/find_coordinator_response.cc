@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void find_coordinator_response::Coordinator::encode(writer& w, int16_t version) const {
+void find_coordinator_response_types::Coordinator::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 3;
   if (version >= 4) {
     w.string(key, flexible);
@@ -36,7 +36,7 @@ void find_coordinator_response::Coordinator::encode(writer& w, int16_t version) 
   }
 }
 
-void find_coordinator_response::Coordinator::decode(reader& r, int16_t version) {
+void find_coordinator_response_types::Coordinator::decode(reader& r, int16_t version) {
   const bool flexible = version >= 3;
   if (version >= 4) {
     key = r.string(flexible);
@@ -67,7 +67,7 @@ void find_coordinator_response::Coordinator::decode(reader& r, int16_t version) 
   }
 }
 
-size_t find_coordinator_response::Coordinator::encoded_size(int16_t version) const {
+size_t find_coordinator_response_types::Coordinator::encoded_size(int16_t version) const {
   const bool flexible = version >= 3;
   size_t n = 0;
   if (version >= 4) {

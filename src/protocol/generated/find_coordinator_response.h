@@ -14,6 +14,26 @@
 
 namespace silt::protocol {
 
+// The nested structs of find_coordinator_response; use them as find_coordinator_response::<Name>.
+namespace find_coordinator_response_types {
+
+struct Coordinator {
+  std::string key;
+  int32_t node_id = 0;
+  std::string host;
+  int32_t port = 0;
+  int16_t error_code = 0;
+  std::optional<std::string> error_message{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const Coordinator&) const = default;
+};
+
+}  // namespace find_coordinator_response_types
+
 // Kafka's FindCoordinatorResponse (versions 0-6). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct find_coordinator_response {
@@ -23,20 +43,7 @@ struct find_coordinator_response {
   static constexpr int16_t first_flexible_version = 3;
   static constexpr std::string_view spec_name = "FindCoordinatorResponse";
 
-  struct Coordinator {
-    std::string key;
-    int32_t node_id = 0;
-    std::string host;
-    int32_t port = 0;
-    int16_t error_code = 0;
-    std::optional<std::string> error_message{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const Coordinator&) const = default;
-  };
+  using Coordinator = find_coordinator_response_types::Coordinator;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
@@ -44,7 +51,7 @@ struct find_coordinator_response {
   int32_t node_id = 0;
   std::string host;
   int32_t port = 0;
-  std::vector<find_coordinator_response::Coordinator> coordinators;
+  std::vector<find_coordinator_response_types::Coordinator> coordinators;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

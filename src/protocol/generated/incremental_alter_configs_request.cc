@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void incremental_alter_configs_request::AlterableConfig::encode(writer& w, int16_t version) const {
+void incremental_alter_configs_request_types::AlterableConfig::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 1;
   w.string(name, flexible);
   w.int8(config_operation);
@@ -21,7 +21,7 @@ void incremental_alter_configs_request::AlterableConfig::encode(writer& w, int16
   }
 }
 
-void incremental_alter_configs_request::AlterableConfig::decode(reader& r, int16_t version) {
+void incremental_alter_configs_request_types::AlterableConfig::decode(reader& r, int16_t version) {
   const bool flexible = version >= 1;
   name = r.string(flexible);
   config_operation = r.int8();
@@ -37,7 +37,7 @@ void incremental_alter_configs_request::AlterableConfig::decode(reader& r, int16
   }
 }
 
-size_t incremental_alter_configs_request::AlterableConfig::encoded_size(int16_t version) const {
+size_t incremental_alter_configs_request_types::AlterableConfig::encoded_size(int16_t version) const {
   const bool flexible = version >= 1;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);
@@ -57,7 +57,7 @@ size_t incremental_alter_configs_request::AlterableConfig::encoded_size(int16_t 
   return n;
 }
 
-void incremental_alter_configs_request::AlterConfigsResource::encode(writer& w, int16_t version) const {
+void incremental_alter_configs_request_types::AlterConfigsResource::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 1;
   w.int8(resource_type);
   w.string(resource_name, flexible);
@@ -70,7 +70,7 @@ void incremental_alter_configs_request::AlterConfigsResource::encode(writer& w, 
   }
 }
 
-void incremental_alter_configs_request::AlterConfigsResource::decode(reader& r, int16_t version) {
+void incremental_alter_configs_request_types::AlterConfigsResource::decode(reader& r, int16_t version) {
   const bool flexible = version >= 1;
   resource_type = r.int8();
   resource_name = r.string(flexible);
@@ -98,7 +98,7 @@ void incremental_alter_configs_request::AlterConfigsResource::decode(reader& r, 
   }
 }
 
-size_t incremental_alter_configs_request::AlterConfigsResource::encoded_size(int16_t version) const {
+size_t incremental_alter_configs_request_types::AlterConfigsResource::encoded_size(int16_t version) const {
   const bool flexible = version >= 1;
   size_t n = 0;
   n += 1;

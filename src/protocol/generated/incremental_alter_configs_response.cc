@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void incremental_alter_configs_response::AlterConfigsResourceResponse::encode(writer& w, int16_t version) const {
+void incremental_alter_configs_response_types::AlterConfigsResourceResponse::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 1;
   w.int16(error_code);
   if (!error_message) {
@@ -22,7 +22,7 @@ void incremental_alter_configs_response::AlterConfigsResourceResponse::encode(wr
   }
 }
 
-void incremental_alter_configs_response::AlterConfigsResourceResponse::decode(reader& r, int16_t version) {
+void incremental_alter_configs_response_types::AlterConfigsResourceResponse::decode(reader& r, int16_t version) {
   const bool flexible = version >= 1;
   error_code = r.int16();
   error_message = r.nullable_string(flexible, true);
@@ -39,7 +39,7 @@ void incremental_alter_configs_response::AlterConfigsResourceResponse::decode(re
   }
 }
 
-size_t incremental_alter_configs_response::AlterConfigsResourceResponse::encoded_size(int16_t version) const {
+size_t incremental_alter_configs_response_types::AlterConfigsResourceResponse::encoded_size(int16_t version) const {
   const bool flexible = version >= 1;
   size_t n = 0;
   n += 2;

@@ -14,6 +14,24 @@
 
 namespace silt::protocol {
 
+// The nested structs of incremental_alter_configs_response; use them as incremental_alter_configs_response::<Name>.
+namespace incremental_alter_configs_response_types {
+
+struct AlterConfigsResourceResponse {
+  int16_t error_code = 0;
+  std::optional<std::string> error_message{std::in_place};
+  int8_t resource_type = 0;
+  std::string resource_name;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AlterConfigsResourceResponse&) const = default;
+};
+
+}  // namespace incremental_alter_configs_response_types
+
 // Kafka's IncrementalAlterConfigsResponse (versions 0-1). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct incremental_alter_configs_response {
@@ -23,21 +41,10 @@ struct incremental_alter_configs_response {
   static constexpr int16_t first_flexible_version = 1;
   static constexpr std::string_view spec_name = "IncrementalAlterConfigsResponse";
 
-  struct AlterConfigsResourceResponse {
-    int16_t error_code = 0;
-    std::optional<std::string> error_message{std::in_place};
-    int8_t resource_type = 0;
-    std::string resource_name;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AlterConfigsResourceResponse&) const = default;
-  };
+  using AlterConfigsResourceResponse = incremental_alter_configs_response_types::AlterConfigsResourceResponse;
 
   int32_t throttle_time_ms = 0;
-  std::vector<incremental_alter_configs_response::AlterConfigsResourceResponse> responses;
+  std::vector<incremental_alter_configs_response_types::AlterConfigsResourceResponse> responses;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

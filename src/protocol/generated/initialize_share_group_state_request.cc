@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void initialize_share_group_state_request::PartitionData::encode(writer& w, int16_t version) const {
+void initialize_share_group_state_request_types::PartitionData::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int32(partition);
@@ -18,7 +18,7 @@ void initialize_share_group_state_request::PartitionData::encode(writer& w, int1
   }
 }
 
-void initialize_share_group_state_request::PartitionData::decode(reader& r, int16_t version) {
+void initialize_share_group_state_request_types::PartitionData::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   partition = r.int32();
@@ -35,7 +35,7 @@ void initialize_share_group_state_request::PartitionData::decode(reader& r, int1
   }
 }
 
-size_t initialize_share_group_state_request::PartitionData::encoded_size(int16_t version) const {
+size_t initialize_share_group_state_request_types::PartitionData::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -52,7 +52,7 @@ size_t initialize_share_group_state_request::PartitionData::encoded_size(int16_t
   return n;
 }
 
-void initialize_share_group_state_request::InitializeStateData::encode(writer& w, int16_t version) const {
+void initialize_share_group_state_request_types::InitializeStateData::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.uuid(topic_id);
   w.array_length(partitions.size(), flexible);
@@ -64,7 +64,7 @@ void initialize_share_group_state_request::InitializeStateData::encode(writer& w
   }
 }
 
-void initialize_share_group_state_request::InitializeStateData::decode(reader& r, int16_t version) {
+void initialize_share_group_state_request_types::InitializeStateData::decode(reader& r, int16_t version) {
   const bool flexible = true;
   topic_id = r.uuid();
   {
@@ -91,7 +91,7 @@ void initialize_share_group_state_request::InitializeStateData::decode(reader& r
   }
 }
 
-size_t initialize_share_group_state_request::InitializeStateData::encoded_size(int16_t version) const {
+size_t initialize_share_group_state_request_types::InitializeStateData::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 16;

@@ -14,6 +14,34 @@
 
 namespace silt::protocol {
 
+// The nested structs of initialize_share_group_state_request; use them as initialize_share_group_state_request::<Name>.
+namespace initialize_share_group_state_request_types {
+
+struct PartitionData {
+  int32_t partition = 0;
+  int32_t state_epoch = 0;
+  int64_t start_offset = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct InitializeStateData {
+  uuid topic_id;
+  std::vector<initialize_share_group_state_request_types::PartitionData> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const InitializeStateData&) const = default;
+};
+
+}  // namespace initialize_share_group_state_request_types
+
 // Kafka's InitializeShareGroupStateRequest (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct initialize_share_group_state_request {
@@ -23,31 +51,11 @@ struct initialize_share_group_state_request {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "InitializeShareGroupStateRequest";
 
-  struct PartitionData {
-    int32_t partition = 0;
-    int32_t state_epoch = 0;
-    int64_t start_offset = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct InitializeStateData {
-    uuid topic_id;
-    std::vector<initialize_share_group_state_request::PartitionData> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const InitializeStateData&) const = default;
-  };
+  using PartitionData = initialize_share_group_state_request_types::PartitionData;
+  using InitializeStateData = initialize_share_group_state_request_types::InitializeStateData;
 
   std::string group_id;
-  std::vector<initialize_share_group_state_request::InitializeStateData> topics;
+  std::vector<initialize_share_group_state_request_types::InitializeStateData> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void initialize_share_group_state_response::PartitionResult::encode(writer& w, int16_t version) const {
+void initialize_share_group_state_response_types::PartitionResult::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int32(partition);
@@ -22,7 +22,7 @@ void initialize_share_group_state_response::PartitionResult::encode(writer& w, i
   }
 }
 
-void initialize_share_group_state_response::PartitionResult::decode(reader& r, int16_t version) {
+void initialize_share_group_state_response_types::PartitionResult::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   partition = r.int32();
@@ -39,7 +39,7 @@ void initialize_share_group_state_response::PartitionResult::decode(reader& r, i
   }
 }
 
-size_t initialize_share_group_state_response::PartitionResult::encoded_size(int16_t version) const {
+size_t initialize_share_group_state_response_types::PartitionResult::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -60,7 +60,7 @@ size_t initialize_share_group_state_response::PartitionResult::encoded_size(int1
   return n;
 }
 
-void initialize_share_group_state_response::InitializeStateResult::encode(writer& w, int16_t version) const {
+void initialize_share_group_state_response_types::InitializeStateResult::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.uuid(topic_id);
   w.array_length(partitions.size(), flexible);
@@ -72,7 +72,7 @@ void initialize_share_group_state_response::InitializeStateResult::encode(writer
   }
 }
 
-void initialize_share_group_state_response::InitializeStateResult::decode(reader& r, int16_t version) {
+void initialize_share_group_state_response_types::InitializeStateResult::decode(reader& r, int16_t version) {
   const bool flexible = true;
   topic_id = r.uuid();
   {
@@ -99,7 +99,7 @@ void initialize_share_group_state_response::InitializeStateResult::decode(reader
   }
 }
 
-size_t initialize_share_group_state_response::InitializeStateResult::encoded_size(int16_t version) const {
+size_t initialize_share_group_state_response_types::InitializeStateResult::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 16;

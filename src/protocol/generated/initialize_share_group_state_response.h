@@ -14,6 +14,34 @@
 
 namespace silt::protocol {
 
+// The nested structs of initialize_share_group_state_response; use them as initialize_share_group_state_response::<Name>.
+namespace initialize_share_group_state_response_types {
+
+struct PartitionResult {
+  int32_t partition = 0;
+  int16_t error_code = 0;
+  std::optional<std::string> error_message;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const PartitionResult&) const = default;
+};
+
+struct InitializeStateResult {
+  uuid topic_id;
+  std::vector<initialize_share_group_state_response_types::PartitionResult> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const InitializeStateResult&) const = default;
+};
+
+}  // namespace initialize_share_group_state_response_types
+
 // Kafka's InitializeShareGroupStateResponse (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct initialize_share_group_state_response {
@@ -23,30 +51,10 @@ struct initialize_share_group_state_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "InitializeShareGroupStateResponse";
 
-  struct PartitionResult {
-    int32_t partition = 0;
-    int16_t error_code = 0;
-    std::optional<std::string> error_message;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using PartitionResult = initialize_share_group_state_response_types::PartitionResult;
+  using InitializeStateResult = initialize_share_group_state_response_types::InitializeStateResult;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const PartitionResult&) const = default;
-  };
-
-  struct InitializeStateResult {
-    uuid topic_id;
-    std::vector<initialize_share_group_state_response::PartitionResult> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const InitializeStateResult&) const = default;
-  };
-
-  std::vector<initialize_share_group_state_response::InitializeStateResult> results;
+  std::vector<initialize_share_group_state_response_types::InitializeStateResult> results;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

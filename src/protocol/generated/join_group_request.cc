@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void join_group_request::JoinGroupRequestProtocol::encode(writer& w, int16_t version) const {
+void join_group_request_types::JoinGroupRequestProtocol::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 6;
   w.string(name, flexible);
   w.bytes(metadata, flexible);
@@ -16,7 +16,7 @@ void join_group_request::JoinGroupRequestProtocol::encode(writer& w, int16_t ver
   }
 }
 
-void join_group_request::JoinGroupRequestProtocol::decode(reader& r, int16_t version) {
+void join_group_request_types::JoinGroupRequestProtocol::decode(reader& r, int16_t version) {
   const bool flexible = version >= 6;
   name = r.string(flexible);
   metadata = r.bytes(flexible);
@@ -31,7 +31,7 @@ void join_group_request::JoinGroupRequestProtocol::decode(reader& r, int16_t ver
   }
 }
 
-size_t join_group_request::JoinGroupRequestProtocol::encoded_size(int16_t version) const {
+size_t join_group_request_types::JoinGroupRequestProtocol::encoded_size(int16_t version) const {
   const bool flexible = version >= 6;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);

@@ -14,6 +14,22 @@
 
 namespace silt::protocol {
 
+// The nested structs of join_group_request; use them as join_group_request::<Name>.
+namespace join_group_request_types {
+
+struct JoinGroupRequestProtocol {
+  std::string name;
+  std::vector<uint8_t> metadata;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const JoinGroupRequestProtocol&) const = default;
+};
+
+}  // namespace join_group_request_types
+
 // Kafka's JoinGroupRequest (versions 0-9). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct join_group_request {
@@ -23,16 +39,7 @@ struct join_group_request {
   static constexpr int16_t first_flexible_version = 6;
   static constexpr std::string_view spec_name = "JoinGroupRequest";
 
-  struct JoinGroupRequestProtocol {
-    std::string name;
-    std::vector<uint8_t> metadata;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const JoinGroupRequestProtocol&) const = default;
-  };
+  using JoinGroupRequestProtocol = join_group_request_types::JoinGroupRequestProtocol;
 
   std::string group_id;
   int32_t session_timeout_ms = 0;
@@ -40,7 +47,7 @@ struct join_group_request {
   std::string member_id;
   std::optional<std::string> group_instance_id;
   std::string protocol_type;
-  std::vector<join_group_request::JoinGroupRequestProtocol> protocols;
+  std::vector<join_group_request_types::JoinGroupRequestProtocol> protocols;
   std::optional<std::string> reason;
   std::vector<tagged_field> unknown_tagged_fields;
 

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void join_group_response::JoinGroupResponseMember::encode(writer& w, int16_t version) const {
+void join_group_response_types::JoinGroupResponseMember::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 6;
   w.string(member_id, flexible);
   if (version >= 5) {
@@ -23,7 +23,7 @@ void join_group_response::JoinGroupResponseMember::encode(writer& w, int16_t ver
   }
 }
 
-void join_group_response::JoinGroupResponseMember::decode(reader& r, int16_t version) {
+void join_group_response_types::JoinGroupResponseMember::decode(reader& r, int16_t version) {
   const bool flexible = version >= 6;
   member_id = r.string(flexible);
   if (version >= 5) {
@@ -41,7 +41,7 @@ void join_group_response::JoinGroupResponseMember::decode(reader& r, int16_t ver
   }
 }
 
-size_t join_group_response::JoinGroupResponseMember::encoded_size(int16_t version) const {
+size_t join_group_response_types::JoinGroupResponseMember::encoded_size(int16_t version) const {
   const bool flexible = version >= 6;
   size_t n = 0;
   n += wire_size::string(member_id.size(), flexible);

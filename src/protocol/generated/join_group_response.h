@@ -14,6 +14,23 @@
 
 namespace silt::protocol {
 
+// The nested structs of join_group_response; use them as join_group_response::<Name>.
+namespace join_group_response_types {
+
+struct JoinGroupResponseMember {
+  std::string member_id;
+  std::optional<std::string> group_instance_id;
+  std::vector<uint8_t> metadata;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const JoinGroupResponseMember&) const = default;
+};
+
+}  // namespace join_group_response_types
+
 // Kafka's JoinGroupResponse (versions 0-9). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct join_group_response {
@@ -23,17 +40,7 @@ struct join_group_response {
   static constexpr int16_t first_flexible_version = 6;
   static constexpr std::string_view spec_name = "JoinGroupResponse";
 
-  struct JoinGroupResponseMember {
-    std::string member_id;
-    std::optional<std::string> group_instance_id;
-    std::vector<uint8_t> metadata;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const JoinGroupResponseMember&) const = default;
-  };
+  using JoinGroupResponseMember = join_group_response_types::JoinGroupResponseMember;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
@@ -43,7 +50,7 @@ struct join_group_response {
   std::string leader;
   bool skip_assignment = false;
   std::string member_id;
-  std::vector<join_group_response::JoinGroupResponseMember> members;
+  std::vector<join_group_response_types::JoinGroupResponseMember> members;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void leader_change_message::Voter::encode(writer& w, int16_t version) const {
+void leader_change_message_types::Voter::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.int32(voter_id);
   if (version >= 1) {
@@ -18,7 +18,7 @@ void leader_change_message::Voter::encode(writer& w, int16_t version) const {
   }
 }
 
-void leader_change_message::Voter::decode(reader& r, int16_t version) {
+void leader_change_message_types::Voter::decode(reader& r, int16_t version) {
   const bool flexible = true;
   voter_id = r.int32();
   if (version >= 1) {
@@ -35,7 +35,7 @@ void leader_change_message::Voter::decode(reader& r, int16_t version) {
   }
 }
 
-size_t leader_change_message::Voter::encoded_size(int16_t version) const {
+size_t leader_change_message_types::Voter::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 4;

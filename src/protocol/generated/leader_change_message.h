@@ -14,6 +14,22 @@
 
 namespace silt::protocol {
 
+// The nested structs of leader_change_message; use them as leader_change_message::<Name>.
+namespace leader_change_message_types {
+
+struct Voter {
+  int32_t voter_id = 0;
+  uuid voter_directory_id;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const Voter&) const = default;
+};
+
+}  // namespace leader_change_message_types
+
 // Kafka's LeaderChangeMessage (versions 0-1). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct leader_change_message {
@@ -22,21 +38,12 @@ struct leader_change_message {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "LeaderChangeMessage";
 
-  struct Voter {
-    int32_t voter_id = 0;
-    uuid voter_directory_id;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const Voter&) const = default;
-  };
+  using Voter = leader_change_message_types::Voter;
 
   int16_t version = 0;
   int32_t leader_id = 0;
-  std::vector<leader_change_message::Voter> voters;
-  std::vector<leader_change_message::Voter> granting_voters;
+  std::vector<leader_change_message_types::Voter> voters;
+  std::vector<leader_change_message_types::Voter> granting_voters;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

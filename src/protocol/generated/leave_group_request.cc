@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void leave_group_request::MemberIdentity::encode(writer& w, int16_t version) const {
+void leave_group_request_types::MemberIdentity::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 4;
   if (version >= 3) {
     w.string(member_id, flexible);
@@ -31,7 +31,7 @@ void leave_group_request::MemberIdentity::encode(writer& w, int16_t version) con
   }
 }
 
-void leave_group_request::MemberIdentity::decode(reader& r, int16_t version) {
+void leave_group_request_types::MemberIdentity::decode(reader& r, int16_t version) {
   const bool flexible = version >= 4;
   if (version >= 3) {
     member_id = r.string(flexible);
@@ -53,7 +53,7 @@ void leave_group_request::MemberIdentity::decode(reader& r, int16_t version) {
   }
 }
 
-size_t leave_group_request::MemberIdentity::encoded_size(int16_t version) const {
+size_t leave_group_request_types::MemberIdentity::encoded_size(int16_t version) const {
   const bool flexible = version >= 4;
   size_t n = 0;
   if (version >= 3) {

@@ -14,6 +14,23 @@
 
 namespace silt::protocol {
 
+// The nested structs of leave_group_request; use them as leave_group_request::<Name>.
+namespace leave_group_request_types {
+
+struct MemberIdentity {
+  std::string member_id;
+  std::optional<std::string> group_instance_id;
+  std::optional<std::string> reason;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const MemberIdentity&) const = default;
+};
+
+}  // namespace leave_group_request_types
+
 // Kafka's LeaveGroupRequest (versions 0-5). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct leave_group_request {
@@ -23,21 +40,11 @@ struct leave_group_request {
   static constexpr int16_t first_flexible_version = 4;
   static constexpr std::string_view spec_name = "LeaveGroupRequest";
 
-  struct MemberIdentity {
-    std::string member_id;
-    std::optional<std::string> group_instance_id;
-    std::optional<std::string> reason;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const MemberIdentity&) const = default;
-  };
+  using MemberIdentity = leave_group_request_types::MemberIdentity;
 
   std::string group_id;
   std::string member_id;
-  std::vector<leave_group_request::MemberIdentity> members;
+  std::vector<leave_group_request_types::MemberIdentity> members;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void leave_group_response::MemberResponse::encode(writer& w, int16_t version) const {
+void leave_group_response_types::MemberResponse::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 4;
   if (version >= 3) {
     w.string(member_id, flexible);
@@ -27,7 +27,7 @@ void leave_group_response::MemberResponse::encode(writer& w, int16_t version) co
   }
 }
 
-void leave_group_response::MemberResponse::decode(reader& r, int16_t version) {
+void leave_group_response_types::MemberResponse::decode(reader& r, int16_t version) {
   const bool flexible = version >= 4;
   if (version >= 3) {
     member_id = r.string(flexible);
@@ -49,7 +49,7 @@ void leave_group_response::MemberResponse::decode(reader& r, int16_t version) {
   }
 }
 
-size_t leave_group_response::MemberResponse::encoded_size(int16_t version) const {
+size_t leave_group_response_types::MemberResponse::encoded_size(int16_t version) const {
   const bool flexible = version >= 4;
   size_t n = 0;
   if (version >= 3) {

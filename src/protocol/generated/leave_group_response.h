@@ -14,6 +14,23 @@
 
 namespace silt::protocol {
 
+// The nested structs of leave_group_response; use them as leave_group_response::<Name>.
+namespace leave_group_response_types {
+
+struct MemberResponse {
+  std::string member_id;
+  std::optional<std::string> group_instance_id{std::in_place};
+  int16_t error_code = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const MemberResponse&) const = default;
+};
+
+}  // namespace leave_group_response_types
+
 // Kafka's LeaveGroupResponse (versions 0-5). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct leave_group_response {
@@ -23,21 +40,11 @@ struct leave_group_response {
   static constexpr int16_t first_flexible_version = 4;
   static constexpr std::string_view spec_name = "LeaveGroupResponse";
 
-  struct MemberResponse {
-    std::string member_id;
-    std::optional<std::string> group_instance_id{std::in_place};
-    int16_t error_code = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const MemberResponse&) const = default;
-  };
+  using MemberResponse = leave_group_response_types::MemberResponse;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
-  std::vector<leave_group_response::MemberResponse> members;
+  std::vector<leave_group_response_types::MemberResponse> members;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

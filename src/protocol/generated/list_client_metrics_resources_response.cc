@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void list_client_metrics_resources_response::ClientMetricsResource::encode(writer& w, int16_t version) const {
+void list_client_metrics_resources_response_types::ClientMetricsResource::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.string(name, flexible);
@@ -16,7 +16,7 @@ void list_client_metrics_resources_response::ClientMetricsResource::encode(write
   }
 }
 
-void list_client_metrics_resources_response::ClientMetricsResource::decode(reader& r, int16_t version) {
+void list_client_metrics_resources_response_types::ClientMetricsResource::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   name = r.string(flexible);
@@ -31,7 +31,7 @@ void list_client_metrics_resources_response::ClientMetricsResource::decode(reade
   }
 }
 
-size_t list_client_metrics_resources_response::ClientMetricsResource::encoded_size(int16_t version) const {
+size_t list_client_metrics_resources_response_types::ClientMetricsResource::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;

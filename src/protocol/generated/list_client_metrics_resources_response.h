@@ -14,6 +14,21 @@
 
 namespace silt::protocol {
 
+// The nested structs of list_client_metrics_resources_response; use them as list_client_metrics_resources_response::<Name>.
+namespace list_client_metrics_resources_response_types {
+
+struct ClientMetricsResource {
+  std::string name;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ClientMetricsResource&) const = default;
+};
+
+}  // namespace list_client_metrics_resources_response_types
+
 // Kafka's ListClientMetricsResourcesResponse (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct list_client_metrics_resources_response {
@@ -23,19 +38,11 @@ struct list_client_metrics_resources_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "ListClientMetricsResourcesResponse";
 
-  struct ClientMetricsResource {
-    std::string name;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ClientMetricsResource&) const = default;
-  };
+  using ClientMetricsResource = list_client_metrics_resources_response_types::ClientMetricsResource;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
-  std::vector<list_client_metrics_resources_response::ClientMetricsResource> client_metrics_resources;
+  std::vector<list_client_metrics_resources_response_types::ClientMetricsResource> client_metrics_resources;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

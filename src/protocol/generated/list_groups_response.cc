@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void list_groups_response::ListedGroup::encode(writer& w, int16_t version) const {
+void list_groups_response_types::ListedGroup::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 3;
   w.string(group_id, flexible);
   w.string(protocol_type, flexible);
@@ -22,7 +22,7 @@ void list_groups_response::ListedGroup::encode(writer& w, int16_t version) const
   }
 }
 
-void list_groups_response::ListedGroup::decode(reader& r, int16_t version) {
+void list_groups_response_types::ListedGroup::decode(reader& r, int16_t version) {
   const bool flexible = version >= 3;
   group_id = r.string(flexible);
   protocol_type = r.string(flexible);
@@ -43,7 +43,7 @@ void list_groups_response::ListedGroup::decode(reader& r, int16_t version) {
   }
 }
 
-size_t list_groups_response::ListedGroup::encoded_size(int16_t version) const {
+size_t list_groups_response_types::ListedGroup::encoded_size(int16_t version) const {
   const bool flexible = version >= 3;
   size_t n = 0;
   n += wire_size::string(group_id.size(), flexible);

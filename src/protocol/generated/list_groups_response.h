@@ -14,6 +14,24 @@
 
 namespace silt::protocol {
 
+// The nested structs of list_groups_response; use them as list_groups_response::<Name>.
+namespace list_groups_response_types {
+
+struct ListedGroup {
+  std::string group_id;
+  std::string protocol_type;
+  std::string group_state;
+  std::string group_type;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ListedGroup&) const = default;
+};
+
+}  // namespace list_groups_response_types
+
 // Kafka's ListGroupsResponse (versions 0-5). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct list_groups_response {
@@ -23,22 +41,11 @@ struct list_groups_response {
   static constexpr int16_t first_flexible_version = 3;
   static constexpr std::string_view spec_name = "ListGroupsResponse";
 
-  struct ListedGroup {
-    std::string group_id;
-    std::string protocol_type;
-    std::string group_state;
-    std::string group_type;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ListedGroup&) const = default;
-  };
+  using ListedGroup = list_groups_response_types::ListedGroup;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
-  std::vector<list_groups_response::ListedGroup> groups;
+  std::vector<list_groups_response_types::ListedGroup> groups;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

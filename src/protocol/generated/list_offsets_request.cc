@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void list_offsets_request::ListOffsetsPartition::encode(writer& w, int16_t version) const {
+void list_offsets_request_types::ListOffsetsPartition::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 6;
   w.int32(partition_index);
   if (version >= 4) {
@@ -22,7 +22,7 @@ void list_offsets_request::ListOffsetsPartition::encode(writer& w, int16_t versi
   }
 }
 
-void list_offsets_request::ListOffsetsPartition::decode(reader& r, int16_t version) {
+void list_offsets_request_types::ListOffsetsPartition::decode(reader& r, int16_t version) {
   const bool flexible = version >= 6;
   partition_index = r.int32();
   if (version >= 4) {
@@ -43,7 +43,7 @@ void list_offsets_request::ListOffsetsPartition::decode(reader& r, int16_t versi
   }
 }
 
-size_t list_offsets_request::ListOffsetsPartition::encoded_size(int16_t version) const {
+size_t list_offsets_request_types::ListOffsetsPartition::encoded_size(int16_t version) const {
   const bool flexible = version >= 6;
   size_t n = 0;
   n += 4;
@@ -64,7 +64,7 @@ size_t list_offsets_request::ListOffsetsPartition::encoded_size(int16_t version)
   return n;
 }
 
-void list_offsets_request::ListOffsetsTopic::encode(writer& w, int16_t version) const {
+void list_offsets_request_types::ListOffsetsTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 6;
   w.string(name, flexible);
   w.array_length(partitions.size(), flexible);
@@ -76,7 +76,7 @@ void list_offsets_request::ListOffsetsTopic::encode(writer& w, int16_t version) 
   }
 }
 
-void list_offsets_request::ListOffsetsTopic::decode(reader& r, int16_t version) {
+void list_offsets_request_types::ListOffsetsTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 6;
   name = r.string(flexible);
   {
@@ -103,7 +103,7 @@ void list_offsets_request::ListOffsetsTopic::decode(reader& r, int16_t version) 
   }
 }
 
-size_t list_offsets_request::ListOffsetsTopic::encoded_size(int16_t version) const {
+size_t list_offsets_request_types::ListOffsetsTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 6;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);

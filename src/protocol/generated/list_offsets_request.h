@@ -14,6 +14,35 @@
 
 namespace silt::protocol {
 
+// The nested structs of list_offsets_request; use them as list_offsets_request::<Name>.
+namespace list_offsets_request_types {
+
+struct ListOffsetsPartition {
+  int32_t partition_index = 0;
+  int32_t current_leader_epoch = -1;
+  int64_t timestamp = 0;
+  int32_t max_num_offsets = 1;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ListOffsetsPartition&) const = default;
+};
+
+struct ListOffsetsTopic {
+  std::string name;
+  std::vector<list_offsets_request_types::ListOffsetsPartition> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ListOffsetsTopic&) const = default;
+};
+
+}  // namespace list_offsets_request_types
+
 // Kafka's ListOffsetsRequest (versions 0-10). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct list_offsets_request {
@@ -23,33 +52,12 @@ struct list_offsets_request {
   static constexpr int16_t first_flexible_version = 6;
   static constexpr std::string_view spec_name = "ListOffsetsRequest";
 
-  struct ListOffsetsPartition {
-    int32_t partition_index = 0;
-    int32_t current_leader_epoch = -1;
-    int64_t timestamp = 0;
-    int32_t max_num_offsets = 1;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ListOffsetsPartition&) const = default;
-  };
-
-  struct ListOffsetsTopic {
-    std::string name;
-    std::vector<list_offsets_request::ListOffsetsPartition> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ListOffsetsTopic&) const = default;
-  };
+  using ListOffsetsPartition = list_offsets_request_types::ListOffsetsPartition;
+  using ListOffsetsTopic = list_offsets_request_types::ListOffsetsTopic;
 
   int32_t replica_id = 0;
   int8_t isolation_level = 0;
-  std::vector<list_offsets_request::ListOffsetsTopic> topics;
+  std::vector<list_offsets_request_types::ListOffsetsTopic> topics;
   int32_t timeout_ms = 0;
   std::vector<tagged_field> unknown_tagged_fields;
 

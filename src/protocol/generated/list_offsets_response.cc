@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void list_offsets_response::ListOffsetsPartitionResponse::encode(writer& w, int16_t version) const {
+void list_offsets_response_types::ListOffsetsPartitionResponse::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 6;
   w.int32(partition_index);
   w.int16(error_code);
@@ -31,7 +31,7 @@ void list_offsets_response::ListOffsetsPartitionResponse::encode(writer& w, int1
   }
 }
 
-void list_offsets_response::ListOffsetsPartitionResponse::decode(reader& r, int16_t version) {
+void list_offsets_response_types::ListOffsetsPartitionResponse::decode(reader& r, int16_t version) {
   const bool flexible = version >= 6;
   partition_index = r.int32();
   error_code = r.int16();
@@ -70,7 +70,7 @@ void list_offsets_response::ListOffsetsPartitionResponse::decode(reader& r, int1
   }
 }
 
-size_t list_offsets_response::ListOffsetsPartitionResponse::encoded_size(int16_t version) const {
+size_t list_offsets_response_types::ListOffsetsPartitionResponse::encoded_size(int16_t version) const {
   const bool flexible = version >= 6;
   size_t n = 0;
   n += 4;
@@ -98,7 +98,7 @@ size_t list_offsets_response::ListOffsetsPartitionResponse::encoded_size(int16_t
   return n;
 }
 
-void list_offsets_response::ListOffsetsTopicResponse::encode(writer& w, int16_t version) const {
+void list_offsets_response_types::ListOffsetsTopicResponse::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 6;
   w.string(name, flexible);
   w.array_length(partitions.size(), flexible);
@@ -110,7 +110,7 @@ void list_offsets_response::ListOffsetsTopicResponse::encode(writer& w, int16_t 
   }
 }
 
-void list_offsets_response::ListOffsetsTopicResponse::decode(reader& r, int16_t version) {
+void list_offsets_response_types::ListOffsetsTopicResponse::decode(reader& r, int16_t version) {
   const bool flexible = version >= 6;
   name = r.string(flexible);
   {
@@ -137,7 +137,7 @@ void list_offsets_response::ListOffsetsTopicResponse::decode(reader& r, int16_t 
   }
 }
 
-size_t list_offsets_response::ListOffsetsTopicResponse::encoded_size(int16_t version) const {
+size_t list_offsets_response_types::ListOffsetsTopicResponse::encoded_size(int16_t version) const {
   const bool flexible = version >= 6;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);

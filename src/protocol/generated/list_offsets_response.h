@@ -14,6 +14,37 @@
 
 namespace silt::protocol {
 
+// The nested structs of list_offsets_response; use them as list_offsets_response::<Name>.
+namespace list_offsets_response_types {
+
+struct ListOffsetsPartitionResponse {
+  int32_t partition_index = 0;
+  int16_t error_code = 0;
+  std::vector<int64_t> old_style_offsets;
+  int64_t timestamp = -1;
+  int64_t offset = -1;
+  int32_t leader_epoch = -1;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ListOffsetsPartitionResponse&) const = default;
+};
+
+struct ListOffsetsTopicResponse {
+  std::string name;
+  std::vector<list_offsets_response_types::ListOffsetsPartitionResponse> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ListOffsetsTopicResponse&) const = default;
+};
+
+}  // namespace list_offsets_response_types
+
 // Kafka's ListOffsetsResponse (versions 0-10). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct list_offsets_response {
@@ -23,34 +54,11 @@ struct list_offsets_response {
   static constexpr int16_t first_flexible_version = 6;
   static constexpr std::string_view spec_name = "ListOffsetsResponse";
 
-  struct ListOffsetsPartitionResponse {
-    int32_t partition_index = 0;
-    int16_t error_code = 0;
-    std::vector<int64_t> old_style_offsets;
-    int64_t timestamp = -1;
-    int64_t offset = -1;
-    int32_t leader_epoch = -1;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ListOffsetsPartitionResponse&) const = default;
-  };
-
-  struct ListOffsetsTopicResponse {
-    std::string name;
-    std::vector<list_offsets_response::ListOffsetsPartitionResponse> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ListOffsetsTopicResponse&) const = default;
-  };
+  using ListOffsetsPartitionResponse = list_offsets_response_types::ListOffsetsPartitionResponse;
+  using ListOffsetsTopicResponse = list_offsets_response_types::ListOffsetsTopicResponse;
 
   int32_t throttle_time_ms = 0;
-  std::vector<list_offsets_response::ListOffsetsTopicResponse> topics;
+  std::vector<list_offsets_response_types::ListOffsetsTopicResponse> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void list_partition_reassignments_request::ListPartitionReassignmentsTopics::encode(writer& w, int16_t version) const {
+void list_partition_reassignments_request_types::ListPartitionReassignmentsTopics::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.string(name, flexible);
@@ -20,7 +20,7 @@ void list_partition_reassignments_request::ListPartitionReassignmentsTopics::enc
   }
 }
 
-void list_partition_reassignments_request::ListPartitionReassignmentsTopics::decode(reader& r, int16_t version) {
+void list_partition_reassignments_request_types::ListPartitionReassignmentsTopics::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   name = r.string(flexible);
@@ -48,7 +48,7 @@ void list_partition_reassignments_request::ListPartitionReassignmentsTopics::dec
   }
 }
 
-size_t list_partition_reassignments_request::ListPartitionReassignmentsTopics::encoded_size(int16_t version) const {
+size_t list_partition_reassignments_request_types::ListPartitionReassignmentsTopics::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;

@@ -14,6 +14,22 @@
 
 namespace silt::protocol {
 
+// The nested structs of list_partition_reassignments_request; use them as list_partition_reassignments_request::<Name>.
+namespace list_partition_reassignments_request_types {
+
+struct ListPartitionReassignmentsTopics {
+  std::string name;
+  std::vector<int32_t> partition_indexes;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ListPartitionReassignmentsTopics&) const = default;
+};
+
+}  // namespace list_partition_reassignments_request_types
+
 // Kafka's ListPartitionReassignmentsRequest (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct list_partition_reassignments_request {
@@ -23,19 +39,10 @@ struct list_partition_reassignments_request {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "ListPartitionReassignmentsRequest";
 
-  struct ListPartitionReassignmentsTopics {
-    std::string name;
-    std::vector<int32_t> partition_indexes;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ListPartitionReassignmentsTopics&) const = default;
-  };
+  using ListPartitionReassignmentsTopics = list_partition_reassignments_request_types::ListPartitionReassignmentsTopics;
 
   int32_t timeout_ms = 60000;
-  std::optional<std::vector<list_partition_reassignments_request::ListPartitionReassignmentsTopics>> topics;
+  std::optional<std::vector<list_partition_reassignments_request_types::ListPartitionReassignmentsTopics>> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

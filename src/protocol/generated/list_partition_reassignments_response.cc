@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void list_partition_reassignments_response::OngoingPartitionReassignment::encode(writer& w, int16_t version) const {
+void list_partition_reassignments_response_types::OngoingPartitionReassignment::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int32(partition_index);
@@ -28,7 +28,7 @@ void list_partition_reassignments_response::OngoingPartitionReassignment::encode
   }
 }
 
-void list_partition_reassignments_response::OngoingPartitionReassignment::decode(reader& r, int16_t version) {
+void list_partition_reassignments_response_types::OngoingPartitionReassignment::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   partition_index = r.int32();
@@ -82,7 +82,7 @@ void list_partition_reassignments_response::OngoingPartitionReassignment::decode
   }
 }
 
-size_t list_partition_reassignments_response::OngoingPartitionReassignment::encoded_size(int16_t version) const {
+size_t list_partition_reassignments_response_types::OngoingPartitionReassignment::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -103,7 +103,7 @@ size_t list_partition_reassignments_response::OngoingPartitionReassignment::enco
   return n;
 }
 
-void list_partition_reassignments_response::OngoingTopicReassignment::encode(writer& w, int16_t version) const {
+void list_partition_reassignments_response_types::OngoingTopicReassignment::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.string(name, flexible);
   w.array_length(partitions.size(), flexible);
@@ -115,7 +115,7 @@ void list_partition_reassignments_response::OngoingTopicReassignment::encode(wri
   }
 }
 
-void list_partition_reassignments_response::OngoingTopicReassignment::decode(reader& r, int16_t version) {
+void list_partition_reassignments_response_types::OngoingTopicReassignment::decode(reader& r, int16_t version) {
   const bool flexible = true;
   name = r.string(flexible);
   {
@@ -142,7 +142,7 @@ void list_partition_reassignments_response::OngoingTopicReassignment::decode(rea
   }
 }
 
-size_t list_partition_reassignments_response::OngoingTopicReassignment::encoded_size(int16_t version) const {
+size_t list_partition_reassignments_response_types::OngoingTopicReassignment::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);

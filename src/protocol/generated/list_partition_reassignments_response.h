@@ -14,6 +14,35 @@
 
 namespace silt::protocol {
 
+// The nested structs of list_partition_reassignments_response; use them as list_partition_reassignments_response::<Name>.
+namespace list_partition_reassignments_response_types {
+
+struct OngoingPartitionReassignment {
+  int32_t partition_index = 0;
+  std::vector<int32_t> replicas;
+  std::vector<int32_t> adding_replicas;
+  std::vector<int32_t> removing_replicas;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OngoingPartitionReassignment&) const = default;
+};
+
+struct OngoingTopicReassignment {
+  std::string name;
+  std::vector<list_partition_reassignments_response_types::OngoingPartitionReassignment> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OngoingTopicReassignment&) const = default;
+};
+
+}  // namespace list_partition_reassignments_response_types
+
 // Kafka's ListPartitionReassignmentsResponse (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct list_partition_reassignments_response {
@@ -23,34 +52,13 @@ struct list_partition_reassignments_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "ListPartitionReassignmentsResponse";
 
-  struct OngoingPartitionReassignment {
-    int32_t partition_index = 0;
-    std::vector<int32_t> replicas;
-    std::vector<int32_t> adding_replicas;
-    std::vector<int32_t> removing_replicas;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OngoingPartitionReassignment&) const = default;
-  };
-
-  struct OngoingTopicReassignment {
-    std::string name;
-    std::vector<list_partition_reassignments_response::OngoingPartitionReassignment> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OngoingTopicReassignment&) const = default;
-  };
+  using OngoingPartitionReassignment = list_partition_reassignments_response_types::OngoingPartitionReassignment;
+  using OngoingTopicReassignment = list_partition_reassignments_response_types::OngoingTopicReassignment;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
   std::optional<std::string> error_message{std::in_place};
-  std::vector<list_partition_reassignments_response::OngoingTopicReassignment> topics;
+  std::vector<list_partition_reassignments_response_types::OngoingTopicReassignment> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

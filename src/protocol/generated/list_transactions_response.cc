@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void list_transactions_response::TransactionState::encode(writer& w, int16_t version) const {
+void list_transactions_response_types::TransactionState::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.string(transactional_id, flexible);
@@ -18,7 +18,7 @@ void list_transactions_response::TransactionState::encode(writer& w, int16_t ver
   }
 }
 
-void list_transactions_response::TransactionState::decode(reader& r, int16_t version) {
+void list_transactions_response_types::TransactionState::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   transactional_id = r.string(flexible);
@@ -35,7 +35,7 @@ void list_transactions_response::TransactionState::decode(reader& r, int16_t ver
   }
 }
 
-size_t list_transactions_response::TransactionState::encoded_size(int16_t version) const {
+size_t list_transactions_response_types::TransactionState::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;

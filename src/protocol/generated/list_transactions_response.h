@@ -14,6 +14,23 @@
 
 namespace silt::protocol {
 
+// The nested structs of list_transactions_response; use them as list_transactions_response::<Name>.
+namespace list_transactions_response_types {
+
+struct TransactionState {
+  std::string transactional_id;
+  int64_t producer_id = 0;
+  std::string transaction_state;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TransactionState&) const = default;
+};
+
+}  // namespace list_transactions_response_types
+
 // Kafka's ListTransactionsResponse (versions 0-1). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct list_transactions_response {
@@ -23,22 +40,12 @@ struct list_transactions_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "ListTransactionsResponse";
 
-  struct TransactionState {
-    std::string transactional_id;
-    int64_t producer_id = 0;
-    std::string transaction_state;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TransactionState&) const = default;
-  };
+  using TransactionState = list_transactions_response_types::TransactionState;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
   std::vector<std::string> unknown_state_filters;
-  std::vector<list_transactions_response::TransactionState> transaction_states;
+  std::vector<list_transactions_response_types::TransactionState> transaction_states;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void metadata_request::MetadataRequestTopic::encode(writer& w, int16_t version) const {
+void metadata_request_types::MetadataRequestTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 9;
   if (version >= 10) {
     w.uuid(topic_id);
@@ -22,7 +22,7 @@ void metadata_request::MetadataRequestTopic::encode(writer& w, int16_t version) 
   }
 }
 
-void metadata_request::MetadataRequestTopic::decode(reader& r, int16_t version) {
+void metadata_request_types::MetadataRequestTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 9;
   if (version >= 10) {
     topic_id = r.uuid();
@@ -39,7 +39,7 @@ void metadata_request::MetadataRequestTopic::decode(reader& r, int16_t version) 
   }
 }
 
-size_t metadata_request::MetadataRequestTopic::encoded_size(int16_t version) const {
+size_t metadata_request_types::MetadataRequestTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 9;
   size_t n = 0;
   if (version >= 10) {

@@ -14,6 +14,22 @@
 
 namespace silt::protocol {
 
+// The nested structs of metadata_request; use them as metadata_request::<Name>.
+namespace metadata_request_types {
+
+struct MetadataRequestTopic {
+  uuid topic_id;
+  std::optional<std::string> name{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const MetadataRequestTopic&) const = default;
+};
+
+}  // namespace metadata_request_types
+
 // Kafka's MetadataRequest (versions 0-12). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct metadata_request {
@@ -23,18 +39,9 @@ struct metadata_request {
   static constexpr int16_t first_flexible_version = 9;
   static constexpr std::string_view spec_name = "MetadataRequest";
 
-  struct MetadataRequestTopic {
-    uuid topic_id;
-    std::optional<std::string> name{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
+  using MetadataRequestTopic = metadata_request_types::MetadataRequestTopic;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const MetadataRequestTopic&) const = default;
-  };
-
-  std::optional<std::vector<metadata_request::MetadataRequestTopic>> topics{std::in_place};
+  std::optional<std::vector<metadata_request_types::MetadataRequestTopic>> topics{std::in_place};
   bool allow_auto_topic_creation = true;
   bool include_cluster_authorized_operations = false;
   bool include_topic_authorized_operations = false;

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void metadata_response::MetadataResponseBroker::encode(writer& w, int16_t version) const {
+void metadata_response_types::MetadataResponseBroker::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 9;
   w.int32(node_id);
   w.string(host, flexible);
@@ -24,7 +24,7 @@ void metadata_response::MetadataResponseBroker::encode(writer& w, int16_t versio
   }
 }
 
-void metadata_response::MetadataResponseBroker::decode(reader& r, int16_t version) {
+void metadata_response_types::MetadataResponseBroker::decode(reader& r, int16_t version) {
   const bool flexible = version >= 9;
   node_id = r.int32();
   host = r.string(flexible);
@@ -43,7 +43,7 @@ void metadata_response::MetadataResponseBroker::decode(reader& r, int16_t versio
   }
 }
 
-size_t metadata_response::MetadataResponseBroker::encoded_size(int16_t version) const {
+size_t metadata_response_types::MetadataResponseBroker::encoded_size(int16_t version) const {
   const bool flexible = version >= 9;
   size_t n = 0;
   n += 4;
@@ -66,7 +66,7 @@ size_t metadata_response::MetadataResponseBroker::encoded_size(int16_t version) 
   return n;
 }
 
-void metadata_response::MetadataResponsePartition::encode(writer& w, int16_t version) const {
+void metadata_response_types::MetadataResponsePartition::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 9;
   w.int16(error_code);
   w.int32(partition_index);
@@ -93,7 +93,7 @@ void metadata_response::MetadataResponsePartition::encode(writer& w, int16_t ver
   }
 }
 
-void metadata_response::MetadataResponsePartition::decode(reader& r, int16_t version) {
+void metadata_response_types::MetadataResponsePartition::decode(reader& r, int16_t version) {
   const bool flexible = version >= 9;
   error_code = r.int16();
   partition_index = r.int32();
@@ -153,7 +153,7 @@ void metadata_response::MetadataResponsePartition::decode(reader& r, int16_t ver
   }
 }
 
-size_t metadata_response::MetadataResponsePartition::encoded_size(int16_t version) const {
+size_t metadata_response_types::MetadataResponsePartition::encoded_size(int16_t version) const {
   const bool flexible = version >= 9;
   size_t n = 0;
   n += 2;
@@ -180,7 +180,7 @@ size_t metadata_response::MetadataResponsePartition::encoded_size(int16_t versio
   return n;
 }
 
-void metadata_response::MetadataResponseTopic::encode(writer& w, int16_t version) const {
+void metadata_response_types::MetadataResponseTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 9;
   w.int16(error_code);
   if (!name) {
@@ -206,7 +206,7 @@ void metadata_response::MetadataResponseTopic::encode(writer& w, int16_t version
   }
 }
 
-void metadata_response::MetadataResponseTopic::decode(reader& r, int16_t version) {
+void metadata_response_types::MetadataResponseTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 9;
   error_code = r.int16();
   name = r.nullable_string(flexible, version >= 12);
@@ -243,7 +243,7 @@ void metadata_response::MetadataResponseTopic::decode(reader& r, int16_t version
   }
 }
 
-size_t metadata_response::MetadataResponseTopic::encoded_size(int16_t version) const {
+size_t metadata_response_types::MetadataResponseTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 9;
   size_t n = 0;
   n += 2;

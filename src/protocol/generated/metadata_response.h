@@ -14,6 +14,55 @@
 
 namespace silt::protocol {
 
+// The nested structs of metadata_response; use them as metadata_response::<Name>.
+namespace metadata_response_types {
+
+struct MetadataResponseBroker {
+  int32_t node_id = 0;
+  std::string host;
+  int32_t port = 0;
+  std::optional<std::string> rack;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const MetadataResponseBroker&) const = default;
+};
+
+struct MetadataResponsePartition {
+  int16_t error_code = 0;
+  int32_t partition_index = 0;
+  int32_t leader_id = 0;
+  int32_t leader_epoch = -1;
+  std::vector<int32_t> replica_nodes;
+  std::vector<int32_t> isr_nodes;
+  std::vector<int32_t> offline_replicas;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const MetadataResponsePartition&) const = default;
+};
+
+struct MetadataResponseTopic {
+  int16_t error_code = 0;
+  std::optional<std::string> name{std::in_place};
+  uuid topic_id;
+  bool is_internal = false;
+  std::vector<metadata_response_types::MetadataResponsePartition> partitions;
+  int32_t topic_authorized_operations = INT32_MIN;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const MetadataResponseTopic&) const = default;
+};
+
+}  // namespace metadata_response_types
+
 // Kafka's MetadataResponse (versions 0-12). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct metadata_response {
@@ -23,55 +72,15 @@ struct metadata_response {
   static constexpr int16_t first_flexible_version = 9;
   static constexpr std::string_view spec_name = "MetadataResponse";
 
-  struct MetadataResponseBroker {
-    int32_t node_id = 0;
-    std::string host;
-    int32_t port = 0;
-    std::optional<std::string> rack;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const MetadataResponseBroker&) const = default;
-  };
-
-  struct MetadataResponsePartition {
-    int16_t error_code = 0;
-    int32_t partition_index = 0;
-    int32_t leader_id = 0;
-    int32_t leader_epoch = -1;
-    std::vector<int32_t> replica_nodes;
-    std::vector<int32_t> isr_nodes;
-    std::vector<int32_t> offline_replicas;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const MetadataResponsePartition&) const = default;
-  };
-
-  struct MetadataResponseTopic {
-    int16_t error_code = 0;
-    std::optional<std::string> name{std::in_place};
-    uuid topic_id;
-    bool is_internal = false;
-    std::vector<metadata_response::MetadataResponsePartition> partitions;
-    int32_t topic_authorized_operations = INT32_MIN;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const MetadataResponseTopic&) const = default;
-  };
+  using MetadataResponseBroker = metadata_response_types::MetadataResponseBroker;
+  using MetadataResponsePartition = metadata_response_types::MetadataResponsePartition;
+  using MetadataResponseTopic = metadata_response_types::MetadataResponseTopic;
 
   int32_t throttle_time_ms = 0;
-  std::vector<metadata_response::MetadataResponseBroker> brokers;
+  std::vector<metadata_response_types::MetadataResponseBroker> brokers;
   std::optional<std::string> cluster_id;
   int32_t controller_id = -1;
-  std::vector<metadata_response::MetadataResponseTopic> topics;
+  std::vector<metadata_response_types::MetadataResponseTopic> topics;
   int32_t cluster_authorized_operations = INT32_MIN;
   std::vector<tagged_field> unknown_tagged_fields;
 

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void offset_commit_request::OffsetCommitRequestPartition::encode(writer& w, int16_t version) const {
+void offset_commit_request_types::OffsetCommitRequestPartition::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 8;
   w.int32(partition_index);
   w.int64(committed_offset);
@@ -27,7 +27,7 @@ void offset_commit_request::OffsetCommitRequestPartition::encode(writer& w, int1
   }
 }
 
-void offset_commit_request::OffsetCommitRequestPartition::decode(reader& r, int16_t version) {
+void offset_commit_request_types::OffsetCommitRequestPartition::decode(reader& r, int16_t version) {
   const bool flexible = version >= 8;
   partition_index = r.int32();
   committed_offset = r.int64();
@@ -49,7 +49,7 @@ void offset_commit_request::OffsetCommitRequestPartition::decode(reader& r, int1
   }
 }
 
-size_t offset_commit_request::OffsetCommitRequestPartition::encoded_size(int16_t version) const {
+size_t offset_commit_request_types::OffsetCommitRequestPartition::encoded_size(int16_t version) const {
   const bool flexible = version >= 8;
   size_t n = 0;
   n += 4;
@@ -75,7 +75,7 @@ size_t offset_commit_request::OffsetCommitRequestPartition::encoded_size(int16_t
   return n;
 }
 
-void offset_commit_request::OffsetCommitRequestTopic::encode(writer& w, int16_t version) const {
+void offset_commit_request_types::OffsetCommitRequestTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 8;
   w.string(name, flexible);
   w.array_length(partitions.size(), flexible);
@@ -87,7 +87,7 @@ void offset_commit_request::OffsetCommitRequestTopic::encode(writer& w, int16_t 
   }
 }
 
-void offset_commit_request::OffsetCommitRequestTopic::decode(reader& r, int16_t version) {
+void offset_commit_request_types::OffsetCommitRequestTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 8;
   name = r.string(flexible);
   {
@@ -114,7 +114,7 @@ void offset_commit_request::OffsetCommitRequestTopic::decode(reader& r, int16_t 
   }
 }
 
-size_t offset_commit_request::OffsetCommitRequestTopic::encoded_size(int16_t version) const {
+size_t offset_commit_request_types::OffsetCommitRequestTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 8;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);

@@ -14,6 +14,36 @@
 
 namespace silt::protocol {
 
+// The nested structs of offset_commit_request; use them as offset_commit_request::<Name>.
+namespace offset_commit_request_types {
+
+struct OffsetCommitRequestPartition {
+  int32_t partition_index = 0;
+  int64_t committed_offset = 0;
+  int32_t committed_leader_epoch = -1;
+  int64_t commit_timestamp = -1;
+  std::optional<std::string> committed_metadata{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OffsetCommitRequestPartition&) const = default;
+};
+
+struct OffsetCommitRequestTopic {
+  std::string name;
+  std::vector<offset_commit_request_types::OffsetCommitRequestPartition> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OffsetCommitRequestTopic&) const = default;
+};
+
+}  // namespace offset_commit_request_types
+
 // Kafka's OffsetCommitRequest (versions 0-9). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct offset_commit_request {
@@ -23,37 +53,15 @@ struct offset_commit_request {
   static constexpr int16_t first_flexible_version = 8;
   static constexpr std::string_view spec_name = "OffsetCommitRequest";
 
-  struct OffsetCommitRequestPartition {
-    int32_t partition_index = 0;
-    int64_t committed_offset = 0;
-    int32_t committed_leader_epoch = -1;
-    int64_t commit_timestamp = -1;
-    std::optional<std::string> committed_metadata{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OffsetCommitRequestPartition&) const = default;
-  };
-
-  struct OffsetCommitRequestTopic {
-    std::string name;
-    std::vector<offset_commit_request::OffsetCommitRequestPartition> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OffsetCommitRequestTopic&) const = default;
-  };
+  using OffsetCommitRequestPartition = offset_commit_request_types::OffsetCommitRequestPartition;
+  using OffsetCommitRequestTopic = offset_commit_request_types::OffsetCommitRequestTopic;
 
   std::string group_id;
   int32_t generation_id_or_member_epoch = -1;
   std::string member_id;
   std::optional<std::string> group_instance_id;
   int64_t retention_time_ms = -1;
-  std::vector<offset_commit_request::OffsetCommitRequestTopic> topics;
+  std::vector<offset_commit_request_types::OffsetCommitRequestTopic> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void offset_commit_response::OffsetCommitResponsePartition::encode(writer& w, int16_t version) const {
+void offset_commit_response_types::OffsetCommitResponsePartition::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 8;
   w.int32(partition_index);
   w.int16(error_code);
@@ -16,7 +16,7 @@ void offset_commit_response::OffsetCommitResponsePartition::encode(writer& w, in
   }
 }
 
-void offset_commit_response::OffsetCommitResponsePartition::decode(reader& r, int16_t version) {
+void offset_commit_response_types::OffsetCommitResponsePartition::decode(reader& r, int16_t version) {
   const bool flexible = version >= 8;
   partition_index = r.int32();
   error_code = r.int16();
@@ -31,7 +31,7 @@ void offset_commit_response::OffsetCommitResponsePartition::decode(reader& r, in
   }
 }
 
-size_t offset_commit_response::OffsetCommitResponsePartition::encoded_size(int16_t version) const {
+size_t offset_commit_response_types::OffsetCommitResponsePartition::encoded_size(int16_t version) const {
   const bool flexible = version >= 8;
   size_t n = 0;
   n += 4;
@@ -46,7 +46,7 @@ size_t offset_commit_response::OffsetCommitResponsePartition::encoded_size(int16
   return n;
 }
 
-void offset_commit_response::OffsetCommitResponseTopic::encode(writer& w, int16_t version) const {
+void offset_commit_response_types::OffsetCommitResponseTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 8;
   w.string(name, flexible);
   w.array_length(partitions.size(), flexible);
@@ -58,7 +58,7 @@ void offset_commit_response::OffsetCommitResponseTopic::encode(writer& w, int16_
   }
 }
 
-void offset_commit_response::OffsetCommitResponseTopic::decode(reader& r, int16_t version) {
+void offset_commit_response_types::OffsetCommitResponseTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 8;
   name = r.string(flexible);
   {
@@ -85,7 +85,7 @@ void offset_commit_response::OffsetCommitResponseTopic::decode(reader& r, int16_
   }
 }
 
-size_t offset_commit_response::OffsetCommitResponseTopic::encoded_size(int16_t version) const {
+size_t offset_commit_response_types::OffsetCommitResponseTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 8;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);

@@ -14,6 +14,33 @@
 
 namespace silt::protocol {
 
+// The nested structs of offset_commit_response; use them as offset_commit_response::<Name>.
+namespace offset_commit_response_types {
+
+struct OffsetCommitResponsePartition {
+  int32_t partition_index = 0;
+  int16_t error_code = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OffsetCommitResponsePartition&) const = default;
+};
+
+struct OffsetCommitResponseTopic {
+  std::string name;
+  std::vector<offset_commit_response_types::OffsetCommitResponsePartition> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OffsetCommitResponseTopic&) const = default;
+};
+
+}  // namespace offset_commit_response_types
+
 // Kafka's OffsetCommitResponse (versions 0-9). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct offset_commit_response {
@@ -23,30 +50,11 @@ struct offset_commit_response {
   static constexpr int16_t first_flexible_version = 8;
   static constexpr std::string_view spec_name = "OffsetCommitResponse";
 
-  struct OffsetCommitResponsePartition {
-    int32_t partition_index = 0;
-    int16_t error_code = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OffsetCommitResponsePartition&) const = default;
-  };
-
-  struct OffsetCommitResponseTopic {
-    std::string name;
-    std::vector<offset_commit_response::OffsetCommitResponsePartition> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OffsetCommitResponseTopic&) const = default;
-  };
+  using OffsetCommitResponsePartition = offset_commit_response_types::OffsetCommitResponsePartition;
+  using OffsetCommitResponseTopic = offset_commit_response_types::OffsetCommitResponseTopic;
 
   int32_t throttle_time_ms = 0;
-  std::vector<offset_commit_response::OffsetCommitResponseTopic> topics;
+  std::vector<offset_commit_response_types::OffsetCommitResponseTopic> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,24 +7,24 @@
 
 namespace silt::protocol {
 
-void offset_delete_request::OffsetDeleteRequestPartition::encode(writer& w, int16_t version) const {
+void offset_delete_request_types::OffsetDeleteRequestPartition::encode(writer& w, int16_t version) const {
   (void)version;
   w.int32(partition_index);
 }
 
-void offset_delete_request::OffsetDeleteRequestPartition::decode(reader& r, int16_t version) {
+void offset_delete_request_types::OffsetDeleteRequestPartition::decode(reader& r, int16_t version) {
   (void)version;
   partition_index = r.int32();
 }
 
-size_t offset_delete_request::OffsetDeleteRequestPartition::encoded_size(int16_t version) const {
+size_t offset_delete_request_types::OffsetDeleteRequestPartition::encoded_size(int16_t version) const {
   (void)version;
   size_t n = 0;
   n += 4;
   return n;
 }
 
-void offset_delete_request::OffsetDeleteRequestTopic::encode(writer& w, int16_t version) const {
+void offset_delete_request_types::OffsetDeleteRequestTopic::encode(writer& w, int16_t version) const {
   w.string(name, false);
   w.array_length(partitions.size(), false);
   for (const auto& e : partitions) {
@@ -32,7 +32,7 @@ void offset_delete_request::OffsetDeleteRequestTopic::encode(writer& w, int16_t 
   }
 }
 
-void offset_delete_request::OffsetDeleteRequestTopic::decode(reader& r, int16_t version) {
+void offset_delete_request_types::OffsetDeleteRequestTopic::decode(reader& r, int16_t version) {
   name = r.string(false);
   {
     const int32_t n = r.array_length(false, 0);
@@ -49,7 +49,7 @@ void offset_delete_request::OffsetDeleteRequestTopic::decode(reader& r, int16_t 
   }
 }
 
-size_t offset_delete_request::OffsetDeleteRequestTopic::encoded_size(int16_t version) const {
+size_t offset_delete_request_types::OffsetDeleteRequestTopic::encoded_size(int16_t version) const {
   size_t n = 0;
   n += wire_size::string(name.size(), false);
   n += wire_size::array_length(partitions.size(), false);

@@ -14,6 +14,32 @@
 
 namespace silt::protocol {
 
+// The nested structs of offset_delete_request; use them as offset_delete_request::<Name>.
+namespace offset_delete_request_types {
+
+struct OffsetDeleteRequestPartition {
+  int32_t partition_index = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OffsetDeleteRequestPartition&) const = default;
+};
+
+struct OffsetDeleteRequestTopic {
+  std::string name;
+  std::vector<offset_delete_request_types::OffsetDeleteRequestPartition> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OffsetDeleteRequestTopic&) const = default;
+};
+
+}  // namespace offset_delete_request_types
+
 // Kafka's OffsetDeleteRequest (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct offset_delete_request {
@@ -23,29 +49,11 @@ struct offset_delete_request {
   static constexpr int16_t first_flexible_version = -1;
   static constexpr std::string_view spec_name = "OffsetDeleteRequest";
 
-  struct OffsetDeleteRequestPartition {
-    int32_t partition_index = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OffsetDeleteRequestPartition&) const = default;
-  };
-
-  struct OffsetDeleteRequestTopic {
-    std::string name;
-    std::vector<offset_delete_request::OffsetDeleteRequestPartition> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OffsetDeleteRequestTopic&) const = default;
-  };
+  using OffsetDeleteRequestPartition = offset_delete_request_types::OffsetDeleteRequestPartition;
+  using OffsetDeleteRequestTopic = offset_delete_request_types::OffsetDeleteRequestTopic;
 
   std::string group_id;
-  std::vector<offset_delete_request::OffsetDeleteRequestTopic> topics;
+  std::vector<offset_delete_request_types::OffsetDeleteRequestTopic> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,19 +7,19 @@
 
 namespace silt::protocol {
 
-void offset_delete_response::OffsetDeleteResponsePartition::encode(writer& w, int16_t version) const {
+void offset_delete_response_types::OffsetDeleteResponsePartition::encode(writer& w, int16_t version) const {
   (void)version;
   w.int32(partition_index);
   w.int16(error_code);
 }
 
-void offset_delete_response::OffsetDeleteResponsePartition::decode(reader& r, int16_t version) {
+void offset_delete_response_types::OffsetDeleteResponsePartition::decode(reader& r, int16_t version) {
   (void)version;
   partition_index = r.int32();
   error_code = r.int16();
 }
 
-size_t offset_delete_response::OffsetDeleteResponsePartition::encoded_size(int16_t version) const {
+size_t offset_delete_response_types::OffsetDeleteResponsePartition::encoded_size(int16_t version) const {
   (void)version;
   size_t n = 0;
   n += 4;
@@ -27,7 +27,7 @@ size_t offset_delete_response::OffsetDeleteResponsePartition::encoded_size(int16
   return n;
 }
 
-void offset_delete_response::OffsetDeleteResponseTopic::encode(writer& w, int16_t version) const {
+void offset_delete_response_types::OffsetDeleteResponseTopic::encode(writer& w, int16_t version) const {
   w.string(name, false);
   w.array_length(partitions.size(), false);
   for (const auto& e : partitions) {
@@ -35,7 +35,7 @@ void offset_delete_response::OffsetDeleteResponseTopic::encode(writer& w, int16_
   }
 }
 
-void offset_delete_response::OffsetDeleteResponseTopic::decode(reader& r, int16_t version) {
+void offset_delete_response_types::OffsetDeleteResponseTopic::decode(reader& r, int16_t version) {
   name = r.string(false);
   {
     const int32_t n = r.array_length(false, 0);
@@ -52,7 +52,7 @@ void offset_delete_response::OffsetDeleteResponseTopic::decode(reader& r, int16_
   }
 }
 
-size_t offset_delete_response::OffsetDeleteResponseTopic::encoded_size(int16_t version) const {
+size_t offset_delete_response_types::OffsetDeleteResponseTopic::encoded_size(int16_t version) const {
   size_t n = 0;
   n += wire_size::string(name.size(), false);
   n += wire_size::array_length(partitions.size(), false);

@@ -14,6 +14,33 @@
 
 namespace silt::protocol {
 
+// The nested structs of offset_delete_response; use them as offset_delete_response::<Name>.
+namespace offset_delete_response_types {
+
+struct OffsetDeleteResponsePartition {
+  int32_t partition_index = 0;
+  int16_t error_code = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OffsetDeleteResponsePartition&) const = default;
+};
+
+struct OffsetDeleteResponseTopic {
+  std::string name;
+  std::vector<offset_delete_response_types::OffsetDeleteResponsePartition> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OffsetDeleteResponseTopic&) const = default;
+};
+
+}  // namespace offset_delete_response_types
+
 // Kafka's OffsetDeleteResponse (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct offset_delete_response {
@@ -23,31 +50,12 @@ struct offset_delete_response {
   static constexpr int16_t first_flexible_version = -1;
   static constexpr std::string_view spec_name = "OffsetDeleteResponse";
 
-  struct OffsetDeleteResponsePartition {
-    int32_t partition_index = 0;
-    int16_t error_code = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OffsetDeleteResponsePartition&) const = default;
-  };
-
-  struct OffsetDeleteResponseTopic {
-    std::string name;
-    std::vector<offset_delete_response::OffsetDeleteResponsePartition> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OffsetDeleteResponseTopic&) const = default;
-  };
+  using OffsetDeleteResponsePartition = offset_delete_response_types::OffsetDeleteResponsePartition;
+  using OffsetDeleteResponseTopic = offset_delete_response_types::OffsetDeleteResponseTopic;
 
   int16_t error_code = 0;
   int32_t throttle_time_ms = 0;
-  std::vector<offset_delete_response::OffsetDeleteResponseTopic> topics;
+  std::vector<offset_delete_response_types::OffsetDeleteResponseTopic> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

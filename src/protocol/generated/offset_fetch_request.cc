@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void offset_fetch_request::OffsetFetchRequestTopic::encode(writer& w, int16_t version) const {
+void offset_fetch_request_types::OffsetFetchRequestTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 6;
   if (version <= 7) {
     w.string(name, flexible);
@@ -23,7 +23,7 @@ void offset_fetch_request::OffsetFetchRequestTopic::encode(writer& w, int16_t ve
   }
 }
 
-void offset_fetch_request::OffsetFetchRequestTopic::decode(reader& r, int16_t version) {
+void offset_fetch_request_types::OffsetFetchRequestTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 6;
   if (version <= 7) {
     name = r.string(flexible);
@@ -54,7 +54,7 @@ void offset_fetch_request::OffsetFetchRequestTopic::decode(reader& r, int16_t ve
   }
 }
 
-size_t offset_fetch_request::OffsetFetchRequestTopic::encoded_size(int16_t version) const {
+size_t offset_fetch_request_types::OffsetFetchRequestTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 6;
   size_t n = 0;
   if (version <= 7) {
@@ -74,7 +74,7 @@ size_t offset_fetch_request::OffsetFetchRequestTopic::encoded_size(int16_t versi
   return n;
 }
 
-void offset_fetch_request::OffsetFetchRequestTopics::encode(writer& w, int16_t version) const {
+void offset_fetch_request_types::OffsetFetchRequestTopics::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 6;
   if (version >= 8) {
     w.string(name, flexible);
@@ -90,7 +90,7 @@ void offset_fetch_request::OffsetFetchRequestTopics::encode(writer& w, int16_t v
   }
 }
 
-void offset_fetch_request::OffsetFetchRequestTopics::decode(reader& r, int16_t version) {
+void offset_fetch_request_types::OffsetFetchRequestTopics::decode(reader& r, int16_t version) {
   const bool flexible = version >= 6;
   if (version >= 8) {
     name = r.string(flexible);
@@ -121,7 +121,7 @@ void offset_fetch_request::OffsetFetchRequestTopics::decode(reader& r, int16_t v
   }
 }
 
-size_t offset_fetch_request::OffsetFetchRequestTopics::encoded_size(int16_t version) const {
+size_t offset_fetch_request_types::OffsetFetchRequestTopics::encoded_size(int16_t version) const {
   const bool flexible = version >= 6;
   size_t n = 0;
   if (version >= 8) {
@@ -141,7 +141,7 @@ size_t offset_fetch_request::OffsetFetchRequestTopics::encoded_size(int16_t vers
   return n;
 }
 
-void offset_fetch_request::OffsetFetchRequestGroup::encode(writer& w, int16_t version) const {
+void offset_fetch_request_types::OffsetFetchRequestGroup::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 6;
   if (version >= 8) {
     w.string(group_id, flexible);
@@ -171,7 +171,7 @@ void offset_fetch_request::OffsetFetchRequestGroup::encode(writer& w, int16_t ve
   }
 }
 
-void offset_fetch_request::OffsetFetchRequestGroup::decode(reader& r, int16_t version) {
+void offset_fetch_request_types::OffsetFetchRequestGroup::decode(reader& r, int16_t version) {
   const bool flexible = version >= 6;
   if (version >= 8) {
     group_id = r.string(flexible);
@@ -208,7 +208,7 @@ void offset_fetch_request::OffsetFetchRequestGroup::decode(reader& r, int16_t ve
   }
 }
 
-size_t offset_fetch_request::OffsetFetchRequestGroup::encoded_size(int16_t version) const {
+size_t offset_fetch_request_types::OffsetFetchRequestGroup::encoded_size(int16_t version) const {
   const bool flexible = version >= 6;
   size_t n = 0;
   if (version >= 8) {

@@ -14,6 +14,46 @@
 
 namespace silt::protocol {
 
+// The nested structs of offset_fetch_request; use them as offset_fetch_request::<Name>.
+namespace offset_fetch_request_types {
+
+struct OffsetFetchRequestTopic {
+  std::string name;
+  std::vector<int32_t> partition_indexes;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OffsetFetchRequestTopic&) const = default;
+};
+
+struct OffsetFetchRequestTopics {
+  std::string name;
+  std::vector<int32_t> partition_indexes;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OffsetFetchRequestTopics&) const = default;
+};
+
+struct OffsetFetchRequestGroup {
+  std::string group_id;
+  std::optional<std::string> member_id;
+  int32_t member_epoch = -1;
+  std::optional<std::vector<offset_fetch_request_types::OffsetFetchRequestTopics>> topics{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OffsetFetchRequestGroup&) const = default;
+};
+
+}  // namespace offset_fetch_request_types
+
 // Kafka's OffsetFetchRequest (versions 0-9). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct offset_fetch_request {
@@ -23,44 +63,13 @@ struct offset_fetch_request {
   static constexpr int16_t first_flexible_version = 6;
   static constexpr std::string_view spec_name = "OffsetFetchRequest";
 
-  struct OffsetFetchRequestTopic {
-    std::string name;
-    std::vector<int32_t> partition_indexes;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OffsetFetchRequestTopic&) const = default;
-  };
-
-  struct OffsetFetchRequestTopics {
-    std::string name;
-    std::vector<int32_t> partition_indexes;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OffsetFetchRequestTopics&) const = default;
-  };
-
-  struct OffsetFetchRequestGroup {
-    std::string group_id;
-    std::optional<std::string> member_id;
-    int32_t member_epoch = -1;
-    std::optional<std::vector<offset_fetch_request::OffsetFetchRequestTopics>> topics{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OffsetFetchRequestGroup&) const = default;
-  };
+  using OffsetFetchRequestTopic = offset_fetch_request_types::OffsetFetchRequestTopic;
+  using OffsetFetchRequestTopics = offset_fetch_request_types::OffsetFetchRequestTopics;
+  using OffsetFetchRequestGroup = offset_fetch_request_types::OffsetFetchRequestGroup;
 
   std::string group_id;
-  std::optional<std::vector<offset_fetch_request::OffsetFetchRequestTopic>> topics{std::in_place};
-  std::vector<offset_fetch_request::OffsetFetchRequestGroup> groups;
+  std::optional<std::vector<offset_fetch_request_types::OffsetFetchRequestTopic>> topics{std::in_place};
+  std::vector<offset_fetch_request_types::OffsetFetchRequestGroup> groups;
   bool require_stable = false;
   std::vector<tagged_field> unknown_tagged_fields;
 

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void offset_fetch_response::OffsetFetchResponsePartition::encode(writer& w, int16_t version) const {
+void offset_fetch_response_types::OffsetFetchResponsePartition::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 6;
   if (version <= 7) {
     w.int32(partition_index);
@@ -33,7 +33,7 @@ void offset_fetch_response::OffsetFetchResponsePartition::encode(writer& w, int1
   }
 }
 
-void offset_fetch_response::OffsetFetchResponsePartition::decode(reader& r, int16_t version) {
+void offset_fetch_response_types::OffsetFetchResponsePartition::decode(reader& r, int16_t version) {
   const bool flexible = version >= 6;
   if (version <= 7) {
     partition_index = r.int32();
@@ -61,7 +61,7 @@ void offset_fetch_response::OffsetFetchResponsePartition::decode(reader& r, int1
   }
 }
 
-size_t offset_fetch_response::OffsetFetchResponsePartition::encoded_size(int16_t version) const {
+size_t offset_fetch_response_types::OffsetFetchResponsePartition::encoded_size(int16_t version) const {
   const bool flexible = version >= 6;
   size_t n = 0;
   if (version <= 7) {
@@ -93,7 +93,7 @@ size_t offset_fetch_response::OffsetFetchResponsePartition::encoded_size(int16_t
   return n;
 }
 
-void offset_fetch_response::OffsetFetchResponseTopic::encode(writer& w, int16_t version) const {
+void offset_fetch_response_types::OffsetFetchResponseTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 6;
   if (version <= 7) {
     w.string(name, flexible);
@@ -109,7 +109,7 @@ void offset_fetch_response::OffsetFetchResponseTopic::encode(writer& w, int16_t 
   }
 }
 
-void offset_fetch_response::OffsetFetchResponseTopic::decode(reader& r, int16_t version) {
+void offset_fetch_response_types::OffsetFetchResponseTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 6;
   if (version <= 7) {
     name = r.string(flexible);
@@ -140,7 +140,7 @@ void offset_fetch_response::OffsetFetchResponseTopic::decode(reader& r, int16_t 
   }
 }
 
-size_t offset_fetch_response::OffsetFetchResponseTopic::encoded_size(int16_t version) const {
+size_t offset_fetch_response_types::OffsetFetchResponseTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 6;
   size_t n = 0;
   if (version <= 7) {
@@ -160,7 +160,7 @@ size_t offset_fetch_response::OffsetFetchResponseTopic::encoded_size(int16_t ver
   return n;
 }
 
-void offset_fetch_response::OffsetFetchResponsePartitions::encode(writer& w, int16_t version) const {
+void offset_fetch_response_types::OffsetFetchResponsePartitions::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 6;
   if (version >= 8) {
     w.int32(partition_index);
@@ -186,7 +186,7 @@ void offset_fetch_response::OffsetFetchResponsePartitions::encode(writer& w, int
   }
 }
 
-void offset_fetch_response::OffsetFetchResponsePartitions::decode(reader& r, int16_t version) {
+void offset_fetch_response_types::OffsetFetchResponsePartitions::decode(reader& r, int16_t version) {
   const bool flexible = version >= 6;
   if (version >= 8) {
     partition_index = r.int32();
@@ -214,7 +214,7 @@ void offset_fetch_response::OffsetFetchResponsePartitions::decode(reader& r, int
   }
 }
 
-size_t offset_fetch_response::OffsetFetchResponsePartitions::encoded_size(int16_t version) const {
+size_t offset_fetch_response_types::OffsetFetchResponsePartitions::encoded_size(int16_t version) const {
   const bool flexible = version >= 6;
   size_t n = 0;
   if (version >= 8) {
@@ -246,7 +246,7 @@ size_t offset_fetch_response::OffsetFetchResponsePartitions::encoded_size(int16_
   return n;
 }
 
-void offset_fetch_response::OffsetFetchResponseTopics::encode(writer& w, int16_t version) const {
+void offset_fetch_response_types::OffsetFetchResponseTopics::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 6;
   if (version >= 8) {
     w.string(name, flexible);
@@ -262,7 +262,7 @@ void offset_fetch_response::OffsetFetchResponseTopics::encode(writer& w, int16_t
   }
 }
 
-void offset_fetch_response::OffsetFetchResponseTopics::decode(reader& r, int16_t version) {
+void offset_fetch_response_types::OffsetFetchResponseTopics::decode(reader& r, int16_t version) {
   const bool flexible = version >= 6;
   if (version >= 8) {
     name = r.string(flexible);
@@ -293,7 +293,7 @@ void offset_fetch_response::OffsetFetchResponseTopics::decode(reader& r, int16_t
   }
 }
 
-size_t offset_fetch_response::OffsetFetchResponseTopics::encoded_size(int16_t version) const {
+size_t offset_fetch_response_types::OffsetFetchResponseTopics::encoded_size(int16_t version) const {
   const bool flexible = version >= 6;
   size_t n = 0;
   if (version >= 8) {
@@ -313,7 +313,7 @@ size_t offset_fetch_response::OffsetFetchResponseTopics::encoded_size(int16_t ve
   return n;
 }
 
-void offset_fetch_response::OffsetFetchResponseGroup::encode(writer& w, int16_t version) const {
+void offset_fetch_response_types::OffsetFetchResponseGroup::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 6;
   if (version >= 8) {
     w.string(group_id, flexible);
@@ -332,7 +332,7 @@ void offset_fetch_response::OffsetFetchResponseGroup::encode(writer& w, int16_t 
   }
 }
 
-void offset_fetch_response::OffsetFetchResponseGroup::decode(reader& r, int16_t version) {
+void offset_fetch_response_types::OffsetFetchResponseGroup::decode(reader& r, int16_t version) {
   const bool flexible = version >= 6;
   if (version >= 8) {
     group_id = r.string(flexible);
@@ -366,7 +366,7 @@ void offset_fetch_response::OffsetFetchResponseGroup::decode(reader& r, int16_t 
   }
 }
 
-size_t offset_fetch_response::OffsetFetchResponseGroup::encoded_size(int16_t version) const {
+size_t offset_fetch_response_types::OffsetFetchResponseGroup::encoded_size(int16_t version) const {
   const bool flexible = version >= 6;
   size_t n = 0;
   if (version >= 8) {

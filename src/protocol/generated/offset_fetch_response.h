@@ -14,6 +14,73 @@
 
 namespace silt::protocol {
 
+// The nested structs of offset_fetch_response; use them as offset_fetch_response::<Name>.
+namespace offset_fetch_response_types {
+
+struct OffsetFetchResponsePartition {
+  int32_t partition_index = 0;
+  int64_t committed_offset = 0;
+  int32_t committed_leader_epoch = -1;
+  std::optional<std::string> metadata{std::in_place};
+  int16_t error_code = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OffsetFetchResponsePartition&) const = default;
+};
+
+struct OffsetFetchResponseTopic {
+  std::string name;
+  std::vector<offset_fetch_response_types::OffsetFetchResponsePartition> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OffsetFetchResponseTopic&) const = default;
+};
+
+struct OffsetFetchResponsePartitions {
+  int32_t partition_index = 0;
+  int64_t committed_offset = 0;
+  int32_t committed_leader_epoch = -1;
+  std::optional<std::string> metadata{std::in_place};
+  int16_t error_code = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OffsetFetchResponsePartitions&) const = default;
+};
+
+struct OffsetFetchResponseTopics {
+  std::string name;
+  std::vector<offset_fetch_response_types::OffsetFetchResponsePartitions> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OffsetFetchResponseTopics&) const = default;
+};
+
+struct OffsetFetchResponseGroup {
+  std::string group_id;
+  std::vector<offset_fetch_response_types::OffsetFetchResponseTopics> topics;
+  int16_t error_code = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OffsetFetchResponseGroup&) const = default;
+};
+
+}  // namespace offset_fetch_response_types
+
 // Kafka's OffsetFetchResponse (versions 0-9). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct offset_fetch_response {
@@ -23,72 +90,16 @@ struct offset_fetch_response {
   static constexpr int16_t first_flexible_version = 6;
   static constexpr std::string_view spec_name = "OffsetFetchResponse";
 
-  struct OffsetFetchResponsePartition {
-    int32_t partition_index = 0;
-    int64_t committed_offset = 0;
-    int32_t committed_leader_epoch = -1;
-    std::optional<std::string> metadata{std::in_place};
-    int16_t error_code = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OffsetFetchResponsePartition&) const = default;
-  };
-
-  struct OffsetFetchResponseTopic {
-    std::string name;
-    std::vector<offset_fetch_response::OffsetFetchResponsePartition> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OffsetFetchResponseTopic&) const = default;
-  };
-
-  struct OffsetFetchResponsePartitions {
-    int32_t partition_index = 0;
-    int64_t committed_offset = 0;
-    int32_t committed_leader_epoch = -1;
-    std::optional<std::string> metadata{std::in_place};
-    int16_t error_code = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OffsetFetchResponsePartitions&) const = default;
-  };
-
-  struct OffsetFetchResponseTopics {
-    std::string name;
-    std::vector<offset_fetch_response::OffsetFetchResponsePartitions> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OffsetFetchResponseTopics&) const = default;
-  };
-
-  struct OffsetFetchResponseGroup {
-    std::string group_id;
-    std::vector<offset_fetch_response::OffsetFetchResponseTopics> topics;
-    int16_t error_code = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OffsetFetchResponseGroup&) const = default;
-  };
+  using OffsetFetchResponsePartition = offset_fetch_response_types::OffsetFetchResponsePartition;
+  using OffsetFetchResponseTopic = offset_fetch_response_types::OffsetFetchResponseTopic;
+  using OffsetFetchResponsePartitions = offset_fetch_response_types::OffsetFetchResponsePartitions;
+  using OffsetFetchResponseTopics = offset_fetch_response_types::OffsetFetchResponseTopics;
+  using OffsetFetchResponseGroup = offset_fetch_response_types::OffsetFetchResponseGroup;
 
   int32_t throttle_time_ms = 0;
-  std::vector<offset_fetch_response::OffsetFetchResponseTopic> topics;
+  std::vector<offset_fetch_response_types::OffsetFetchResponseTopic> topics;
   int16_t error_code = 0;
-  std::vector<offset_fetch_response::OffsetFetchResponseGroup> groups;
+  std::vector<offset_fetch_response_types::OffsetFetchResponseGroup> groups;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

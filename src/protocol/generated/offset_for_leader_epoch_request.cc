@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void offset_for_leader_epoch_request::OffsetForLeaderPartition::encode(writer& w, int16_t version) const {
+void offset_for_leader_epoch_request_types::OffsetForLeaderPartition::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 4;
   w.int32(partition);
   if (version >= 2) {
@@ -19,7 +19,7 @@ void offset_for_leader_epoch_request::OffsetForLeaderPartition::encode(writer& w
   }
 }
 
-void offset_for_leader_epoch_request::OffsetForLeaderPartition::decode(reader& r, int16_t version) {
+void offset_for_leader_epoch_request_types::OffsetForLeaderPartition::decode(reader& r, int16_t version) {
   const bool flexible = version >= 4;
   partition = r.int32();
   if (version >= 2) {
@@ -37,7 +37,7 @@ void offset_for_leader_epoch_request::OffsetForLeaderPartition::decode(reader& r
   }
 }
 
-size_t offset_for_leader_epoch_request::OffsetForLeaderPartition::encoded_size(int16_t version) const {
+size_t offset_for_leader_epoch_request_types::OffsetForLeaderPartition::encoded_size(int16_t version) const {
   const bool flexible = version >= 4;
   size_t n = 0;
   n += 4;
@@ -55,7 +55,7 @@ size_t offset_for_leader_epoch_request::OffsetForLeaderPartition::encoded_size(i
   return n;
 }
 
-void offset_for_leader_epoch_request::OffsetForLeaderTopic::encode(writer& w, int16_t version) const {
+void offset_for_leader_epoch_request_types::OffsetForLeaderTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 4;
   w.string(topic, flexible);
   w.array_length(partitions.size(), flexible);
@@ -67,7 +67,7 @@ void offset_for_leader_epoch_request::OffsetForLeaderTopic::encode(writer& w, in
   }
 }
 
-void offset_for_leader_epoch_request::OffsetForLeaderTopic::decode(reader& r, int16_t version) {
+void offset_for_leader_epoch_request_types::OffsetForLeaderTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 4;
   topic = r.string(flexible);
   {
@@ -94,7 +94,7 @@ void offset_for_leader_epoch_request::OffsetForLeaderTopic::decode(reader& r, in
   }
 }
 
-size_t offset_for_leader_epoch_request::OffsetForLeaderTopic::encoded_size(int16_t version) const {
+size_t offset_for_leader_epoch_request_types::OffsetForLeaderTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 4;
   size_t n = 0;
   n += wire_size::string(topic.size(), flexible);

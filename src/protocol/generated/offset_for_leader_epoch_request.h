@@ -14,6 +14,34 @@
 
 namespace silt::protocol {
 
+// The nested structs of offset_for_leader_epoch_request; use them as offset_for_leader_epoch_request::<Name>.
+namespace offset_for_leader_epoch_request_types {
+
+struct OffsetForLeaderPartition {
+  int32_t partition = 0;
+  int32_t current_leader_epoch = -1;
+  int32_t leader_epoch = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OffsetForLeaderPartition&) const = default;
+};
+
+struct OffsetForLeaderTopic {
+  std::string topic;
+  std::vector<offset_for_leader_epoch_request_types::OffsetForLeaderPartition> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OffsetForLeaderTopic&) const = default;
+};
+
+}  // namespace offset_for_leader_epoch_request_types
+
 // Kafka's OffsetForLeaderEpochRequest (versions 0-4). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct offset_for_leader_epoch_request {
@@ -23,31 +51,11 @@ struct offset_for_leader_epoch_request {
   static constexpr int16_t first_flexible_version = 4;
   static constexpr std::string_view spec_name = "OffsetForLeaderEpochRequest";
 
-  struct OffsetForLeaderPartition {
-    int32_t partition = 0;
-    int32_t current_leader_epoch = -1;
-    int32_t leader_epoch = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OffsetForLeaderPartition&) const = default;
-  };
-
-  struct OffsetForLeaderTopic {
-    std::string topic;
-    std::vector<offset_for_leader_epoch_request::OffsetForLeaderPartition> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OffsetForLeaderTopic&) const = default;
-  };
+  using OffsetForLeaderPartition = offset_for_leader_epoch_request_types::OffsetForLeaderPartition;
+  using OffsetForLeaderTopic = offset_for_leader_epoch_request_types::OffsetForLeaderTopic;
 
   int32_t replica_id = -2;
-  std::vector<offset_for_leader_epoch_request::OffsetForLeaderTopic> topics;
+  std::vector<offset_for_leader_epoch_request_types::OffsetForLeaderTopic> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

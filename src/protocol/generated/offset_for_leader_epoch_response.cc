@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void offset_for_leader_epoch_response::EpochEndOffset::encode(writer& w, int16_t version) const {
+void offset_for_leader_epoch_response_types::EpochEndOffset::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 4;
   w.int16(error_code);
   w.int32(partition);
@@ -20,7 +20,7 @@ void offset_for_leader_epoch_response::EpochEndOffset::encode(writer& w, int16_t
   }
 }
 
-void offset_for_leader_epoch_response::EpochEndOffset::decode(reader& r, int16_t version) {
+void offset_for_leader_epoch_response_types::EpochEndOffset::decode(reader& r, int16_t version) {
   const bool flexible = version >= 4;
   error_code = r.int16();
   partition = r.int32();
@@ -39,7 +39,7 @@ void offset_for_leader_epoch_response::EpochEndOffset::decode(reader& r, int16_t
   }
 }
 
-size_t offset_for_leader_epoch_response::EpochEndOffset::encoded_size(int16_t version) const {
+size_t offset_for_leader_epoch_response_types::EpochEndOffset::encoded_size(int16_t version) const {
   const bool flexible = version >= 4;
   size_t n = 0;
   n += 2;
@@ -58,7 +58,7 @@ size_t offset_for_leader_epoch_response::EpochEndOffset::encoded_size(int16_t ve
   return n;
 }
 
-void offset_for_leader_epoch_response::OffsetForLeaderTopicResult::encode(writer& w, int16_t version) const {
+void offset_for_leader_epoch_response_types::OffsetForLeaderTopicResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 4;
   w.string(topic, flexible);
   w.array_length(partitions.size(), flexible);
@@ -70,7 +70,7 @@ void offset_for_leader_epoch_response::OffsetForLeaderTopicResult::encode(writer
   }
 }
 
-void offset_for_leader_epoch_response::OffsetForLeaderTopicResult::decode(reader& r, int16_t version) {
+void offset_for_leader_epoch_response_types::OffsetForLeaderTopicResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 4;
   topic = r.string(flexible);
   {
@@ -97,7 +97,7 @@ void offset_for_leader_epoch_response::OffsetForLeaderTopicResult::decode(reader
   }
 }
 
-size_t offset_for_leader_epoch_response::OffsetForLeaderTopicResult::encoded_size(int16_t version) const {
+size_t offset_for_leader_epoch_response_types::OffsetForLeaderTopicResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 4;
   size_t n = 0;
   n += wire_size::string(topic.size(), flexible);

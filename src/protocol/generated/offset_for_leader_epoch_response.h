@@ -14,6 +14,35 @@
 
 namespace silt::protocol {
 
+// The nested structs of offset_for_leader_epoch_response; use them as offset_for_leader_epoch_response::<Name>.
+namespace offset_for_leader_epoch_response_types {
+
+struct EpochEndOffset {
+  int16_t error_code = 0;
+  int32_t partition = 0;
+  int32_t leader_epoch = -1;
+  int64_t end_offset = -1;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const EpochEndOffset&) const = default;
+};
+
+struct OffsetForLeaderTopicResult {
+  std::string topic;
+  std::vector<offset_for_leader_epoch_response_types::EpochEndOffset> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const OffsetForLeaderTopicResult&) const = default;
+};
+
+}  // namespace offset_for_leader_epoch_response_types
+
 // Kafka's OffsetForLeaderEpochResponse (versions 0-4). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct offset_for_leader_epoch_response {
@@ -23,32 +52,11 @@ struct offset_for_leader_epoch_response {
   static constexpr int16_t first_flexible_version = 4;
   static constexpr std::string_view spec_name = "OffsetForLeaderEpochResponse";
 
-  struct EpochEndOffset {
-    int16_t error_code = 0;
-    int32_t partition = 0;
-    int32_t leader_epoch = -1;
-    int64_t end_offset = -1;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const EpochEndOffset&) const = default;
-  };
-
-  struct OffsetForLeaderTopicResult {
-    std::string topic;
-    std::vector<offset_for_leader_epoch_response::EpochEndOffset> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const OffsetForLeaderTopicResult&) const = default;
-  };
+  using EpochEndOffset = offset_for_leader_epoch_response_types::EpochEndOffset;
+  using OffsetForLeaderTopicResult = offset_for_leader_epoch_response_types::OffsetForLeaderTopicResult;
 
   int32_t throttle_time_ms = 0;
-  std::vector<offset_for_leader_epoch_response::OffsetForLeaderTopicResult> topics;
+  std::vector<offset_for_leader_epoch_response_types::OffsetForLeaderTopicResult> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

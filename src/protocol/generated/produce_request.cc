@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void produce_request::PartitionProduceData::encode(writer& w, int16_t version) const {
+void produce_request_types::PartitionProduceData::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 9;
   w.int32(index);
   if (!records) {
@@ -20,7 +20,7 @@ void produce_request::PartitionProduceData::encode(writer& w, int16_t version) c
   }
 }
 
-void produce_request::PartitionProduceData::decode(reader& r, int16_t version) {
+void produce_request_types::PartitionProduceData::decode(reader& r, int16_t version) {
   const bool flexible = version >= 9;
   index = r.int32();
   records = r.nullable_records(flexible, true);
@@ -35,7 +35,7 @@ void produce_request::PartitionProduceData::decode(reader& r, int16_t version) {
   }
 }
 
-size_t produce_request::PartitionProduceData::encoded_size(int16_t version) const {
+size_t produce_request_types::PartitionProduceData::encoded_size(int16_t version) const {
   const bool flexible = version >= 9;
   size_t n = 0;
   n += 4;
@@ -54,7 +54,7 @@ size_t produce_request::PartitionProduceData::encoded_size(int16_t version) cons
   return n;
 }
 
-void produce_request::TopicProduceData::encode(writer& w, int16_t version) const {
+void produce_request_types::TopicProduceData::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 9;
   w.string(name, flexible);
   w.array_length(partition_data.size(), flexible);
@@ -66,7 +66,7 @@ void produce_request::TopicProduceData::encode(writer& w, int16_t version) const
   }
 }
 
-void produce_request::TopicProduceData::decode(reader& r, int16_t version) {
+void produce_request_types::TopicProduceData::decode(reader& r, int16_t version) {
   const bool flexible = version >= 9;
   name = r.string(flexible);
   {
@@ -93,7 +93,7 @@ void produce_request::TopicProduceData::decode(reader& r, int16_t version) {
   }
 }
 
-size_t produce_request::TopicProduceData::encoded_size(int16_t version) const {
+size_t produce_request_types::TopicProduceData::encoded_size(int16_t version) const {
   const bool flexible = version >= 9;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);

@@ -14,6 +14,33 @@
 
 namespace silt::protocol {
 
+// The nested structs of produce_request; use them as produce_request::<Name>.
+namespace produce_request_types {
+
+struct PartitionProduceData {
+  int32_t index = 0;
+  std::optional<records_view> records;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const PartitionProduceData&) const = default;
+};
+
+struct TopicProduceData {
+  std::string name;
+  std::vector<produce_request_types::PartitionProduceData> partition_data;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TopicProduceData&) const = default;
+};
+
+}  // namespace produce_request_types
+
 // Kafka's ProduceRequest (versions 0-11). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct produce_request {
@@ -23,32 +50,13 @@ struct produce_request {
   static constexpr int16_t first_flexible_version = 9;
   static constexpr std::string_view spec_name = "ProduceRequest";
 
-  struct PartitionProduceData {
-    int32_t index = 0;
-    std::optional<records_view> records;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const PartitionProduceData&) const = default;
-  };
-
-  struct TopicProduceData {
-    std::string name;
-    std::vector<produce_request::PartitionProduceData> partition_data;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TopicProduceData&) const = default;
-  };
+  using PartitionProduceData = produce_request_types::PartitionProduceData;
+  using TopicProduceData = produce_request_types::TopicProduceData;
 
   std::optional<std::string> transactional_id;
   int16_t acks = 0;
   int32_t timeout_ms = 0;
-  std::vector<produce_request::TopicProduceData> topic_data;
+  std::vector<produce_request_types::TopicProduceData> topic_data;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

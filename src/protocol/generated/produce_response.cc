@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void produce_response::BatchIndexAndErrorMessage::encode(writer& w, int16_t version) const {
+void produce_response_types::BatchIndexAndErrorMessage::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 9;
   if (version >= 8) {
     w.int32(batch_index);
@@ -24,7 +24,7 @@ void produce_response::BatchIndexAndErrorMessage::encode(writer& w, int16_t vers
   }
 }
 
-void produce_response::BatchIndexAndErrorMessage::decode(reader& r, int16_t version) {
+void produce_response_types::BatchIndexAndErrorMessage::decode(reader& r, int16_t version) {
   const bool flexible = version >= 9;
   if (version >= 8) {
     batch_index = r.int32();
@@ -43,7 +43,7 @@ void produce_response::BatchIndexAndErrorMessage::decode(reader& r, int16_t vers
   }
 }
 
-size_t produce_response::BatchIndexAndErrorMessage::encoded_size(int16_t version) const {
+size_t produce_response_types::BatchIndexAndErrorMessage::encoded_size(int16_t version) const {
   const bool flexible = version >= 9;
   size_t n = 0;
   if (version >= 8) {
@@ -66,7 +66,7 @@ size_t produce_response::BatchIndexAndErrorMessage::encoded_size(int16_t version
   return n;
 }
 
-void produce_response::LeaderIdAndEpoch::encode(writer& w, int16_t version) const {
+void produce_response_types::LeaderIdAndEpoch::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 9;
   if (version >= 10) {
     w.int32(leader_id);
@@ -79,7 +79,7 @@ void produce_response::LeaderIdAndEpoch::encode(writer& w, int16_t version) cons
   }
 }
 
-void produce_response::LeaderIdAndEpoch::decode(reader& r, int16_t version) {
+void produce_response_types::LeaderIdAndEpoch::decode(reader& r, int16_t version) {
   const bool flexible = version >= 9;
   if (version >= 10) {
     leader_id = r.int32();
@@ -98,7 +98,7 @@ void produce_response::LeaderIdAndEpoch::decode(reader& r, int16_t version) {
   }
 }
 
-size_t produce_response::LeaderIdAndEpoch::encoded_size(int16_t version) const {
+size_t produce_response_types::LeaderIdAndEpoch::encoded_size(int16_t version) const {
   const bool flexible = version >= 9;
   size_t n = 0;
   if (version >= 10) {
@@ -117,7 +117,7 @@ size_t produce_response::LeaderIdAndEpoch::encoded_size(int16_t version) const {
   return n;
 }
 
-void produce_response::PartitionProduceResponse::encode(writer& w, int16_t version) const {
+void produce_response_types::PartitionProduceResponse::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 9;
   w.int32(index);
   w.int16(error_code);
@@ -143,7 +143,7 @@ void produce_response::PartitionProduceResponse::encode(writer& w, int16_t versi
   }
   if (flexible) {
     uint32_t count = static_cast<uint32_t>(unknown_tagged_fields.size());
-    const bool has_current_leader = (version >= 10) && !(current_leader == produce_response::LeaderIdAndEpoch{});
+    const bool has_current_leader = (version >= 10) && !(current_leader == produce_response_types::LeaderIdAndEpoch{});
     count += has_current_leader ? 1 : 0;
     w.uvarint(count);
     size_t next_unknown = 0;
@@ -159,7 +159,7 @@ void produce_response::PartitionProduceResponse::encode(writer& w, int16_t versi
   }
 }
 
-void produce_response::PartitionProduceResponse::decode(reader& r, int16_t version) {
+void produce_response_types::PartitionProduceResponse::decode(reader& r, int16_t version) {
   const bool flexible = version >= 9;
   index = r.int32();
   error_code = r.int16();
@@ -211,7 +211,7 @@ void produce_response::PartitionProduceResponse::decode(reader& r, int16_t versi
   }
 }
 
-size_t produce_response::PartitionProduceResponse::encoded_size(int16_t version) const {
+size_t produce_response_types::PartitionProduceResponse::encoded_size(int16_t version) const {
   const bool flexible = version >= 9;
   size_t n = 0;
   n += 4;
@@ -239,7 +239,7 @@ size_t produce_response::PartitionProduceResponse::encoded_size(int16_t version)
     for (const auto& t : unknown_tagged_fields) {
       n += wire_size::uvarint(t.tag) + wire_size::uvarint(static_cast<uint32_t>(t.data.size())) + t.data.size();
     }
-    if ((version >= 10) && !(current_leader == produce_response::LeaderIdAndEpoch{})) {
+    if ((version >= 10) && !(current_leader == produce_response_types::LeaderIdAndEpoch{})) {
       size_t field_size = 0;
       field_size += current_leader.encoded_size(version);
       n += wire_size::uvarint(0) + wire_size::uvarint(static_cast<uint32_t>(field_size)) + field_size;
@@ -250,7 +250,7 @@ size_t produce_response::PartitionProduceResponse::encoded_size(int16_t version)
   return n;
 }
 
-void produce_response::TopicProduceResponse::encode(writer& w, int16_t version) const {
+void produce_response_types::TopicProduceResponse::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 9;
   w.string(name, flexible);
   w.array_length(partition_responses.size(), flexible);
@@ -262,7 +262,7 @@ void produce_response::TopicProduceResponse::encode(writer& w, int16_t version) 
   }
 }
 
-void produce_response::TopicProduceResponse::decode(reader& r, int16_t version) {
+void produce_response_types::TopicProduceResponse::decode(reader& r, int16_t version) {
   const bool flexible = version >= 9;
   name = r.string(flexible);
   {
@@ -289,7 +289,7 @@ void produce_response::TopicProduceResponse::decode(reader& r, int16_t version) 
   }
 }
 
-size_t produce_response::TopicProduceResponse::encoded_size(int16_t version) const {
+size_t produce_response_types::TopicProduceResponse::encoded_size(int16_t version) const {
   const bool flexible = version >= 9;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);
@@ -305,7 +305,7 @@ size_t produce_response::TopicProduceResponse::encoded_size(int16_t version) con
   return n;
 }
 
-void produce_response::NodeEndpoint::encode(writer& w, int16_t version) const {
+void produce_response_types::NodeEndpoint::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 9;
   if (version >= 10) {
     w.int32(node_id);
@@ -328,7 +328,7 @@ void produce_response::NodeEndpoint::encode(writer& w, int16_t version) const {
   }
 }
 
-void produce_response::NodeEndpoint::decode(reader& r, int16_t version) {
+void produce_response_types::NodeEndpoint::decode(reader& r, int16_t version) {
   const bool flexible = version >= 9;
   if (version >= 10) {
     node_id = r.int32();
@@ -353,7 +353,7 @@ void produce_response::NodeEndpoint::decode(reader& r, int16_t version) {
   }
 }
 
-size_t produce_response::NodeEndpoint::encoded_size(int16_t version) const {
+size_t produce_response_types::NodeEndpoint::encoded_size(int16_t version) const {
   const bool flexible = version >= 9;
   size_t n = 0;
   if (version >= 10) {

@@ -14,6 +14,74 @@
 
 namespace silt::protocol {
 
+// The nested structs of produce_response; use them as produce_response::<Name>.
+namespace produce_response_types {
+
+struct BatchIndexAndErrorMessage {
+  int32_t batch_index = 0;
+  std::optional<std::string> batch_index_error_message;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const BatchIndexAndErrorMessage&) const = default;
+};
+
+struct LeaderIdAndEpoch {
+  int32_t leader_id = -1;
+  int32_t leader_epoch = -1;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const LeaderIdAndEpoch&) const = default;
+};
+
+struct PartitionProduceResponse {
+  int32_t index = 0;
+  int16_t error_code = 0;
+  int64_t base_offset = 0;
+  int64_t log_append_time_ms = -1;
+  int64_t log_start_offset = -1;
+  std::vector<produce_response_types::BatchIndexAndErrorMessage> record_errors;
+  std::optional<std::string> error_message;
+  produce_response_types::LeaderIdAndEpoch current_leader;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const PartitionProduceResponse&) const = default;
+};
+
+struct TopicProduceResponse {
+  std::string name;
+  std::vector<produce_response_types::PartitionProduceResponse> partition_responses;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TopicProduceResponse&) const = default;
+};
+
+struct NodeEndpoint {
+  int32_t node_id = 0;
+  std::string host;
+  int32_t port = 0;
+  std::optional<std::string> rack;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const NodeEndpoint&) const = default;
+};
+
+}  // namespace produce_response_types
+
 // Kafka's ProduceResponse (versions 0-11). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct produce_response {
@@ -23,72 +91,15 @@ struct produce_response {
   static constexpr int16_t first_flexible_version = 9;
   static constexpr std::string_view spec_name = "ProduceResponse";
 
-  struct BatchIndexAndErrorMessage {
-    int32_t batch_index = 0;
-    std::optional<std::string> batch_index_error_message;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using BatchIndexAndErrorMessage = produce_response_types::BatchIndexAndErrorMessage;
+  using LeaderIdAndEpoch = produce_response_types::LeaderIdAndEpoch;
+  using PartitionProduceResponse = produce_response_types::PartitionProduceResponse;
+  using TopicProduceResponse = produce_response_types::TopicProduceResponse;
+  using NodeEndpoint = produce_response_types::NodeEndpoint;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const BatchIndexAndErrorMessage&) const = default;
-  };
-
-  struct LeaderIdAndEpoch {
-    int32_t leader_id = -1;
-    int32_t leader_epoch = -1;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const LeaderIdAndEpoch&) const = default;
-  };
-
-  struct PartitionProduceResponse {
-    int32_t index = 0;
-    int16_t error_code = 0;
-    int64_t base_offset = 0;
-    int64_t log_append_time_ms = -1;
-    int64_t log_start_offset = -1;
-    std::vector<produce_response::BatchIndexAndErrorMessage> record_errors;
-    std::optional<std::string> error_message;
-    produce_response::LeaderIdAndEpoch current_leader;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const PartitionProduceResponse&) const = default;
-  };
-
-  struct TopicProduceResponse {
-    std::string name;
-    std::vector<produce_response::PartitionProduceResponse> partition_responses;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TopicProduceResponse&) const = default;
-  };
-
-  struct NodeEndpoint {
-    int32_t node_id = 0;
-    std::string host;
-    int32_t port = 0;
-    std::optional<std::string> rack;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const NodeEndpoint&) const = default;
-  };
-
-  std::vector<produce_response::TopicProduceResponse> responses;
+  std::vector<produce_response_types::TopicProduceResponse> responses;
   int32_t throttle_time_ms = 0;
-  std::vector<produce_response::NodeEndpoint> node_endpoints;
+  std::vector<produce_response_types::NodeEndpoint> node_endpoints;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

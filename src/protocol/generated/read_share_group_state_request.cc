@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void read_share_group_state_request::PartitionData::encode(writer& w, int16_t version) const {
+void read_share_group_state_request_types::PartitionData::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int32(partition);
@@ -17,7 +17,7 @@ void read_share_group_state_request::PartitionData::encode(writer& w, int16_t ve
   }
 }
 
-void read_share_group_state_request::PartitionData::decode(reader& r, int16_t version) {
+void read_share_group_state_request_types::PartitionData::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   partition = r.int32();
@@ -33,7 +33,7 @@ void read_share_group_state_request::PartitionData::decode(reader& r, int16_t ve
   }
 }
 
-size_t read_share_group_state_request::PartitionData::encoded_size(int16_t version) const {
+size_t read_share_group_state_request_types::PartitionData::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -49,7 +49,7 @@ size_t read_share_group_state_request::PartitionData::encoded_size(int16_t versi
   return n;
 }
 
-void read_share_group_state_request::ReadStateData::encode(writer& w, int16_t version) const {
+void read_share_group_state_request_types::ReadStateData::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.uuid(topic_id);
   w.array_length(partitions.size(), flexible);
@@ -61,7 +61,7 @@ void read_share_group_state_request::ReadStateData::encode(writer& w, int16_t ve
   }
 }
 
-void read_share_group_state_request::ReadStateData::decode(reader& r, int16_t version) {
+void read_share_group_state_request_types::ReadStateData::decode(reader& r, int16_t version) {
   const bool flexible = true;
   topic_id = r.uuid();
   {
@@ -88,7 +88,7 @@ void read_share_group_state_request::ReadStateData::decode(reader& r, int16_t ve
   }
 }
 
-size_t read_share_group_state_request::ReadStateData::encoded_size(int16_t version) const {
+size_t read_share_group_state_request_types::ReadStateData::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 16;

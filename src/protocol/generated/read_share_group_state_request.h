@@ -14,6 +14,33 @@
 
 namespace silt::protocol {
 
+// The nested structs of read_share_group_state_request; use them as read_share_group_state_request::<Name>.
+namespace read_share_group_state_request_types {
+
+struct PartitionData {
+  int32_t partition = 0;
+  int32_t leader_epoch = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct ReadStateData {
+  uuid topic_id;
+  std::vector<read_share_group_state_request_types::PartitionData> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ReadStateData&) const = default;
+};
+
+}  // namespace read_share_group_state_request_types
+
 // Kafka's ReadShareGroupStateRequest (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct read_share_group_state_request {
@@ -23,30 +50,11 @@ struct read_share_group_state_request {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "ReadShareGroupStateRequest";
 
-  struct PartitionData {
-    int32_t partition = 0;
-    int32_t leader_epoch = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct ReadStateData {
-    uuid topic_id;
-    std::vector<read_share_group_state_request::PartitionData> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ReadStateData&) const = default;
-  };
+  using PartitionData = read_share_group_state_request_types::PartitionData;
+  using ReadStateData = read_share_group_state_request_types::ReadStateData;
 
   std::string group_id;
-  std::vector<read_share_group_state_request::ReadStateData> topics;
+  std::vector<read_share_group_state_request_types::ReadStateData> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void read_share_group_state_response::StateBatch::encode(writer& w, int16_t version) const {
+void read_share_group_state_response_types::StateBatch::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int64(first_offset);
@@ -19,7 +19,7 @@ void read_share_group_state_response::StateBatch::encode(writer& w, int16_t vers
   }
 }
 
-void read_share_group_state_response::StateBatch::decode(reader& r, int16_t version) {
+void read_share_group_state_response_types::StateBatch::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   first_offset = r.int64();
@@ -37,7 +37,7 @@ void read_share_group_state_response::StateBatch::decode(reader& r, int16_t vers
   }
 }
 
-size_t read_share_group_state_response::StateBatch::encoded_size(int16_t version) const {
+size_t read_share_group_state_response_types::StateBatch::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -55,7 +55,7 @@ size_t read_share_group_state_response::StateBatch::encoded_size(int16_t version
   return n;
 }
 
-void read_share_group_state_response::PartitionResult::encode(writer& w, int16_t version) const {
+void read_share_group_state_response_types::PartitionResult::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.int32(partition);
   w.int16(error_code);
@@ -75,7 +75,7 @@ void read_share_group_state_response::PartitionResult::encode(writer& w, int16_t
   }
 }
 
-void read_share_group_state_response::PartitionResult::decode(reader& r, int16_t version) {
+void read_share_group_state_response_types::PartitionResult::decode(reader& r, int16_t version) {
   const bool flexible = true;
   partition = r.int32();
   error_code = r.int16();
@@ -106,7 +106,7 @@ void read_share_group_state_response::PartitionResult::decode(reader& r, int16_t
   }
 }
 
-size_t read_share_group_state_response::PartitionResult::encoded_size(int16_t version) const {
+size_t read_share_group_state_response_types::PartitionResult::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 4;
@@ -130,7 +130,7 @@ size_t read_share_group_state_response::PartitionResult::encoded_size(int16_t ve
   return n;
 }
 
-void read_share_group_state_response::ReadStateResult::encode(writer& w, int16_t version) const {
+void read_share_group_state_response_types::ReadStateResult::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.uuid(topic_id);
   w.array_length(partitions.size(), flexible);
@@ -142,7 +142,7 @@ void read_share_group_state_response::ReadStateResult::encode(writer& w, int16_t
   }
 }
 
-void read_share_group_state_response::ReadStateResult::decode(reader& r, int16_t version) {
+void read_share_group_state_response_types::ReadStateResult::decode(reader& r, int16_t version) {
   const bool flexible = true;
   topic_id = r.uuid();
   {
@@ -169,7 +169,7 @@ void read_share_group_state_response::ReadStateResult::decode(reader& r, int16_t
   }
 }
 
-size_t read_share_group_state_response::ReadStateResult::encoded_size(int16_t version) const {
+size_t read_share_group_state_response_types::ReadStateResult::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 16;

@@ -14,6 +14,50 @@
 
 namespace silt::protocol {
 
+// The nested structs of read_share_group_state_response; use them as read_share_group_state_response::<Name>.
+namespace read_share_group_state_response_types {
+
+struct StateBatch {
+  int64_t first_offset = 0;
+  int64_t last_offset = 0;
+  int8_t delivery_state = 0;
+  int16_t delivery_count = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const StateBatch&) const = default;
+};
+
+struct PartitionResult {
+  int32_t partition = 0;
+  int16_t error_code = 0;
+  std::optional<std::string> error_message;
+  int32_t state_epoch = 0;
+  int64_t start_offset = 0;
+  std::vector<read_share_group_state_response_types::StateBatch> state_batches;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const PartitionResult&) const = default;
+};
+
+struct ReadStateResult {
+  uuid topic_id;
+  std::vector<read_share_group_state_response_types::PartitionResult> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ReadStateResult&) const = default;
+};
+
+}  // namespace read_share_group_state_response_types
+
 // Kafka's ReadShareGroupStateResponse (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct read_share_group_state_response {
@@ -23,46 +67,11 @@ struct read_share_group_state_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "ReadShareGroupStateResponse";
 
-  struct StateBatch {
-    int64_t first_offset = 0;
-    int64_t last_offset = 0;
-    int8_t delivery_state = 0;
-    int16_t delivery_count = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using StateBatch = read_share_group_state_response_types::StateBatch;
+  using PartitionResult = read_share_group_state_response_types::PartitionResult;
+  using ReadStateResult = read_share_group_state_response_types::ReadStateResult;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const StateBatch&) const = default;
-  };
-
-  struct PartitionResult {
-    int32_t partition = 0;
-    int16_t error_code = 0;
-    std::optional<std::string> error_message;
-    int32_t state_epoch = 0;
-    int64_t start_offset = 0;
-    std::vector<read_share_group_state_response::StateBatch> state_batches;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const PartitionResult&) const = default;
-  };
-
-  struct ReadStateResult {
-    uuid topic_id;
-    std::vector<read_share_group_state_response::PartitionResult> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ReadStateResult&) const = default;
-  };
-
-  std::vector<read_share_group_state_response::ReadStateResult> results;
+  std::vector<read_share_group_state_response_types::ReadStateResult> results;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void read_share_group_state_summary_response::PartitionResult::encode(writer& w, int16_t version) const {
+void read_share_group_state_summary_response_types::PartitionResult::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int32(partition);
@@ -24,7 +24,7 @@ void read_share_group_state_summary_response::PartitionResult::encode(writer& w,
   }
 }
 
-void read_share_group_state_summary_response::PartitionResult::decode(reader& r, int16_t version) {
+void read_share_group_state_summary_response_types::PartitionResult::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   partition = r.int32();
@@ -43,7 +43,7 @@ void read_share_group_state_summary_response::PartitionResult::decode(reader& r,
   }
 }
 
-size_t read_share_group_state_summary_response::PartitionResult::encoded_size(int16_t version) const {
+size_t read_share_group_state_summary_response_types::PartitionResult::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -66,7 +66,7 @@ size_t read_share_group_state_summary_response::PartitionResult::encoded_size(in
   return n;
 }
 
-void read_share_group_state_summary_response::ReadStateSummaryResult::encode(writer& w, int16_t version) const {
+void read_share_group_state_summary_response_types::ReadStateSummaryResult::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.uuid(topic_id);
   w.array_length(partitions.size(), flexible);
@@ -78,7 +78,7 @@ void read_share_group_state_summary_response::ReadStateSummaryResult::encode(wri
   }
 }
 
-void read_share_group_state_summary_response::ReadStateSummaryResult::decode(reader& r, int16_t version) {
+void read_share_group_state_summary_response_types::ReadStateSummaryResult::decode(reader& r, int16_t version) {
   const bool flexible = true;
   topic_id = r.uuid();
   {
@@ -105,7 +105,7 @@ void read_share_group_state_summary_response::ReadStateSummaryResult::decode(rea
   }
 }
 
-size_t read_share_group_state_summary_response::ReadStateSummaryResult::encoded_size(int16_t version) const {
+size_t read_share_group_state_summary_response_types::ReadStateSummaryResult::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 16;

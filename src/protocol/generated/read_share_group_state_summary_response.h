@@ -14,6 +14,36 @@
 
 namespace silt::protocol {
 
+// The nested structs of read_share_group_state_summary_response; use them as read_share_group_state_summary_response::<Name>.
+namespace read_share_group_state_summary_response_types {
+
+struct PartitionResult {
+  int32_t partition = 0;
+  int16_t error_code = 0;
+  std::optional<std::string> error_message;
+  int32_t state_epoch = 0;
+  int64_t start_offset = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const PartitionResult&) const = default;
+};
+
+struct ReadStateSummaryResult {
+  uuid topic_id;
+  std::vector<read_share_group_state_summary_response_types::PartitionResult> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ReadStateSummaryResult&) const = default;
+};
+
+}  // namespace read_share_group_state_summary_response_types
+
 // Kafka's ReadShareGroupStateSummaryResponse (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct read_share_group_state_summary_response {
@@ -23,32 +53,10 @@ struct read_share_group_state_summary_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "ReadShareGroupStateSummaryResponse";
 
-  struct PartitionResult {
-    int32_t partition = 0;
-    int16_t error_code = 0;
-    std::optional<std::string> error_message;
-    int32_t state_epoch = 0;
-    int64_t start_offset = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using PartitionResult = read_share_group_state_summary_response_types::PartitionResult;
+  using ReadStateSummaryResult = read_share_group_state_summary_response_types::ReadStateSummaryResult;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const PartitionResult&) const = default;
-  };
-
-  struct ReadStateSummaryResult {
-    uuid topic_id;
-    std::vector<read_share_group_state_summary_response::PartitionResult> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ReadStateSummaryResult&) const = default;
-  };
-
-  std::vector<read_share_group_state_summary_response::ReadStateSummaryResult> results;
+  std::vector<read_share_group_state_summary_response_types::ReadStateSummaryResult> results;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

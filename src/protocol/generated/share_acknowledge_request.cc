@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void share_acknowledge_request::AcknowledgementBatch::encode(writer& w, int16_t version) const {
+void share_acknowledge_request_types::AcknowledgementBatch::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int64(first_offset);
@@ -21,7 +21,7 @@ void share_acknowledge_request::AcknowledgementBatch::encode(writer& w, int16_t 
   }
 }
 
-void share_acknowledge_request::AcknowledgementBatch::decode(reader& r, int16_t version) {
+void share_acknowledge_request_types::AcknowledgementBatch::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   first_offset = r.int64();
@@ -50,7 +50,7 @@ void share_acknowledge_request::AcknowledgementBatch::decode(reader& r, int16_t 
   }
 }
 
-size_t share_acknowledge_request::AcknowledgementBatch::encoded_size(int16_t version) const {
+size_t share_acknowledge_request_types::AcknowledgementBatch::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -68,7 +68,7 @@ size_t share_acknowledge_request::AcknowledgementBatch::encoded_size(int16_t ver
   return n;
 }
 
-void share_acknowledge_request::AcknowledgePartition::encode(writer& w, int16_t version) const {
+void share_acknowledge_request_types::AcknowledgePartition::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.int32(partition_index);
   w.array_length(acknowledgement_batches.size(), flexible);
@@ -80,7 +80,7 @@ void share_acknowledge_request::AcknowledgePartition::encode(writer& w, int16_t 
   }
 }
 
-void share_acknowledge_request::AcknowledgePartition::decode(reader& r, int16_t version) {
+void share_acknowledge_request_types::AcknowledgePartition::decode(reader& r, int16_t version) {
   const bool flexible = true;
   partition_index = r.int32();
   {
@@ -107,7 +107,7 @@ void share_acknowledge_request::AcknowledgePartition::decode(reader& r, int16_t 
   }
 }
 
-size_t share_acknowledge_request::AcknowledgePartition::encoded_size(int16_t version) const {
+size_t share_acknowledge_request_types::AcknowledgePartition::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 4;
@@ -123,7 +123,7 @@ size_t share_acknowledge_request::AcknowledgePartition::encoded_size(int16_t ver
   return n;
 }
 
-void share_acknowledge_request::AcknowledgeTopic::encode(writer& w, int16_t version) const {
+void share_acknowledge_request_types::AcknowledgeTopic::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.uuid(topic_id);
   w.array_length(partitions.size(), flexible);
@@ -135,7 +135,7 @@ void share_acknowledge_request::AcknowledgeTopic::encode(writer& w, int16_t vers
   }
 }
 
-void share_acknowledge_request::AcknowledgeTopic::decode(reader& r, int16_t version) {
+void share_acknowledge_request_types::AcknowledgeTopic::decode(reader& r, int16_t version) {
   const bool flexible = true;
   topic_id = r.uuid();
   {
@@ -162,7 +162,7 @@ void share_acknowledge_request::AcknowledgeTopic::decode(reader& r, int16_t vers
   }
 }
 
-size_t share_acknowledge_request::AcknowledgeTopic::encoded_size(int16_t version) const {
+size_t share_acknowledge_request_types::AcknowledgeTopic::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 16;

@@ -14,6 +14,45 @@
 
 namespace silt::protocol {
 
+// The nested structs of share_acknowledge_request; use them as share_acknowledge_request::<Name>.
+namespace share_acknowledge_request_types {
+
+struct AcknowledgementBatch {
+  int64_t first_offset = 0;
+  int64_t last_offset = 0;
+  std::vector<int8_t> acknowledge_types;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AcknowledgementBatch&) const = default;
+};
+
+struct AcknowledgePartition {
+  int32_t partition_index = 0;
+  std::vector<share_acknowledge_request_types::AcknowledgementBatch> acknowledgement_batches;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AcknowledgePartition&) const = default;
+};
+
+struct AcknowledgeTopic {
+  uuid topic_id;
+  std::vector<share_acknowledge_request_types::AcknowledgePartition> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AcknowledgeTopic&) const = default;
+};
+
+}  // namespace share_acknowledge_request_types
+
 // Kafka's ShareAcknowledgeRequest (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct share_acknowledge_request {
@@ -23,44 +62,14 @@ struct share_acknowledge_request {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "ShareAcknowledgeRequest";
 
-  struct AcknowledgementBatch {
-    int64_t first_offset = 0;
-    int64_t last_offset = 0;
-    std::vector<int8_t> acknowledge_types;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AcknowledgementBatch&) const = default;
-  };
-
-  struct AcknowledgePartition {
-    int32_t partition_index = 0;
-    std::vector<share_acknowledge_request::AcknowledgementBatch> acknowledgement_batches;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AcknowledgePartition&) const = default;
-  };
-
-  struct AcknowledgeTopic {
-    uuid topic_id;
-    std::vector<share_acknowledge_request::AcknowledgePartition> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AcknowledgeTopic&) const = default;
-  };
+  using AcknowledgementBatch = share_acknowledge_request_types::AcknowledgementBatch;
+  using AcknowledgePartition = share_acknowledge_request_types::AcknowledgePartition;
+  using AcknowledgeTopic = share_acknowledge_request_types::AcknowledgeTopic;
 
   std::optional<std::string> group_id;
   std::optional<std::string> member_id{std::in_place};
   int32_t share_session_epoch = 0;
-  std::vector<share_acknowledge_request::AcknowledgeTopic> topics;
+  std::vector<share_acknowledge_request_types::AcknowledgeTopic> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void share_acknowledge_response::LeaderIdAndEpoch::encode(writer& w, int16_t version) const {
+void share_acknowledge_response_types::LeaderIdAndEpoch::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int32(leader_id);
@@ -17,7 +17,7 @@ void share_acknowledge_response::LeaderIdAndEpoch::encode(writer& w, int16_t ver
   }
 }
 
-void share_acknowledge_response::LeaderIdAndEpoch::decode(reader& r, int16_t version) {
+void share_acknowledge_response_types::LeaderIdAndEpoch::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   leader_id = r.int32();
@@ -33,7 +33,7 @@ void share_acknowledge_response::LeaderIdAndEpoch::decode(reader& r, int16_t ver
   }
 }
 
-size_t share_acknowledge_response::LeaderIdAndEpoch::encoded_size(int16_t version) const {
+size_t share_acknowledge_response_types::LeaderIdAndEpoch::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -49,7 +49,7 @@ size_t share_acknowledge_response::LeaderIdAndEpoch::encoded_size(int16_t versio
   return n;
 }
 
-void share_acknowledge_response::PartitionData::encode(writer& w, int16_t version) const {
+void share_acknowledge_response_types::PartitionData::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.int32(partition_index);
   w.int16(error_code);
@@ -64,7 +64,7 @@ void share_acknowledge_response::PartitionData::encode(writer& w, int16_t versio
   }
 }
 
-void share_acknowledge_response::PartitionData::decode(reader& r, int16_t version) {
+void share_acknowledge_response_types::PartitionData::decode(reader& r, int16_t version) {
   const bool flexible = true;
   partition_index = r.int32();
   error_code = r.int16();
@@ -81,7 +81,7 @@ void share_acknowledge_response::PartitionData::decode(reader& r, int16_t versio
   }
 }
 
-size_t share_acknowledge_response::PartitionData::encoded_size(int16_t version) const {
+size_t share_acknowledge_response_types::PartitionData::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 4;
@@ -102,7 +102,7 @@ size_t share_acknowledge_response::PartitionData::encoded_size(int16_t version) 
   return n;
 }
 
-void share_acknowledge_response::ShareAcknowledgeTopicResponse::encode(writer& w, int16_t version) const {
+void share_acknowledge_response_types::ShareAcknowledgeTopicResponse::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.uuid(topic_id);
   w.array_length(partitions.size(), flexible);
@@ -114,7 +114,7 @@ void share_acknowledge_response::ShareAcknowledgeTopicResponse::encode(writer& w
   }
 }
 
-void share_acknowledge_response::ShareAcknowledgeTopicResponse::decode(reader& r, int16_t version) {
+void share_acknowledge_response_types::ShareAcknowledgeTopicResponse::decode(reader& r, int16_t version) {
   const bool flexible = true;
   topic_id = r.uuid();
   {
@@ -141,7 +141,7 @@ void share_acknowledge_response::ShareAcknowledgeTopicResponse::decode(reader& r
   }
 }
 
-size_t share_acknowledge_response::ShareAcknowledgeTopicResponse::encoded_size(int16_t version) const {
+size_t share_acknowledge_response_types::ShareAcknowledgeTopicResponse::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 16;
@@ -157,7 +157,7 @@ size_t share_acknowledge_response::ShareAcknowledgeTopicResponse::encoded_size(i
   return n;
 }
 
-void share_acknowledge_response::NodeEndpoint::encode(writer& w, int16_t version) const {
+void share_acknowledge_response_types::NodeEndpoint::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int32(node_id);
@@ -173,7 +173,7 @@ void share_acknowledge_response::NodeEndpoint::encode(writer& w, int16_t version
   }
 }
 
-void share_acknowledge_response::NodeEndpoint::decode(reader& r, int16_t version) {
+void share_acknowledge_response_types::NodeEndpoint::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   node_id = r.int32();
@@ -191,7 +191,7 @@ void share_acknowledge_response::NodeEndpoint::decode(reader& r, int16_t version
   }
 }
 
-size_t share_acknowledge_response::NodeEndpoint::encoded_size(int16_t version) const {
+size_t share_acknowledge_response_types::NodeEndpoint::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;

@@ -14,6 +14,59 @@
 
 namespace silt::protocol {
 
+// The nested structs of share_acknowledge_response; use them as share_acknowledge_response::<Name>.
+namespace share_acknowledge_response_types {
+
+struct LeaderIdAndEpoch {
+  int32_t leader_id = 0;
+  int32_t leader_epoch = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const LeaderIdAndEpoch&) const = default;
+};
+
+struct PartitionData {
+  int32_t partition_index = 0;
+  int16_t error_code = 0;
+  std::optional<std::string> error_message;
+  share_acknowledge_response_types::LeaderIdAndEpoch current_leader;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct ShareAcknowledgeTopicResponse {
+  uuid topic_id;
+  std::vector<share_acknowledge_response_types::PartitionData> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ShareAcknowledgeTopicResponse&) const = default;
+};
+
+struct NodeEndpoint {
+  int32_t node_id = 0;
+  std::string host;
+  int32_t port = 0;
+  std::optional<std::string> rack;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const NodeEndpoint&) const = default;
+};
+
+}  // namespace share_acknowledge_response_types
+
 // Kafka's ShareAcknowledgeResponse (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct share_acknowledge_response {
@@ -23,59 +76,16 @@ struct share_acknowledge_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "ShareAcknowledgeResponse";
 
-  struct LeaderIdAndEpoch {
-    int32_t leader_id = 0;
-    int32_t leader_epoch = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const LeaderIdAndEpoch&) const = default;
-  };
-
-  struct PartitionData {
-    int32_t partition_index = 0;
-    int16_t error_code = 0;
-    std::optional<std::string> error_message;
-    share_acknowledge_response::LeaderIdAndEpoch current_leader;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct ShareAcknowledgeTopicResponse {
-    uuid topic_id;
-    std::vector<share_acknowledge_response::PartitionData> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ShareAcknowledgeTopicResponse&) const = default;
-  };
-
-  struct NodeEndpoint {
-    int32_t node_id = 0;
-    std::string host;
-    int32_t port = 0;
-    std::optional<std::string> rack;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const NodeEndpoint&) const = default;
-  };
+  using LeaderIdAndEpoch = share_acknowledge_response_types::LeaderIdAndEpoch;
+  using PartitionData = share_acknowledge_response_types::PartitionData;
+  using ShareAcknowledgeTopicResponse = share_acknowledge_response_types::ShareAcknowledgeTopicResponse;
+  using NodeEndpoint = share_acknowledge_response_types::NodeEndpoint;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
   std::optional<std::string> error_message;
-  std::vector<share_acknowledge_response::ShareAcknowledgeTopicResponse> responses;
-  std::vector<share_acknowledge_response::NodeEndpoint> node_endpoints;
+  std::vector<share_acknowledge_response_types::ShareAcknowledgeTopicResponse> responses;
+  std::vector<share_acknowledge_response_types::NodeEndpoint> node_endpoints;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void share_fetch_request::AcknowledgementBatch::encode(writer& w, int16_t version) const {
+void share_fetch_request_types::AcknowledgementBatch::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int64(first_offset);
@@ -21,7 +21,7 @@ void share_fetch_request::AcknowledgementBatch::encode(writer& w, int16_t versio
   }
 }
 
-void share_fetch_request::AcknowledgementBatch::decode(reader& r, int16_t version) {
+void share_fetch_request_types::AcknowledgementBatch::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   first_offset = r.int64();
@@ -50,7 +50,7 @@ void share_fetch_request::AcknowledgementBatch::decode(reader& r, int16_t versio
   }
 }
 
-size_t share_fetch_request::AcknowledgementBatch::encoded_size(int16_t version) const {
+size_t share_fetch_request_types::AcknowledgementBatch::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -68,7 +68,7 @@ size_t share_fetch_request::AcknowledgementBatch::encoded_size(int16_t version) 
   return n;
 }
 
-void share_fetch_request::FetchPartition::encode(writer& w, int16_t version) const {
+void share_fetch_request_types::FetchPartition::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.int32(partition_index);
   w.int32(partition_max_bytes);
@@ -81,7 +81,7 @@ void share_fetch_request::FetchPartition::encode(writer& w, int16_t version) con
   }
 }
 
-void share_fetch_request::FetchPartition::decode(reader& r, int16_t version) {
+void share_fetch_request_types::FetchPartition::decode(reader& r, int16_t version) {
   const bool flexible = true;
   partition_index = r.int32();
   partition_max_bytes = r.int32();
@@ -109,7 +109,7 @@ void share_fetch_request::FetchPartition::decode(reader& r, int16_t version) {
   }
 }
 
-size_t share_fetch_request::FetchPartition::encoded_size(int16_t version) const {
+size_t share_fetch_request_types::FetchPartition::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 4;
@@ -126,7 +126,7 @@ size_t share_fetch_request::FetchPartition::encoded_size(int16_t version) const 
   return n;
 }
 
-void share_fetch_request::FetchTopic::encode(writer& w, int16_t version) const {
+void share_fetch_request_types::FetchTopic::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.uuid(topic_id);
   w.array_length(partitions.size(), flexible);
@@ -138,7 +138,7 @@ void share_fetch_request::FetchTopic::encode(writer& w, int16_t version) const {
   }
 }
 
-void share_fetch_request::FetchTopic::decode(reader& r, int16_t version) {
+void share_fetch_request_types::FetchTopic::decode(reader& r, int16_t version) {
   const bool flexible = true;
   topic_id = r.uuid();
   {
@@ -165,7 +165,7 @@ void share_fetch_request::FetchTopic::decode(reader& r, int16_t version) {
   }
 }
 
-size_t share_fetch_request::FetchTopic::encoded_size(int16_t version) const {
+size_t share_fetch_request_types::FetchTopic::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 16;
@@ -181,7 +181,7 @@ size_t share_fetch_request::FetchTopic::encoded_size(int16_t version) const {
   return n;
 }
 
-void share_fetch_request::ForgottenTopic::encode(writer& w, int16_t version) const {
+void share_fetch_request_types::ForgottenTopic::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.uuid(topic_id);
@@ -194,7 +194,7 @@ void share_fetch_request::ForgottenTopic::encode(writer& w, int16_t version) con
   }
 }
 
-void share_fetch_request::ForgottenTopic::decode(reader& r, int16_t version) {
+void share_fetch_request_types::ForgottenTopic::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   topic_id = r.uuid();
@@ -222,7 +222,7 @@ void share_fetch_request::ForgottenTopic::decode(reader& r, int16_t version) {
   }
 }
 
-size_t share_fetch_request::ForgottenTopic::encoded_size(int16_t version) const {
+size_t share_fetch_request_types::ForgottenTopic::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;

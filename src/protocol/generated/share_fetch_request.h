@@ -14,6 +14,57 @@
 
 namespace silt::protocol {
 
+// The nested structs of share_fetch_request; use them as share_fetch_request::<Name>.
+namespace share_fetch_request_types {
+
+struct AcknowledgementBatch {
+  int64_t first_offset = 0;
+  int64_t last_offset = 0;
+  std::vector<int8_t> acknowledge_types;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AcknowledgementBatch&) const = default;
+};
+
+struct FetchPartition {
+  int32_t partition_index = 0;
+  int32_t partition_max_bytes = 0;
+  std::vector<share_fetch_request_types::AcknowledgementBatch> acknowledgement_batches;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const FetchPartition&) const = default;
+};
+
+struct FetchTopic {
+  uuid topic_id;
+  std::vector<share_fetch_request_types::FetchPartition> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const FetchTopic&) const = default;
+};
+
+struct ForgottenTopic {
+  uuid topic_id;
+  std::vector<int32_t> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ForgottenTopic&) const = default;
+};
+
+}  // namespace share_fetch_request_types
+
 // Kafka's ShareFetchRequest (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct share_fetch_request {
@@ -23,51 +74,10 @@ struct share_fetch_request {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "ShareFetchRequest";
 
-  struct AcknowledgementBatch {
-    int64_t first_offset = 0;
-    int64_t last_offset = 0;
-    std::vector<int8_t> acknowledge_types;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AcknowledgementBatch&) const = default;
-  };
-
-  struct FetchPartition {
-    int32_t partition_index = 0;
-    int32_t partition_max_bytes = 0;
-    std::vector<share_fetch_request::AcknowledgementBatch> acknowledgement_batches;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const FetchPartition&) const = default;
-  };
-
-  struct FetchTopic {
-    uuid topic_id;
-    std::vector<share_fetch_request::FetchPartition> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const FetchTopic&) const = default;
-  };
-
-  struct ForgottenTopic {
-    uuid topic_id;
-    std::vector<int32_t> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ForgottenTopic&) const = default;
-  };
+  using AcknowledgementBatch = share_fetch_request_types::AcknowledgementBatch;
+  using FetchPartition = share_fetch_request_types::FetchPartition;
+  using FetchTopic = share_fetch_request_types::FetchTopic;
+  using ForgottenTopic = share_fetch_request_types::ForgottenTopic;
 
   std::optional<std::string> group_id;
   std::optional<std::string> member_id{std::in_place};
@@ -75,8 +85,8 @@ struct share_fetch_request {
   int32_t max_wait_ms = 0;
   int32_t min_bytes = 0;
   int32_t max_bytes = 2147483647;
-  std::vector<share_fetch_request::FetchTopic> topics;
-  std::vector<share_fetch_request::ForgottenTopic> forgotten_topics_data;
+  std::vector<share_fetch_request_types::FetchTopic> topics;
+  std::vector<share_fetch_request_types::ForgottenTopic> forgotten_topics_data;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void share_fetch_response::LeaderIdAndEpoch::encode(writer& w, int16_t version) const {
+void share_fetch_response_types::LeaderIdAndEpoch::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int32(leader_id);
@@ -17,7 +17,7 @@ void share_fetch_response::LeaderIdAndEpoch::encode(writer& w, int16_t version) 
   }
 }
 
-void share_fetch_response::LeaderIdAndEpoch::decode(reader& r, int16_t version) {
+void share_fetch_response_types::LeaderIdAndEpoch::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   leader_id = r.int32();
@@ -33,7 +33,7 @@ void share_fetch_response::LeaderIdAndEpoch::decode(reader& r, int16_t version) 
   }
 }
 
-size_t share_fetch_response::LeaderIdAndEpoch::encoded_size(int16_t version) const {
+size_t share_fetch_response_types::LeaderIdAndEpoch::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -49,7 +49,7 @@ size_t share_fetch_response::LeaderIdAndEpoch::encoded_size(int16_t version) con
   return n;
 }
 
-void share_fetch_response::AcquiredRecords::encode(writer& w, int16_t version) const {
+void share_fetch_response_types::AcquiredRecords::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int64(first_offset);
@@ -60,7 +60,7 @@ void share_fetch_response::AcquiredRecords::encode(writer& w, int16_t version) c
   }
 }
 
-void share_fetch_response::AcquiredRecords::decode(reader& r, int16_t version) {
+void share_fetch_response_types::AcquiredRecords::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   first_offset = r.int64();
@@ -77,7 +77,7 @@ void share_fetch_response::AcquiredRecords::decode(reader& r, int16_t version) {
   }
 }
 
-size_t share_fetch_response::AcquiredRecords::encoded_size(int16_t version) const {
+size_t share_fetch_response_types::AcquiredRecords::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -94,7 +94,7 @@ size_t share_fetch_response::AcquiredRecords::encoded_size(int16_t version) cons
   return n;
 }
 
-void share_fetch_response::PartitionData::encode(writer& w, int16_t version) const {
+void share_fetch_response_types::PartitionData::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.int32(partition_index);
   w.int16(error_code);
@@ -124,7 +124,7 @@ void share_fetch_response::PartitionData::encode(writer& w, int16_t version) con
   }
 }
 
-void share_fetch_response::PartitionData::decode(reader& r, int16_t version) {
+void share_fetch_response_types::PartitionData::decode(reader& r, int16_t version) {
   const bool flexible = true;
   partition_index = r.int32();
   error_code = r.int16();
@@ -157,7 +157,7 @@ void share_fetch_response::PartitionData::decode(reader& r, int16_t version) {
   }
 }
 
-size_t share_fetch_response::PartitionData::encoded_size(int16_t version) const {
+size_t share_fetch_response_types::PartitionData::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 4;
@@ -191,7 +191,7 @@ size_t share_fetch_response::PartitionData::encoded_size(int16_t version) const 
   return n;
 }
 
-void share_fetch_response::ShareFetchableTopicResponse::encode(writer& w, int16_t version) const {
+void share_fetch_response_types::ShareFetchableTopicResponse::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.uuid(topic_id);
   w.array_length(partitions.size(), flexible);
@@ -203,7 +203,7 @@ void share_fetch_response::ShareFetchableTopicResponse::encode(writer& w, int16_
   }
 }
 
-void share_fetch_response::ShareFetchableTopicResponse::decode(reader& r, int16_t version) {
+void share_fetch_response_types::ShareFetchableTopicResponse::decode(reader& r, int16_t version) {
   const bool flexible = true;
   topic_id = r.uuid();
   {
@@ -230,7 +230,7 @@ void share_fetch_response::ShareFetchableTopicResponse::decode(reader& r, int16_
   }
 }
 
-size_t share_fetch_response::ShareFetchableTopicResponse::encoded_size(int16_t version) const {
+size_t share_fetch_response_types::ShareFetchableTopicResponse::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 16;
@@ -246,7 +246,7 @@ size_t share_fetch_response::ShareFetchableTopicResponse::encoded_size(int16_t v
   return n;
 }
 
-void share_fetch_response::NodeEndpoint::encode(writer& w, int16_t version) const {
+void share_fetch_response_types::NodeEndpoint::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int32(node_id);
@@ -262,7 +262,7 @@ void share_fetch_response::NodeEndpoint::encode(writer& w, int16_t version) cons
   }
 }
 
-void share_fetch_response::NodeEndpoint::decode(reader& r, int16_t version) {
+void share_fetch_response_types::NodeEndpoint::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   node_id = r.int32();
@@ -280,7 +280,7 @@ void share_fetch_response::NodeEndpoint::decode(reader& r, int16_t version) {
   }
 }
 
-size_t share_fetch_response::NodeEndpoint::encoded_size(int16_t version) const {
+size_t share_fetch_response_types::NodeEndpoint::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;

@@ -14,6 +14,75 @@
 
 namespace silt::protocol {
 
+// The nested structs of share_fetch_response; use them as share_fetch_response::<Name>.
+namespace share_fetch_response_types {
+
+struct LeaderIdAndEpoch {
+  int32_t leader_id = 0;
+  int32_t leader_epoch = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const LeaderIdAndEpoch&) const = default;
+};
+
+struct AcquiredRecords {
+  int64_t first_offset = 0;
+  int64_t last_offset = 0;
+  int16_t delivery_count = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const AcquiredRecords&) const = default;
+};
+
+struct PartitionData {
+  int32_t partition_index = 0;
+  int16_t error_code = 0;
+  std::optional<std::string> error_message;
+  int16_t acknowledge_error_code = 0;
+  std::optional<std::string> acknowledge_error_message;
+  share_fetch_response_types::LeaderIdAndEpoch current_leader;
+  std::optional<records_view> records;
+  std::vector<share_fetch_response_types::AcquiredRecords> acquired_records;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct ShareFetchableTopicResponse {
+  uuid topic_id;
+  std::vector<share_fetch_response_types::PartitionData> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const ShareFetchableTopicResponse&) const = default;
+};
+
+struct NodeEndpoint {
+  int32_t node_id = 0;
+  std::string host;
+  int32_t port = 0;
+  std::optional<std::string> rack;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const NodeEndpoint&) const = default;
+};
+
+}  // namespace share_fetch_response_types
+
 // Kafka's ShareFetchResponse (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct share_fetch_response {
@@ -23,75 +92,17 @@ struct share_fetch_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "ShareFetchResponse";
 
-  struct LeaderIdAndEpoch {
-    int32_t leader_id = 0;
-    int32_t leader_epoch = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const LeaderIdAndEpoch&) const = default;
-  };
-
-  struct AcquiredRecords {
-    int64_t first_offset = 0;
-    int64_t last_offset = 0;
-    int16_t delivery_count = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const AcquiredRecords&) const = default;
-  };
-
-  struct PartitionData {
-    int32_t partition_index = 0;
-    int16_t error_code = 0;
-    std::optional<std::string> error_message;
-    int16_t acknowledge_error_code = 0;
-    std::optional<std::string> acknowledge_error_message;
-    share_fetch_response::LeaderIdAndEpoch current_leader;
-    std::optional<records_view> records;
-    std::vector<share_fetch_response::AcquiredRecords> acquired_records;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct ShareFetchableTopicResponse {
-    uuid topic_id;
-    std::vector<share_fetch_response::PartitionData> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const ShareFetchableTopicResponse&) const = default;
-  };
-
-  struct NodeEndpoint {
-    int32_t node_id = 0;
-    std::string host;
-    int32_t port = 0;
-    std::optional<std::string> rack;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const NodeEndpoint&) const = default;
-  };
+  using LeaderIdAndEpoch = share_fetch_response_types::LeaderIdAndEpoch;
+  using AcquiredRecords = share_fetch_response_types::AcquiredRecords;
+  using PartitionData = share_fetch_response_types::PartitionData;
+  using ShareFetchableTopicResponse = share_fetch_response_types::ShareFetchableTopicResponse;
+  using NodeEndpoint = share_fetch_response_types::NodeEndpoint;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
   std::optional<std::string> error_message;
-  std::vector<share_fetch_response::ShareFetchableTopicResponse> responses;
-  std::vector<share_fetch_response::NodeEndpoint> node_endpoints;
+  std::vector<share_fetch_response_types::ShareFetchableTopicResponse> responses;
+  std::vector<share_fetch_response_types::NodeEndpoint> node_endpoints;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

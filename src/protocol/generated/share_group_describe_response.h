@@ -14,6 +14,67 @@
 
 namespace silt::protocol {
 
+// The nested structs of share_group_describe_response; use them as share_group_describe_response::<Name>.
+namespace share_group_describe_response_types {
+
+struct TopicPartitions {
+  uuid topic_id;
+  std::string topic_name;
+  std::vector<int32_t> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TopicPartitions&) const = default;
+};
+
+struct Assignment {
+  std::vector<share_group_describe_response_types::TopicPartitions> topic_partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const Assignment&) const = default;
+};
+
+struct Member {
+  std::string member_id;
+  std::optional<std::string> rack_id;
+  int32_t member_epoch = 0;
+  std::string client_id;
+  std::string client_host;
+  std::vector<std::string> subscribed_topic_names;
+  share_group_describe_response_types::Assignment assignment;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const Member&) const = default;
+};
+
+struct DescribedGroup {
+  int16_t error_code = 0;
+  std::optional<std::string> error_message;
+  std::string group_id;
+  std::string group_state;
+  int32_t group_epoch = 0;
+  int32_t assignment_epoch = 0;
+  std::string assignor_name;
+  std::vector<share_group_describe_response_types::Member> members;
+  int32_t authorized_operations = INT32_MIN;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const DescribedGroup&) const = default;
+};
+
+}  // namespace share_group_describe_response_types
+
 // Kafka's ShareGroupDescribeResponse (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct share_group_describe_response {
@@ -23,64 +84,13 @@ struct share_group_describe_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "ShareGroupDescribeResponse";
 
-  struct TopicPartitions {
-    uuid topic_id;
-    std::string topic_name;
-    std::vector<int32_t> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TopicPartitions&) const = default;
-  };
-
-  struct Assignment {
-    std::vector<share_group_describe_response::TopicPartitions> topic_partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const Assignment&) const = default;
-  };
-
-  struct Member {
-    std::string member_id;
-    std::optional<std::string> rack_id;
-    int32_t member_epoch = 0;
-    std::string client_id;
-    std::string client_host;
-    std::vector<std::string> subscribed_topic_names;
-    share_group_describe_response::Assignment assignment;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const Member&) const = default;
-  };
-
-  struct DescribedGroup {
-    int16_t error_code = 0;
-    std::optional<std::string> error_message;
-    std::string group_id;
-    std::string group_state;
-    int32_t group_epoch = 0;
-    int32_t assignment_epoch = 0;
-    std::string assignor_name;
-    std::vector<share_group_describe_response::Member> members;
-    int32_t authorized_operations = INT32_MIN;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const DescribedGroup&) const = default;
-  };
+  using TopicPartitions = share_group_describe_response_types::TopicPartitions;
+  using Assignment = share_group_describe_response_types::Assignment;
+  using Member = share_group_describe_response_types::Member;
+  using DescribedGroup = share_group_describe_response_types::DescribedGroup;
 
   int32_t throttle_time_ms = 0;
-  std::vector<share_group_describe_response::DescribedGroup> groups;
+  std::vector<share_group_describe_response_types::DescribedGroup> groups;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void share_group_heartbeat_response::TopicPartitions::encode(writer& w, int16_t version) const {
+void share_group_heartbeat_response_types::TopicPartitions::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.uuid(topic_id);
@@ -20,7 +20,7 @@ void share_group_heartbeat_response::TopicPartitions::encode(writer& w, int16_t 
   }
 }
 
-void share_group_heartbeat_response::TopicPartitions::decode(reader& r, int16_t version) {
+void share_group_heartbeat_response_types::TopicPartitions::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   topic_id = r.uuid();
@@ -48,7 +48,7 @@ void share_group_heartbeat_response::TopicPartitions::decode(reader& r, int16_t 
   }
 }
 
-size_t share_group_heartbeat_response::TopicPartitions::encoded_size(int16_t version) const {
+size_t share_group_heartbeat_response_types::TopicPartitions::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -65,7 +65,7 @@ size_t share_group_heartbeat_response::TopicPartitions::encoded_size(int16_t ver
   return n;
 }
 
-void share_group_heartbeat_response::Assignment::encode(writer& w, int16_t version) const {
+void share_group_heartbeat_response_types::Assignment::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.array_length(topic_partitions.size(), flexible);
   for (const auto& e : topic_partitions) {
@@ -76,7 +76,7 @@ void share_group_heartbeat_response::Assignment::encode(writer& w, int16_t versi
   }
 }
 
-void share_group_heartbeat_response::Assignment::decode(reader& r, int16_t version) {
+void share_group_heartbeat_response_types::Assignment::decode(reader& r, int16_t version) {
   const bool flexible = true;
   {
     const int32_t n = r.array_length(flexible, 0);
@@ -102,7 +102,7 @@ void share_group_heartbeat_response::Assignment::decode(reader& r, int16_t versi
   }
 }
 
-size_t share_group_heartbeat_response::Assignment::encoded_size(int16_t version) const {
+size_t share_group_heartbeat_response_types::Assignment::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += wire_size::array_length(topic_partitions.size(), flexible);

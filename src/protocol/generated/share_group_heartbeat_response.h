@@ -14,6 +14,32 @@
 
 namespace silt::protocol {
 
+// The nested structs of share_group_heartbeat_response; use them as share_group_heartbeat_response::<Name>.
+namespace share_group_heartbeat_response_types {
+
+struct TopicPartitions {
+  uuid topic_id;
+  std::vector<int32_t> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TopicPartitions&) const = default;
+};
+
+struct Assignment {
+  std::vector<share_group_heartbeat_response_types::TopicPartitions> topic_partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const Assignment&) const = default;
+};
+
+}  // namespace share_group_heartbeat_response_types
+
 // Kafka's ShareGroupHeartbeatResponse (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct share_group_heartbeat_response {
@@ -23,26 +49,8 @@ struct share_group_heartbeat_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "ShareGroupHeartbeatResponse";
 
-  struct TopicPartitions {
-    uuid topic_id;
-    std::vector<int32_t> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TopicPartitions&) const = default;
-  };
-
-  struct Assignment {
-    std::vector<share_group_heartbeat_response::TopicPartitions> topic_partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const Assignment&) const = default;
-  };
+  using TopicPartitions = share_group_heartbeat_response_types::TopicPartitions;
+  using Assignment = share_group_heartbeat_response_types::Assignment;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
@@ -50,7 +58,7 @@ struct share_group_heartbeat_response {
   std::optional<std::string> member_id;
   int32_t member_epoch = 0;
   int32_t heartbeat_interval_ms = 0;
-  std::optional<share_group_heartbeat_response::Assignment> assignment;
+  std::optional<share_group_heartbeat_response_types::Assignment> assignment;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void sync_group_request::SyncGroupRequestAssignment::encode(writer& w, int16_t version) const {
+void sync_group_request_types::SyncGroupRequestAssignment::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 4;
   w.string(member_id, flexible);
   w.bytes(assignment, flexible);
@@ -16,7 +16,7 @@ void sync_group_request::SyncGroupRequestAssignment::encode(writer& w, int16_t v
   }
 }
 
-void sync_group_request::SyncGroupRequestAssignment::decode(reader& r, int16_t version) {
+void sync_group_request_types::SyncGroupRequestAssignment::decode(reader& r, int16_t version) {
   const bool flexible = version >= 4;
   member_id = r.string(flexible);
   assignment = r.bytes(flexible);
@@ -31,7 +31,7 @@ void sync_group_request::SyncGroupRequestAssignment::decode(reader& r, int16_t v
   }
 }
 
-size_t sync_group_request::SyncGroupRequestAssignment::encoded_size(int16_t version) const {
+size_t sync_group_request_types::SyncGroupRequestAssignment::encoded_size(int16_t version) const {
   const bool flexible = version >= 4;
   size_t n = 0;
   n += wire_size::string(member_id.size(), flexible);

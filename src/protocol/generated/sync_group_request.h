@@ -14,6 +14,22 @@
 
 namespace silt::protocol {
 
+// The nested structs of sync_group_request; use them as sync_group_request::<Name>.
+namespace sync_group_request_types {
+
+struct SyncGroupRequestAssignment {
+  std::string member_id;
+  std::vector<uint8_t> assignment;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const SyncGroupRequestAssignment&) const = default;
+};
+
+}  // namespace sync_group_request_types
+
 // Kafka's SyncGroupRequest (versions 0-5). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct sync_group_request {
@@ -23,16 +39,7 @@ struct sync_group_request {
   static constexpr int16_t first_flexible_version = 4;
   static constexpr std::string_view spec_name = "SyncGroupRequest";
 
-  struct SyncGroupRequestAssignment {
-    std::string member_id;
-    std::vector<uint8_t> assignment;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const SyncGroupRequestAssignment&) const = default;
-  };
+  using SyncGroupRequestAssignment = sync_group_request_types::SyncGroupRequestAssignment;
 
   std::string group_id;
   int32_t generation_id = 0;
@@ -40,7 +47,7 @@ struct sync_group_request {
   std::optional<std::string> group_instance_id;
   std::optional<std::string> protocol_type;
   std::optional<std::string> protocol_name;
-  std::vector<sync_group_request::SyncGroupRequestAssignment> assignments;
+  std::vector<sync_group_request_types::SyncGroupRequestAssignment> assignments;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void txn_offset_commit_request::TxnOffsetCommitRequestPartition::encode(writer& w, int16_t version) const {
+void txn_offset_commit_request_types::TxnOffsetCommitRequestPartition::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 3;
   w.int32(partition_index);
   w.int64(committed_offset);
@@ -24,7 +24,7 @@ void txn_offset_commit_request::TxnOffsetCommitRequestPartition::encode(writer& 
   }
 }
 
-void txn_offset_commit_request::TxnOffsetCommitRequestPartition::decode(reader& r, int16_t version) {
+void txn_offset_commit_request_types::TxnOffsetCommitRequestPartition::decode(reader& r, int16_t version) {
   const bool flexible = version >= 3;
   partition_index = r.int32();
   committed_offset = r.int64();
@@ -43,7 +43,7 @@ void txn_offset_commit_request::TxnOffsetCommitRequestPartition::decode(reader& 
   }
 }
 
-size_t txn_offset_commit_request::TxnOffsetCommitRequestPartition::encoded_size(int16_t version) const {
+size_t txn_offset_commit_request_types::TxnOffsetCommitRequestPartition::encoded_size(int16_t version) const {
   const bool flexible = version >= 3;
   size_t n = 0;
   n += 4;
@@ -66,7 +66,7 @@ size_t txn_offset_commit_request::TxnOffsetCommitRequestPartition::encoded_size(
   return n;
 }
 
-void txn_offset_commit_request::TxnOffsetCommitRequestTopic::encode(writer& w, int16_t version) const {
+void txn_offset_commit_request_types::TxnOffsetCommitRequestTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 3;
   w.string(name, flexible);
   w.array_length(partitions.size(), flexible);
@@ -78,7 +78,7 @@ void txn_offset_commit_request::TxnOffsetCommitRequestTopic::encode(writer& w, i
   }
 }
 
-void txn_offset_commit_request::TxnOffsetCommitRequestTopic::decode(reader& r, int16_t version) {
+void txn_offset_commit_request_types::TxnOffsetCommitRequestTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 3;
   name = r.string(flexible);
   {
@@ -105,7 +105,7 @@ void txn_offset_commit_request::TxnOffsetCommitRequestTopic::decode(reader& r, i
   }
 }
 
-size_t txn_offset_commit_request::TxnOffsetCommitRequestTopic::encoded_size(int16_t version) const {
+size_t txn_offset_commit_request_types::TxnOffsetCommitRequestTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 3;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);

@@ -14,6 +14,35 @@
 
 namespace silt::protocol {
 
+// The nested structs of txn_offset_commit_request; use them as txn_offset_commit_request::<Name>.
+namespace txn_offset_commit_request_types {
+
+struct TxnOffsetCommitRequestPartition {
+  int32_t partition_index = 0;
+  int64_t committed_offset = 0;
+  int32_t committed_leader_epoch = -1;
+  std::optional<std::string> committed_metadata{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TxnOffsetCommitRequestPartition&) const = default;
+};
+
+struct TxnOffsetCommitRequestTopic {
+  std::string name;
+  std::vector<txn_offset_commit_request_types::TxnOffsetCommitRequestPartition> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TxnOffsetCommitRequestTopic&) const = default;
+};
+
+}  // namespace txn_offset_commit_request_types
+
 // Kafka's TxnOffsetCommitRequest (versions 0-4). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct txn_offset_commit_request {
@@ -23,29 +52,8 @@ struct txn_offset_commit_request {
   static constexpr int16_t first_flexible_version = 3;
   static constexpr std::string_view spec_name = "TxnOffsetCommitRequest";
 
-  struct TxnOffsetCommitRequestPartition {
-    int32_t partition_index = 0;
-    int64_t committed_offset = 0;
-    int32_t committed_leader_epoch = -1;
-    std::optional<std::string> committed_metadata{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TxnOffsetCommitRequestPartition&) const = default;
-  };
-
-  struct TxnOffsetCommitRequestTopic {
-    std::string name;
-    std::vector<txn_offset_commit_request::TxnOffsetCommitRequestPartition> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TxnOffsetCommitRequestTopic&) const = default;
-  };
+  using TxnOffsetCommitRequestPartition = txn_offset_commit_request_types::TxnOffsetCommitRequestPartition;
+  using TxnOffsetCommitRequestTopic = txn_offset_commit_request_types::TxnOffsetCommitRequestTopic;
 
   std::string transactional_id;
   std::string group_id;
@@ -54,7 +62,7 @@ struct txn_offset_commit_request {
   int32_t generation_id = -1;
   std::string member_id;
   std::optional<std::string> group_instance_id;
-  std::vector<txn_offset_commit_request::TxnOffsetCommitRequestTopic> topics;
+  std::vector<txn_offset_commit_request_types::TxnOffsetCommitRequestTopic> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

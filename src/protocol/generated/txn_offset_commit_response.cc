@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void txn_offset_commit_response::TxnOffsetCommitResponsePartition::encode(writer& w, int16_t version) const {
+void txn_offset_commit_response_types::TxnOffsetCommitResponsePartition::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 3;
   w.int32(partition_index);
   w.int16(error_code);
@@ -16,7 +16,7 @@ void txn_offset_commit_response::TxnOffsetCommitResponsePartition::encode(writer
   }
 }
 
-void txn_offset_commit_response::TxnOffsetCommitResponsePartition::decode(reader& r, int16_t version) {
+void txn_offset_commit_response_types::TxnOffsetCommitResponsePartition::decode(reader& r, int16_t version) {
   const bool flexible = version >= 3;
   partition_index = r.int32();
   error_code = r.int16();
@@ -31,7 +31,7 @@ void txn_offset_commit_response::TxnOffsetCommitResponsePartition::decode(reader
   }
 }
 
-size_t txn_offset_commit_response::TxnOffsetCommitResponsePartition::encoded_size(int16_t version) const {
+size_t txn_offset_commit_response_types::TxnOffsetCommitResponsePartition::encoded_size(int16_t version) const {
   const bool flexible = version >= 3;
   size_t n = 0;
   n += 4;
@@ -46,7 +46,7 @@ size_t txn_offset_commit_response::TxnOffsetCommitResponsePartition::encoded_siz
   return n;
 }
 
-void txn_offset_commit_response::TxnOffsetCommitResponseTopic::encode(writer& w, int16_t version) const {
+void txn_offset_commit_response_types::TxnOffsetCommitResponseTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 3;
   w.string(name, flexible);
   w.array_length(partitions.size(), flexible);
@@ -58,7 +58,7 @@ void txn_offset_commit_response::TxnOffsetCommitResponseTopic::encode(writer& w,
   }
 }
 
-void txn_offset_commit_response::TxnOffsetCommitResponseTopic::decode(reader& r, int16_t version) {
+void txn_offset_commit_response_types::TxnOffsetCommitResponseTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 3;
   name = r.string(flexible);
   {
@@ -85,7 +85,7 @@ void txn_offset_commit_response::TxnOffsetCommitResponseTopic::decode(reader& r,
   }
 }
 
-size_t txn_offset_commit_response::TxnOffsetCommitResponseTopic::encoded_size(int16_t version) const {
+size_t txn_offset_commit_response_types::TxnOffsetCommitResponseTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 3;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);

@@ -14,6 +14,33 @@
 
 namespace silt::protocol {
 
+// The nested structs of txn_offset_commit_response; use them as txn_offset_commit_response::<Name>.
+namespace txn_offset_commit_response_types {
+
+struct TxnOffsetCommitResponsePartition {
+  int32_t partition_index = 0;
+  int16_t error_code = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TxnOffsetCommitResponsePartition&) const = default;
+};
+
+struct TxnOffsetCommitResponseTopic {
+  std::string name;
+  std::vector<txn_offset_commit_response_types::TxnOffsetCommitResponsePartition> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const TxnOffsetCommitResponseTopic&) const = default;
+};
+
+}  // namespace txn_offset_commit_response_types
+
 // Kafka's TxnOffsetCommitResponse (versions 0-4). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct txn_offset_commit_response {
@@ -23,30 +50,11 @@ struct txn_offset_commit_response {
   static constexpr int16_t first_flexible_version = 3;
   static constexpr std::string_view spec_name = "TxnOffsetCommitResponse";
 
-  struct TxnOffsetCommitResponsePartition {
-    int32_t partition_index = 0;
-    int16_t error_code = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TxnOffsetCommitResponsePartition&) const = default;
-  };
-
-  struct TxnOffsetCommitResponseTopic {
-    std::string name;
-    std::vector<txn_offset_commit_response::TxnOffsetCommitResponsePartition> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const TxnOffsetCommitResponseTopic&) const = default;
-  };
+  using TxnOffsetCommitResponsePartition = txn_offset_commit_response_types::TxnOffsetCommitResponsePartition;
+  using TxnOffsetCommitResponseTopic = txn_offset_commit_response_types::TxnOffsetCommitResponseTopic;
 
   int32_t throttle_time_ms = 0;
-  std::vector<txn_offset_commit_response::TxnOffsetCommitResponseTopic> topics;
+  std::vector<txn_offset_commit_response_types::TxnOffsetCommitResponseTopic> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void update_features_request::FeatureUpdateKey::encode(writer& w, int16_t version) const {
+void update_features_request_types::FeatureUpdateKey::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.string(feature, flexible);
   w.int16(max_version_level);
@@ -22,7 +22,7 @@ void update_features_request::FeatureUpdateKey::encode(writer& w, int16_t versio
   }
 }
 
-void update_features_request::FeatureUpdateKey::decode(reader& r, int16_t version) {
+void update_features_request_types::FeatureUpdateKey::decode(reader& r, int16_t version) {
   const bool flexible = true;
   feature = r.string(flexible);
   max_version_level = r.int16();
@@ -43,7 +43,7 @@ void update_features_request::FeatureUpdateKey::decode(reader& r, int16_t versio
   }
 }
 
-size_t update_features_request::FeatureUpdateKey::encoded_size(int16_t version) const {
+size_t update_features_request_types::FeatureUpdateKey::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += wire_size::string(feature.size(), flexible);

@@ -14,6 +14,24 @@
 
 namespace silt::protocol {
 
+// The nested structs of update_features_request; use them as update_features_request::<Name>.
+namespace update_features_request_types {
+
+struct FeatureUpdateKey {
+  std::string feature;
+  int16_t max_version_level = 0;
+  bool allow_downgrade = false;
+  int8_t upgrade_type = 1;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const FeatureUpdateKey&) const = default;
+};
+
+}  // namespace update_features_request_types
+
 // Kafka's UpdateFeaturesRequest (versions 0-2). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct update_features_request {
@@ -23,21 +41,10 @@ struct update_features_request {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "UpdateFeaturesRequest";
 
-  struct FeatureUpdateKey {
-    std::string feature;
-    int16_t max_version_level = 0;
-    bool allow_downgrade = false;
-    int8_t upgrade_type = 1;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const FeatureUpdateKey&) const = default;
-  };
+  using FeatureUpdateKey = update_features_request_types::FeatureUpdateKey;
 
   int32_t timeout_ms = 60000;
-  std::vector<update_features_request::FeatureUpdateKey> feature_updates;
+  std::vector<update_features_request_types::FeatureUpdateKey> feature_updates;
   bool validate_only = false;
   std::vector<tagged_field> unknown_tagged_fields;
 

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void update_features_response::UpdatableFeatureResult::encode(writer& w, int16_t version) const {
+void update_features_response_types::UpdatableFeatureResult::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.string(feature, flexible);
@@ -22,7 +22,7 @@ void update_features_response::UpdatableFeatureResult::encode(writer& w, int16_t
   }
 }
 
-void update_features_response::UpdatableFeatureResult::decode(reader& r, int16_t version) {
+void update_features_response_types::UpdatableFeatureResult::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   feature = r.string(flexible);
@@ -39,7 +39,7 @@ void update_features_response::UpdatableFeatureResult::decode(reader& r, int16_t
   }
 }
 
-size_t update_features_response::UpdatableFeatureResult::encoded_size(int16_t version) const {
+size_t update_features_response_types::UpdatableFeatureResult::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;

@@ -14,6 +14,23 @@
 
 namespace silt::protocol {
 
+// The nested structs of update_features_response; use them as update_features_response::<Name>.
+namespace update_features_response_types {
+
+struct UpdatableFeatureResult {
+  std::string feature;
+  int16_t error_code = 0;
+  std::optional<std::string> error_message{std::in_place};
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const UpdatableFeatureResult&) const = default;
+};
+
+}  // namespace update_features_response_types
+
 // Kafka's UpdateFeaturesResponse (versions 0-2). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct update_features_response {
@@ -23,22 +40,12 @@ struct update_features_response {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "UpdateFeaturesResponse";
 
-  struct UpdatableFeatureResult {
-    std::string feature;
-    int16_t error_code = 0;
-    std::optional<std::string> error_message{std::in_place};
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const UpdatableFeatureResult&) const = default;
-  };
+  using UpdatableFeatureResult = update_features_response_types::UpdatableFeatureResult;
 
   int32_t throttle_time_ms = 0;
   int16_t error_code = 0;
   std::optional<std::string> error_message{std::in_place};
-  std::vector<update_features_response::UpdatableFeatureResult> results;
+  std::vector<update_features_response_types::UpdatableFeatureResult> results;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

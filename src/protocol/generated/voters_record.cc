@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void voters_record::Endpoint::encode(writer& w, int16_t version) const {
+void voters_record_types::Endpoint::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.string(name, flexible);
@@ -18,7 +18,7 @@ void voters_record::Endpoint::encode(writer& w, int16_t version) const {
   }
 }
 
-void voters_record::Endpoint::decode(reader& r, int16_t version) {
+void voters_record_types::Endpoint::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   name = r.string(flexible);
@@ -35,7 +35,7 @@ void voters_record::Endpoint::decode(reader& r, int16_t version) {
   }
 }
 
-size_t voters_record::Endpoint::encoded_size(int16_t version) const {
+size_t voters_record_types::Endpoint::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -52,7 +52,7 @@ size_t voters_record::Endpoint::encoded_size(int16_t version) const {
   return n;
 }
 
-void voters_record::KRaftVersionFeature::encode(writer& w, int16_t version) const {
+void voters_record_types::KRaftVersionFeature::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int16(min_supported_version);
@@ -62,7 +62,7 @@ void voters_record::KRaftVersionFeature::encode(writer& w, int16_t version) cons
   }
 }
 
-void voters_record::KRaftVersionFeature::decode(reader& r, int16_t version) {
+void voters_record_types::KRaftVersionFeature::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   min_supported_version = r.int16();
@@ -78,7 +78,7 @@ void voters_record::KRaftVersionFeature::decode(reader& r, int16_t version) {
   }
 }
 
-size_t voters_record::KRaftVersionFeature::encoded_size(int16_t version) const {
+size_t voters_record_types::KRaftVersionFeature::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -94,7 +94,7 @@ size_t voters_record::KRaftVersionFeature::encoded_size(int16_t version) const {
   return n;
 }
 
-void voters_record::Voter::encode(writer& w, int16_t version) const {
+void voters_record_types::Voter::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.int32(voter_id);
   w.uuid(voter_directory_id);
@@ -108,7 +108,7 @@ void voters_record::Voter::encode(writer& w, int16_t version) const {
   }
 }
 
-void voters_record::Voter::decode(reader& r, int16_t version) {
+void voters_record_types::Voter::decode(reader& r, int16_t version) {
   const bool flexible = true;
   voter_id = r.int32();
   voter_directory_id = r.uuid();
@@ -137,7 +137,7 @@ void voters_record::Voter::decode(reader& r, int16_t version) {
   }
 }
 
-size_t voters_record::Voter::encoded_size(int16_t version) const {
+size_t voters_record_types::Voter::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 4;

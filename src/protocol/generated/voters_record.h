@@ -14,6 +14,47 @@
 
 namespace silt::protocol {
 
+// The nested structs of voters_record; use them as voters_record::<Name>.
+namespace voters_record_types {
+
+struct Endpoint {
+  std::string name;
+  std::string host;
+  uint16_t port = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const Endpoint&) const = default;
+};
+
+struct KRaftVersionFeature {
+  int16_t min_supported_version = 0;
+  int16_t max_supported_version = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const KRaftVersionFeature&) const = default;
+};
+
+struct Voter {
+  int32_t voter_id = 0;
+  uuid voter_directory_id;
+  std::vector<voters_record_types::Endpoint> endpoints;
+  voters_record_types::KRaftVersionFeature k_raft_version_feature;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const Voter&) const = default;
+};
+
+}  // namespace voters_record_types
+
 // Kafka's VotersRecord (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct voters_record {
@@ -22,44 +63,12 @@ struct voters_record {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "VotersRecord";
 
-  struct Endpoint {
-    std::string name;
-    std::string host;
-    uint16_t port = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const Endpoint&) const = default;
-  };
-
-  struct KRaftVersionFeature {
-    int16_t min_supported_version = 0;
-    int16_t max_supported_version = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const KRaftVersionFeature&) const = default;
-  };
-
-  struct Voter {
-    int32_t voter_id = 0;
-    uuid voter_directory_id;
-    std::vector<voters_record::Endpoint> endpoints;
-    voters_record::KRaftVersionFeature k_raft_version_feature;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const Voter&) const = default;
-  };
+  using Endpoint = voters_record_types::Endpoint;
+  using KRaftVersionFeature = voters_record_types::KRaftVersionFeature;
+  using Voter = voters_record_types::Voter;
 
   int16_t version = 0;
-  std::vector<voters_record::Voter> voters;
+  std::vector<voters_record_types::Voter> voters;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void write_share_group_state_request::StateBatch::encode(writer& w, int16_t version) const {
+void write_share_group_state_request_types::StateBatch::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   (void)version;
   w.int64(first_offset);
@@ -19,7 +19,7 @@ void write_share_group_state_request::StateBatch::encode(writer& w, int16_t vers
   }
 }
 
-void write_share_group_state_request::StateBatch::decode(reader& r, int16_t version) {
+void write_share_group_state_request_types::StateBatch::decode(reader& r, int16_t version) {
   const bool flexible = true;
   (void)version;
   first_offset = r.int64();
@@ -37,7 +37,7 @@ void write_share_group_state_request::StateBatch::decode(reader& r, int16_t vers
   }
 }
 
-size_t write_share_group_state_request::StateBatch::encoded_size(int16_t version) const {
+size_t write_share_group_state_request_types::StateBatch::encoded_size(int16_t version) const {
   const bool flexible = true;
   (void)version;
   size_t n = 0;
@@ -55,7 +55,7 @@ size_t write_share_group_state_request::StateBatch::encoded_size(int16_t version
   return n;
 }
 
-void write_share_group_state_request::PartitionData::encode(writer& w, int16_t version) const {
+void write_share_group_state_request_types::PartitionData::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.int32(partition);
   w.int32(state_epoch);
@@ -70,7 +70,7 @@ void write_share_group_state_request::PartitionData::encode(writer& w, int16_t v
   }
 }
 
-void write_share_group_state_request::PartitionData::decode(reader& r, int16_t version) {
+void write_share_group_state_request_types::PartitionData::decode(reader& r, int16_t version) {
   const bool flexible = true;
   partition = r.int32();
   state_epoch = r.int32();
@@ -100,7 +100,7 @@ void write_share_group_state_request::PartitionData::decode(reader& r, int16_t v
   }
 }
 
-size_t write_share_group_state_request::PartitionData::encoded_size(int16_t version) const {
+size_t write_share_group_state_request_types::PartitionData::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 4;
@@ -119,7 +119,7 @@ size_t write_share_group_state_request::PartitionData::encoded_size(int16_t vers
   return n;
 }
 
-void write_share_group_state_request::WriteStateData::encode(writer& w, int16_t version) const {
+void write_share_group_state_request_types::WriteStateData::encode(writer& w, int16_t version) const {
   const bool flexible = true;
   w.uuid(topic_id);
   w.array_length(partitions.size(), flexible);
@@ -131,7 +131,7 @@ void write_share_group_state_request::WriteStateData::encode(writer& w, int16_t 
   }
 }
 
-void write_share_group_state_request::WriteStateData::decode(reader& r, int16_t version) {
+void write_share_group_state_request_types::WriteStateData::decode(reader& r, int16_t version) {
   const bool flexible = true;
   topic_id = r.uuid();
   {
@@ -158,7 +158,7 @@ void write_share_group_state_request::WriteStateData::decode(reader& r, int16_t 
   }
 }
 
-size_t write_share_group_state_request::WriteStateData::encoded_size(int16_t version) const {
+size_t write_share_group_state_request_types::WriteStateData::encoded_size(int16_t version) const {
   const bool flexible = true;
   size_t n = 0;
   n += 16;

@@ -14,6 +14,49 @@
 
 namespace silt::protocol {
 
+// The nested structs of write_share_group_state_request; use them as write_share_group_state_request::<Name>.
+namespace write_share_group_state_request_types {
+
+struct StateBatch {
+  int64_t first_offset = 0;
+  int64_t last_offset = 0;
+  int8_t delivery_state = 0;
+  int16_t delivery_count = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const StateBatch&) const = default;
+};
+
+struct PartitionData {
+  int32_t partition = 0;
+  int32_t state_epoch = 0;
+  int32_t leader_epoch = 0;
+  int64_t start_offset = 0;
+  std::vector<write_share_group_state_request_types::StateBatch> state_batches;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct WriteStateData {
+  uuid topic_id;
+  std::vector<write_share_group_state_request_types::PartitionData> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const WriteStateData&) const = default;
+};
+
+}  // namespace write_share_group_state_request_types
+
 // Kafka's WriteShareGroupStateRequest (versions 0-0). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct write_share_group_state_request {
@@ -23,46 +66,12 @@ struct write_share_group_state_request {
   static constexpr int16_t first_flexible_version = 0;
   static constexpr std::string_view spec_name = "WriteShareGroupStateRequest";
 
-  struct StateBatch {
-    int64_t first_offset = 0;
-    int64_t last_offset = 0;
-    int8_t delivery_state = 0;
-    int16_t delivery_count = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const StateBatch&) const = default;
-  };
-
-  struct PartitionData {
-    int32_t partition = 0;
-    int32_t state_epoch = 0;
-    int32_t leader_epoch = 0;
-    int64_t start_offset = 0;
-    std::vector<write_share_group_state_request::StateBatch> state_batches;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct WriteStateData {
-    uuid topic_id;
-    std::vector<write_share_group_state_request::PartitionData> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const WriteStateData&) const = default;
-  };
+  using StateBatch = write_share_group_state_request_types::StateBatch;
+  using PartitionData = write_share_group_state_request_types::PartitionData;
+  using WriteStateData = write_share_group_state_request_types::WriteStateData;
 
   std::string group_id;
-  std::vector<write_share_group_state_request::WriteStateData> topics;
+  std::vector<write_share_group_state_request_types::WriteStateData> topics;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void write_txn_markers_request::WritableTxnMarkerTopic::encode(writer& w, int16_t version) const {
+void write_txn_markers_request_types::WritableTxnMarkerTopic::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 1;
   w.string(name, flexible);
   w.array_length(partition_indexes.size(), flexible);
@@ -19,7 +19,7 @@ void write_txn_markers_request::WritableTxnMarkerTopic::encode(writer& w, int16_
   }
 }
 
-void write_txn_markers_request::WritableTxnMarkerTopic::decode(reader& r, int16_t version) {
+void write_txn_markers_request_types::WritableTxnMarkerTopic::decode(reader& r, int16_t version) {
   const bool flexible = version >= 1;
   name = r.string(flexible);
   {
@@ -46,7 +46,7 @@ void write_txn_markers_request::WritableTxnMarkerTopic::decode(reader& r, int16_
   }
 }
 
-size_t write_txn_markers_request::WritableTxnMarkerTopic::encoded_size(int16_t version) const {
+size_t write_txn_markers_request_types::WritableTxnMarkerTopic::encoded_size(int16_t version) const {
   const bool flexible = version >= 1;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);
@@ -62,7 +62,7 @@ size_t write_txn_markers_request::WritableTxnMarkerTopic::encoded_size(int16_t v
   return n;
 }
 
-void write_txn_markers_request::WritableTxnMarker::encode(writer& w, int16_t version) const {
+void write_txn_markers_request_types::WritableTxnMarker::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 1;
   w.int64(producer_id);
   w.int16(producer_epoch);
@@ -77,7 +77,7 @@ void write_txn_markers_request::WritableTxnMarker::encode(writer& w, int16_t ver
   }
 }
 
-void write_txn_markers_request::WritableTxnMarker::decode(reader& r, int16_t version) {
+void write_txn_markers_request_types::WritableTxnMarker::decode(reader& r, int16_t version) {
   const bool flexible = version >= 1;
   producer_id = r.int64();
   producer_epoch = r.int16();
@@ -107,7 +107,7 @@ void write_txn_markers_request::WritableTxnMarker::decode(reader& r, int16_t ver
   }
 }
 
-size_t write_txn_markers_request::WritableTxnMarker::encoded_size(int16_t version) const {
+size_t write_txn_markers_request_types::WritableTxnMarker::encoded_size(int16_t version) const {
   const bool flexible = version >= 1;
   size_t n = 0;
   n += 8;

@@ -14,6 +14,36 @@
 
 namespace silt::protocol {
 
+// The nested structs of write_txn_markers_request; use them as write_txn_markers_request::<Name>.
+namespace write_txn_markers_request_types {
+
+struct WritableTxnMarkerTopic {
+  std::string name;
+  std::vector<int32_t> partition_indexes;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const WritableTxnMarkerTopic&) const = default;
+};
+
+struct WritableTxnMarker {
+  int64_t producer_id = 0;
+  int16_t producer_epoch = 0;
+  bool transaction_result = false;
+  std::vector<write_txn_markers_request_types::WritableTxnMarkerTopic> topics;
+  int32_t coordinator_epoch = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const WritableTxnMarker&) const = default;
+};
+
+}  // namespace write_txn_markers_request_types
+
 // Kafka's WriteTxnMarkersRequest (versions 0-1). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct write_txn_markers_request {
@@ -23,32 +53,10 @@ struct write_txn_markers_request {
   static constexpr int16_t first_flexible_version = 1;
   static constexpr std::string_view spec_name = "WriteTxnMarkersRequest";
 
-  struct WritableTxnMarkerTopic {
-    std::string name;
-    std::vector<int32_t> partition_indexes;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using WritableTxnMarkerTopic = write_txn_markers_request_types::WritableTxnMarkerTopic;
+  using WritableTxnMarker = write_txn_markers_request_types::WritableTxnMarker;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const WritableTxnMarkerTopic&) const = default;
-  };
-
-  struct WritableTxnMarker {
-    int64_t producer_id = 0;
-    int16_t producer_epoch = 0;
-    bool transaction_result = false;
-    std::vector<write_txn_markers_request::WritableTxnMarkerTopic> topics;
-    int32_t coordinator_epoch = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const WritableTxnMarker&) const = default;
-  };
-
-  std::vector<write_txn_markers_request::WritableTxnMarker> markers;
+  std::vector<write_txn_markers_request_types::WritableTxnMarker> markers;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

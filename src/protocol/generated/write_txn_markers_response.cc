@@ -7,7 +7,7 @@
 
 namespace silt::protocol {
 
-void write_txn_markers_response::WritableTxnMarkerPartitionResult::encode(writer& w, int16_t version) const {
+void write_txn_markers_response_types::WritableTxnMarkerPartitionResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 1;
   w.int32(partition_index);
   w.int16(error_code);
@@ -16,7 +16,7 @@ void write_txn_markers_response::WritableTxnMarkerPartitionResult::encode(writer
   }
 }
 
-void write_txn_markers_response::WritableTxnMarkerPartitionResult::decode(reader& r, int16_t version) {
+void write_txn_markers_response_types::WritableTxnMarkerPartitionResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 1;
   partition_index = r.int32();
   error_code = r.int16();
@@ -31,7 +31,7 @@ void write_txn_markers_response::WritableTxnMarkerPartitionResult::decode(reader
   }
 }
 
-size_t write_txn_markers_response::WritableTxnMarkerPartitionResult::encoded_size(int16_t version) const {
+size_t write_txn_markers_response_types::WritableTxnMarkerPartitionResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 1;
   size_t n = 0;
   n += 4;
@@ -46,7 +46,7 @@ size_t write_txn_markers_response::WritableTxnMarkerPartitionResult::encoded_siz
   return n;
 }
 
-void write_txn_markers_response::WritableTxnMarkerTopicResult::encode(writer& w, int16_t version) const {
+void write_txn_markers_response_types::WritableTxnMarkerTopicResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 1;
   w.string(name, flexible);
   w.array_length(partitions.size(), flexible);
@@ -58,7 +58,7 @@ void write_txn_markers_response::WritableTxnMarkerTopicResult::encode(writer& w,
   }
 }
 
-void write_txn_markers_response::WritableTxnMarkerTopicResult::decode(reader& r, int16_t version) {
+void write_txn_markers_response_types::WritableTxnMarkerTopicResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 1;
   name = r.string(flexible);
   {
@@ -85,7 +85,7 @@ void write_txn_markers_response::WritableTxnMarkerTopicResult::decode(reader& r,
   }
 }
 
-size_t write_txn_markers_response::WritableTxnMarkerTopicResult::encoded_size(int16_t version) const {
+size_t write_txn_markers_response_types::WritableTxnMarkerTopicResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 1;
   size_t n = 0;
   n += wire_size::string(name.size(), flexible);
@@ -101,7 +101,7 @@ size_t write_txn_markers_response::WritableTxnMarkerTopicResult::encoded_size(in
   return n;
 }
 
-void write_txn_markers_response::WritableTxnMarkerResult::encode(writer& w, int16_t version) const {
+void write_txn_markers_response_types::WritableTxnMarkerResult::encode(writer& w, int16_t version) const {
   const bool flexible = version >= 1;
   w.int64(producer_id);
   w.array_length(topics.size(), flexible);
@@ -113,7 +113,7 @@ void write_txn_markers_response::WritableTxnMarkerResult::encode(writer& w, int1
   }
 }
 
-void write_txn_markers_response::WritableTxnMarkerResult::decode(reader& r, int16_t version) {
+void write_txn_markers_response_types::WritableTxnMarkerResult::decode(reader& r, int16_t version) {
   const bool flexible = version >= 1;
   producer_id = r.int64();
   {
@@ -140,7 +140,7 @@ void write_txn_markers_response::WritableTxnMarkerResult::decode(reader& r, int1
   }
 }
 
-size_t write_txn_markers_response::WritableTxnMarkerResult::encoded_size(int16_t version) const {
+size_t write_txn_markers_response_types::WritableTxnMarkerResult::encoded_size(int16_t version) const {
   const bool flexible = version >= 1;
   size_t n = 0;
   n += 8;

@@ -14,6 +14,44 @@
 
 namespace silt::protocol {
 
+// The nested structs of write_txn_markers_response; use them as write_txn_markers_response::<Name>.
+namespace write_txn_markers_response_types {
+
+struct WritableTxnMarkerPartitionResult {
+  int32_t partition_index = 0;
+  int16_t error_code = 0;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const WritableTxnMarkerPartitionResult&) const = default;
+};
+
+struct WritableTxnMarkerTopicResult {
+  std::string name;
+  std::vector<write_txn_markers_response_types::WritableTxnMarkerPartitionResult> partitions;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const WritableTxnMarkerTopicResult&) const = default;
+};
+
+struct WritableTxnMarkerResult {
+  int64_t producer_id = 0;
+  std::vector<write_txn_markers_response_types::WritableTxnMarkerTopicResult> topics;
+  std::vector<tagged_field> unknown_tagged_fields;
+
+  void encode(writer& w, int16_t version) const;
+  void decode(reader& r, int16_t version);
+  [[nodiscard]] size_t encoded_size(int16_t version) const;
+  bool operator==(const WritableTxnMarkerResult&) const = default;
+};
+
+}  // namespace write_txn_markers_response_types
+
 // Kafka's WriteTxnMarkersResponse (versions 0-1). Nested structs keep the
 // spec's type names and have the same encode, decode and encoded_size functions.
 struct write_txn_markers_response {
@@ -23,40 +61,11 @@ struct write_txn_markers_response {
   static constexpr int16_t first_flexible_version = 1;
   static constexpr std::string_view spec_name = "WriteTxnMarkersResponse";
 
-  struct WritableTxnMarkerPartitionResult {
-    int32_t partition_index = 0;
-    int16_t error_code = 0;
-    std::vector<tagged_field> unknown_tagged_fields;
+  using WritableTxnMarkerPartitionResult = write_txn_markers_response_types::WritableTxnMarkerPartitionResult;
+  using WritableTxnMarkerTopicResult = write_txn_markers_response_types::WritableTxnMarkerTopicResult;
+  using WritableTxnMarkerResult = write_txn_markers_response_types::WritableTxnMarkerResult;
 
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const WritableTxnMarkerPartitionResult&) const = default;
-  };
-
-  struct WritableTxnMarkerTopicResult {
-    std::string name;
-    std::vector<write_txn_markers_response::WritableTxnMarkerPartitionResult> partitions;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const WritableTxnMarkerTopicResult&) const = default;
-  };
-
-  struct WritableTxnMarkerResult {
-    int64_t producer_id = 0;
-    std::vector<write_txn_markers_response::WritableTxnMarkerTopicResult> topics;
-    std::vector<tagged_field> unknown_tagged_fields;
-
-    void encode(writer& w, int16_t version) const;
-    void decode(reader& r, int16_t version);
-    [[nodiscard]] size_t encoded_size(int16_t version) const;
-    bool operator==(const WritableTxnMarkerResult&) const = default;
-  };
-
-  std::vector<write_txn_markers_response::WritableTxnMarkerResult> markers;
+  std::vector<write_txn_markers_response_types::WritableTxnMarkerResult> markers;
   std::vector<tagged_field> unknown_tagged_fields;
 
   // Writes the fields of `version` to w; a null in a non-nullable version sets w's error.

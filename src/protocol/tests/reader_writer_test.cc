@@ -1,1 +1,231 @@
+// The wire primitives: varints at their edges, sticky errors, bounds on hostile lengths.
+#include <cstdint>
+#include <limits>
+#include <vector>
+
 #include <gtest/gtest.h>
+
+#include "protocol/generated/metadata_request.h"
+#include "protocol/generated/produce_request.h"
+#include "protocol/reader.h"
+#include "protocol/request_header.h"
+#include "protocol/writer.h"
+
+namespace silt::protocol {
+namespace {
+
+std::vector<uint8_t> bytes(std::initializer_list<int> list) {
+  std::vector<uint8_t> out;
+  for (int b : list) out.push_back(static_cast<uint8_t>(b));
+  return out;
+}
+
+TEST(Varint, UnsignedValuesRoundTripWithTheirExpectedSizes) {
+  for (uint32_t v : {0u, 1u, 127u, 128u, 16383u, 16384u, 0x0fffffffu, 0x10000000u, UINT32_MAX}) {
+    writer w;
+    w.uvarint(v);
+    EXPECT_EQ(w.size(), wire_size::uvarint(v)) << v;
+    reader r(w.buffer());
+    EXPECT_EQ(r.uvarint(), v);
+    r.expect_end();
+    EXPECT_TRUE(r.ok());
+  }
+}
+
+TEST(Varint, ZigZagValuesRoundTrip) {
+  for (int64_t v : {int64_t{0}, int64_t{-1}, int64_t{1}, int64_t{-64}, int64_t{63}, int64_t{64},
+                    std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()}) {
+    writer w;
+    w.varlong(v);
+    EXPECT_EQ(w.size(), wire_size::varlong(v));
+    reader r(w.buffer());
+    EXPECT_EQ(r.varlong(), v);
+    EXPECT_TRUE(r.ok());
+  }
+  for (int32_t v :
+       {0, -1, 1, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()}) {
+    writer w;
+    w.varint(v);
+    reader r(w.buffer());
+    EXPECT_EQ(r.varint(), v);
+    EXPECT_TRUE(r.ok());
+  }
+  // Zig-zag maps -1 to 1 and 1 to 2, as Kafka's record format expects.
+  writer w;
+  w.varint(-1);
+  w.varint(1);
+  EXPECT_EQ(w.buffer(), bytes({1, 2}));
+}
+
+TEST(Varint, OverlongEncodingsAreRejected) {
+  const auto r5_bytes = bytes({0xff, 0xff, 0xff, 0xff, 0x1f});
+  reader r5(r5_bytes);  // 5th byte carries more than 4 bits
+  r5.uvarint();
+  EXPECT_EQ(r5.error(), decode_error::varint_too_long);
+  const auto r6_bytes = bytes({0x80, 0x80, 0x80, 0x80, 0x80, 0x01});
+  reader r6(r6_bytes);
+  r6.uvarint();
+  EXPECT_EQ(r6.error(), decode_error::varint_too_long);
+  std::vector<uint8_t> eleven(10, 0x80);
+  eleven.push_back(0x01);
+  reader r11(eleven);
+  r11.uvarlong();
+  EXPECT_EQ(r11.error(), decode_error::varint_too_long);
+}
+
+TEST(Reader, ErrorsAreStickyAndNothingIsReadPastTheEnd) {
+  const auto buf = bytes({0x00, 0x01, 0x02});
+  reader r(buf);
+  EXPECT_EQ(r.int32(), 0);
+  EXPECT_EQ(r.error(), decode_error::truncated);
+  EXPECT_EQ(r.int8(), 0);  // stays failed even though a byte was left
+  EXPECT_EQ(r.error(), decode_error::truncated);
+  EXPECT_EQ(r.remaining(), 0u);
+}
+
+TEST(Reader, StringLengthsBeyondTheBufferFail) {
+  const auto classic_bytes = bytes({0x00, 0x10, 'a', 'b'});
+  reader classic(classic_bytes);
+  EXPECT_EQ(classic.string(false), "");
+  EXPECT_EQ(classic.error(), decode_error::length_exceeds_remaining);
+  const auto compact_bytes = bytes({0x7f, 'a'});
+  reader compact(compact_bytes);
+  compact.string(true);
+  EXPECT_EQ(compact.error(), decode_error::length_exceeds_remaining);
+  const auto negative_bytes = bytes({0xff, 0xfe});
+  reader negative(negative_bytes);
+  negative.string(false);
+  EXPECT_EQ(negative.error(), decode_error::invalid_length);
+}
+
+TEST(Reader, NullIsAcceptedOnlyWhereNullable) {
+  const auto ok_bytes = bytes({0xff, 0xff});
+  reader ok(ok_bytes);
+  EXPECT_FALSE(ok.nullable_string(false, true).has_value());
+  EXPECT_TRUE(ok.ok());
+  const auto bad_bytes = bytes({0xff, 0xff});
+  reader bad(bad_bytes);
+  bad.string(false);
+  EXPECT_EQ(bad.error(), decode_error::null_in_non_nullable_field);
+  const auto compact_null_bytes = bytes({0x00});
+  reader compact_null(compact_null_bytes);
+  EXPECT_FALSE(compact_null.nullable_bytes(true, true).has_value());
+  EXPECT_TRUE(compact_null.ok());
+}
+
+TEST(Reader, ArrayCountsLargerThanTheBytesLeftFail) {
+  // 0x7fffffff elements announced in 4 bytes: must fail fast, not allocate.
+  const auto r_bytes = bytes({0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0});
+  reader r(r_bytes);
+  EXPECT_EQ(r.array_length(false, 4), 0);
+  EXPECT_EQ(r.error(), decode_error::length_exceeds_remaining);
+  metadata_request m;
+  const auto r2_bytes = bytes({0x7f, 0xff, 0xff, 0xff, 0, 0});
+  reader r2(r2_bytes);
+  m.decode(r2, 1);
+  EXPECT_EQ(r2.error(), decode_error::length_exceeds_remaining);
+}
+
+TEST(Reader, RecordDataIsAViewIntoTheBuffer) {
+  const auto buf = bytes({0, 0, 0, 3, 7, 8, 9});
+  reader r(buf);
+  records_view v = r.records(false);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(v.data(), buf.data() + 4);
+  EXPECT_EQ(v.size(), 3u);
+}
+
+produce_request sample_produce(const std::vector<uint8_t>& records) {
+  produce_request p;
+  p.transactional_id = "tx";
+  p.acks = -1;
+  p.timeout_ms = 30000;
+  auto& t = p.topic_data.emplace_back();
+  t.name = "topic";
+  auto& part = t.partition_data.emplace_back();
+  part.index = 3;
+  part.records = records_view(records);
+  return p;
+}
+
+TEST(Reader, EveryTruncationOfAMessageFailsCleanly) {
+  const std::vector<uint8_t> records(100, 0xab);
+  for (int16_t version : {int16_t{3}, int16_t{9}}) {
+    writer w;
+    sample_produce(records).encode(w, version);
+    const auto full = w.take();
+    for (size_t n = 0; n < full.size(); ++n) {
+      reader r(std::span<const uint8_t>(full).first(n));
+      produce_request p;
+      p.decode(r, version);
+      EXPECT_FALSE(r.ok()) << "version " << version << " cut at " << n;
+    }
+  }
+}
+
+TEST(Writer, NullInANonNullableVersionIsAnError) {
+  produce_request p = sample_produce({});
+  p.topic_data[0].partition_data[0].records.reset();  // records are nullable: fine
+  writer ok;
+  p.encode(ok, 3);
+  EXPECT_TRUE(ok.ok());
+  metadata_request m;
+  m.topics.reset();  // null topics ("all topics") exists from v1 on, not in v0
+  writer w0;
+  m.encode(w0, 0);
+  EXPECT_EQ(w0.error(), encode_error::null_in_non_nullable_field);
+  writer w1;
+  m.encode(w1, 1);
+  EXPECT_TRUE(w1.ok());
+}
+
+TEST(Writer, LargeRecordsCanBeReferencedInsteadOfCopied) {
+  const std::vector<uint8_t> records(4096, 0x5a);
+  const produce_request p = sample_produce(records);
+  writer copied;
+  p.encode(copied, 9);
+  writer referenced;
+  referenced.set_zero_copy_threshold(1024);
+  p.encode(referenced, 9);
+  ASSERT_EQ(referenced.segments().size(), 1u);
+  EXPECT_EQ(referenced.segments()[0].data.data(), records.data());
+  EXPECT_EQ(referenced.size() + records.size(), copied.size());
+  EXPECT_EQ(referenced.take(), copied.take());
+}
+
+TEST(TaggedFields, UnknownTagsArePreservedInOrderAroundKnownOnes) {
+  // FetchResponse partition data (v12+) has known tags 0, 1 and 2.
+  produce_request p = sample_produce({});
+  p.unknown_tagged_fields = {{5, bytes({1, 2, 3})}, {90000, bytes({})}};
+  writer w;
+  p.encode(w, 9);
+  const auto encoded = w.take();
+  reader r(encoded);
+  produce_request back;
+  back.decode(r, 9);
+  r.expect_end();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(back.unknown_tagged_fields, p.unknown_tagged_fields);
+}
+
+TEST(RequestHeader, VersionFollowsTheApisFlexibleVersions) {
+  EXPECT_EQ(request_header_version(0, 8), 1);   // Produce v8: classic
+  EXPECT_EQ(request_header_version(0, 9), 2);   // Produce v9: flexible
+  EXPECT_EQ(request_header_version(18, 3), 2);  // ApiVersions v3
+  EXPECT_EQ(request_header_version(18, 99), 2);
+  EXPECT_EQ(request_header_version(9999, 0), -1);
+  EXPECT_EQ(response_header_version(18, 3), 0);  // ApiVersions responses always use v0
+  EXPECT_EQ(response_header_version(0, 9), 1);
+  EXPECT_EQ(response_header_version(0, 8), 0);
+}
+
+TEST(RequestHeader, UnknownApiKeysAndTruncatedHeadersAreErrors) {
+  EXPECT_EQ(parse_request_header(bytes({0x27, 0x0f, 0, 0, 0, 0, 0, 1})).error(),
+            decode_error::unknown_api_key);
+  EXPECT_EQ(parse_request_header(bytes({0, 0, 0})).error(), decode_error::truncated);
+  EXPECT_EQ(parse_request_header(bytes({0, 0, 0, 9, 0, 0, 0, 1, 0})).error(),
+            decode_error::truncated);
+}
+
+}  // namespace
+}  // namespace silt::protocol

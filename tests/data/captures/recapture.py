@@ -4,6 +4,9 @@
     recapture.py            start a reference Kafka broker, run kcat and the Java
                             console clients through tools/capture_proxy.py, keep
                             the useful frames, and rewrite manifest.json
+    recapture.py --clients java
+                            the same for the Java client only; the other
+                            clients' files stay as they are
     recapture.py --manifest-only
                             rewrite manifest.json from the .bin files already here
     recapture.py --check    decode every file listed in manifest.json and compare
@@ -31,11 +34,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tools"))
 
+import capture_proxy  # noqa: E402
 import decode_capture as dc  # noqa: E402
 
 KAFKA_SH = os.path.join(REPO, "scripts", "kafka-reference.sh")
 PROXY = os.path.join(REPO, "tools", "capture_proxy.py")
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+CLIENTS = ["librdkafka", "java"]
+
+# The API versions Silt generates code for, hence the only ones its ApiVersions
+# response advertises.
+API_TABLE = os.path.join(REPO, "src", "protocol", "generated", "api_table.h")
+# Clients whose sessions run through a proxy that clamps the broker's
+# ApiVersions responses to API_TABLE, so that they negotiate the versions they
+# would use with Silt. librdkafka 2.0.2 stays below Silt's maximum versions on
+# its own; its ApiVersions response is kept as the broker sent it.
+CLAMPED_CLIENTS = {"java"}
 
 RDKAFKA_RECORDS = [(f"key-{i}", f"value-{i}") for i in range(10)]
 JAVA_RECORDS = [(f"key-{i}", f"value-{i}") for i in range(5)]
@@ -54,15 +68,16 @@ def port_open(port: int) -> bool:
 class Proxy:
     """Runs tools/capture_proxy.py for one capture session."""
 
-    def __init__(self, listen: int, upstream: int, out: str):
+    def __init__(self, listen: int, upstream: int, out: str, clamp: str | None = None):
         self.out = out
         os.makedirs(out, exist_ok=True)
         self.log_path = out + ".proxy.log"
         self.logf = open(self.log_path, "w")
-        self.proc = subprocess.Popen(
-            [sys.executable, PROXY, "--listen", f"127.0.0.1:{listen}",
-             "--upstream", f"127.0.0.1:{upstream}", "--out", out],
-            stderr=self.logf, stdout=subprocess.DEVNULL)
+        cmd = [sys.executable, PROXY, "--listen", f"127.0.0.1:{listen}",
+               "--upstream", f"127.0.0.1:{upstream}", "--out", out]
+        if clamp:
+            cmd += ["--clamp-api-versions", clamp]
+        self.proc = subprocess.Popen(cmd, stderr=self.logf, stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             with open(self.log_path) as f:
@@ -93,9 +108,10 @@ def run(cmd: list[str], stdin_text: str | None = None, timeout: float = 120) -> 
     return res.stdout
 
 
-def session(args, name: str, cmd: list[str], stdin_text: str | None = None) -> str:
+def session(args, name: str, cmd: list[str], stdin_text: str | None = None,
+            clamp: bool = False) -> str:
     out = os.path.join(args.workdir, "raw", name)
-    proxy = Proxy(args.proxy_port, args.kafka_port, out)
+    proxy = Proxy(args.proxy_port, args.kafka_port, out, args.api_table if clamp else None)
     try:
         run(cmd, stdin_text)
         time.sleep(0.3)  # let the last responses pass through
@@ -114,7 +130,8 @@ def capture(args) -> dict[str, str]:
     tool = [KAFKA_SH, "tool"]
     raw = {}
 
-    topics = [f"golden-{c}" for c in CODECS] + [f"golden-java-{c}" for c in CODECS]
+    topics = ([f"golden-{c}" for c in CODECS] if "librdkafka" in args.clients else []) \
+        + ([f"golden-java-{c}" for c in CODECS] if "java" in args.clients else [])
     # Topics are created through the proxy too (the broker advertises the proxy
     # port), into a scratch directory that is not kept.
     out = os.path.join(args.workdir, "raw", "setup")
@@ -127,32 +144,38 @@ def capture(args) -> dict[str, str]:
     finally:
         proxy.stop()
 
-    kcat = ["kcat", "-b", bootstrap]
-    raw["rdkafka-list"] = session(args, "rdkafka-list", kcat + ["-L"])
-    for c in CODECS:
-        raw[f"rdkafka-produce-{c}"] = session(
-            args, f"rdkafka-produce-{c}",
-            kcat + ["-P", "-t", f"golden-{c}", "-K:", "-z", c, "-X", "linger.ms=100"],
-            lines(RDKAFKA_RECORDS))
-    for c in CODECS:
-        raw[f"rdkafka-consume-{c}"] = session(
-            args, f"rdkafka-consume-{c}",
-            kcat + ["-C", "-t", f"golden-{c}", "-o", "beginning", "-e", "-f", "%k:%s\\n"])
+    if "librdkafka" in args.clients:
+        clamp = "librdkafka" in CLAMPED_CLIENTS
+        kcat = ["kcat", "-b", bootstrap]
+        raw["rdkafka-list"] = session(args, "rdkafka-list", kcat + ["-L"], clamp=clamp)
+        for c in CODECS:
+            raw[f"rdkafka-produce-{c}"] = session(
+                args, f"rdkafka-produce-{c}",
+                kcat + ["-P", "-t", f"golden-{c}", "-K:", "-z", c, "-X", "linger.ms=100"],
+                lines(RDKAFKA_RECORDS), clamp=clamp)
+        for c in CODECS:
+            raw[f"rdkafka-consume-{c}"] = session(
+                args, f"rdkafka-consume-{c}",
+                kcat + ["-C", "-t", f"golden-{c}", "-o", "beginning", "-e", "-f", "%k:%s\\n"],
+                clamp=clamp)
 
-    for c in CODECS:
-        raw[f"java-produce-{c}"] = session(
-            args, f"java-produce-{c}",
-            tool + ["org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", bootstrap,
-                    "--topic", f"golden-java-{c}", "--compression-codec", c,
-                    "--property", "parse.key=true", "--property", "key.separator=:"],
-            lines(JAVA_RECORDS))
-    for c in CODECS:
-        raw[f"java-consume-{c}"] = session(
-            args, f"java-consume-{c}",
-            tool + ["org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", bootstrap,
-                    "--topic", f"golden-java-{c}", "--partition", "0", "--offset", "earliest",
-                    "--max-messages", str(len(JAVA_RECORDS)),
-                    "--property", "print.key=true", "--property", "key.separator=:"])
+    if "java" in args.clients:
+        clamp = "java" in CLAMPED_CLIENTS
+        for c in CODECS:
+            raw[f"java-produce-{c}"] = session(
+                args, f"java-produce-{c}",
+                tool + ["org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", bootstrap,
+                        "--topic", f"golden-java-{c}", "--compression-codec", c,
+                        "--property", "parse.key=true", "--property", "key.separator=:"],
+                lines(JAVA_RECORDS), clamp=clamp)
+        for c in CODECS:
+            raw[f"java-consume-{c}"] = session(
+                args, f"java-consume-{c}",
+                tool + ["org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server",
+                        bootstrap, "--topic", f"golden-java-{c}", "--partition", "0",
+                        "--offset", "earliest", "--max-messages", str(len(JAVA_RECORDS)),
+                        "--property", "print.key=true", "--property", "key.separator=:"],
+                clamp=clamp)
     return raw
 
 
@@ -188,8 +211,8 @@ def pick(raw_dir, api, dec, pred=lambda q, r: True):
     raise RuntimeError(f"no {api} frame pair matching in {raw_dir}")
 
 
-def curate(args, raw: dict[str, str], dec: dc.Decoder) -> list[tuple[str, str, str]]:
-    """Copies the useful frame pairs; returns [(client, stem, session)]."""
+def curate(args, raw: dict[str, str], dec: dc.Decoder) -> list[str]:
+    """Copies the useful frame pairs of args.clients; returns the files written."""
     chosen = []  # (client, stem, req, resp)
 
     def keep(client, stem, pair):
@@ -202,36 +225,43 @@ def curate(args, raw: dict[str, str], dec: dc.Decoder) -> list[tuple[str, str, s
     has_records = lambda q, r: fetched_records(r) > 0  # noqa: E731
     no_records = lambda q, r: fetched_records(r) == 0  # noqa: E731
 
-    # librdkafka (kcat)
-    lst = raw["rdkafka-list"]
-    keep("librdkafka", "apiversions_v{v}", pick(lst, "ApiVersions", dec))
-    keep("librdkafka", "metadata_v{v}_no-topics",
-         pick(lst, "Metadata", dec, lambda q, r: q["body"]["topics"] == []))
-    keep("librdkafka", "metadata_v{v}_all-topics",
-         pick(lst, "Metadata", dec, lambda q, r: q["body"]["topics"] is None))
-    keep("librdkafka", "metadata_v{v}_golden-none",
-         pick(raw["rdkafka-produce-none"], "Metadata", dec, metadata_for("golden-none")))
-    for c in CODECS:
-        keep("librdkafka", f"produce_v{{v}}_{c}", pick(raw[f"rdkafka-produce-{c}"], "Produce", dec))
-    keep("librdkafka", "listoffsets_v{v}_earliest", pick(raw["rdkafka-consume-none"], "ListOffsets", dec))
-    for c in CODECS:
-        keep("librdkafka", f"fetch_v{{v}}_{c}", pick(raw[f"rdkafka-consume-{c}"], "Fetch", dec, has_records))
-    keep("librdkafka", "fetch_v{v}_none-empty", pick(raw["rdkafka-consume-none"], "Fetch", dec, no_records))
+    if "librdkafka" in args.clients:  # kcat
+        lst = raw["rdkafka-list"]
+        keep("librdkafka", "apiversions_v{v}", pick(lst, "ApiVersions", dec))
+        keep("librdkafka", "metadata_v{v}_no-topics",
+             pick(lst, "Metadata", dec, lambda q, r: q["body"]["topics"] == []))
+        keep("librdkafka", "metadata_v{v}_all-topics",
+             pick(lst, "Metadata", dec, lambda q, r: q["body"]["topics"] is None))
+        keep("librdkafka", "metadata_v{v}_golden-none",
+             pick(raw["rdkafka-produce-none"], "Metadata", dec, metadata_for("golden-none")))
+        for c in CODECS:
+            keep("librdkafka", f"produce_v{{v}}_{c}",
+                 pick(raw[f"rdkafka-produce-{c}"], "Produce", dec))
+        keep("librdkafka", "listoffsets_v{v}_earliest",
+             pick(raw["rdkafka-consume-none"], "ListOffsets", dec))
+        for c in CODECS:
+            keep("librdkafka", f"fetch_v{{v}}_{c}",
+                 pick(raw[f"rdkafka-consume-{c}"], "Fetch", dec, has_records))
+        keep("librdkafka", "fetch_v{v}_none-empty",
+             pick(raw["rdkafka-consume-none"], "Fetch", dec, no_records))
 
-    # Java client
-    jp = raw["java-produce-none"]
-    keep("java", "apiversions_v{v}", pick(jp, "ApiVersions", dec))
-    keep("java", "metadata_v{v}_golden-java-none", pick(jp, "Metadata", dec, metadata_for("golden-java-none")))
-    keep("java", "initproducerid_v{v}",
-         pick(jp, "InitProducerId", dec, lambda q, r: r["body"]["error_code"] == 0))
-    for c in CODECS:
-        keep("java", f"produce_v{{v}}_{c}", pick(raw[f"java-produce-{c}"], "Produce", dec))
-    keep("java", "listoffsets_v{v}_earliest", pick(raw["java-consume-none"], "ListOffsets", dec))
-    for c in CODECS:
-        keep("java", f"fetch_v{{v}}_{c}", pick(raw[f"java-consume-{c}"], "Fetch", dec, has_records))
-    keep("java", "fetch_v{v}_none-empty", pick(raw["java-consume-none"], "Fetch", dec, no_records))
+    if "java" in args.clients:
+        jp = raw["java-produce-none"]
+        keep("java", "apiversions_v{v}", pick(jp, "ApiVersions", dec))
+        keep("java", "metadata_v{v}_golden-java-none",
+             pick(jp, "Metadata", dec, metadata_for("golden-java-none")))
+        keep("java", "initproducerid_v{v}",
+             pick(jp, "InitProducerId", dec, lambda q, r: r["body"]["error_code"] == 0))
+        for c in CODECS:
+            keep("java", f"produce_v{{v}}_{c}", pick(raw[f"java-produce-{c}"], "Produce", dec))
+        keep("java", "listoffsets_v{v}_earliest", pick(raw["java-consume-none"], "ListOffsets", dec))
+        for c in CODECS:
+            keep("java", f"fetch_v{{v}}_{c}",
+                 pick(raw[f"java-consume-{c}"], "Fetch", dec, has_records))
+        keep("java", "fetch_v{v}_none-empty",
+             pick(raw["java-consume-none"], "Fetch", dec, no_records))
 
-    for client in ("librdkafka", "java"):
+    for client in args.clients:
         d = os.path.join(args.out, client)
         if os.path.isdir(d):
             shutil.rmtree(d)
@@ -423,9 +453,36 @@ def check_known_content(entries: list[dict]) -> None:
         raise SystemExit("recapture: captured content is not as expected:\n  " + "\n  ".join(problems))
 
 
+def _range(api_key: int, limits: dict) -> str:
+    return "%d-%d" % limits[api_key] if api_key in limits else "none"
+
+
+def check_versions(out_dir: str, entries: list[dict], dec: dc.Decoder) -> list[str]:
+    """Checks that every frame uses an API version Silt has generated code for
+    (API_TABLE), and that the ApiVersions responses of clamped clients offer
+    nothing else."""
+    limits = capture_proxy.load_version_limits(API_TABLE)
+    problems = []
+    for e in entries:
+        name = e["file"]
+        lo, hi = limits.get(e["api_key"], (0, -1))
+        if not lo <= e["api_version"] <= hi:
+            problems.append(f"{name}: {e['api_name']} v{e['api_version']} is outside "
+                            f"Silt's versions {_range(e['api_key'], limits)}")
+        if name.split("/")[0] in CLAMPED_CLIENTS and e["api_name"] == "ApiVersions" \
+                and e["kind"] == "response":
+            for k in dc.decode_file(dec, os.path.join(out_dir, name))["body"]["api_keys"]:
+                lo, hi = limits.get(k["api_key"], (0, -1))
+                if not lo <= k["min_version"] <= k["max_version"] <= hi:
+                    problems.append(f"{name}: advertises api key {k['api_key']} versions "
+                                    f"{k['min_version']}-{k['max_version']}, Silt has "
+                                    f"{_range(k['api_key'], limits)}")
+    return problems
+
+
 def existing_files(out_dir: str) -> list[str]:
     """Capture files on disk, in manifest order where a manifest exists."""
-    on_disk = sorted(f"{c}/{n}" for c in ("librdkafka", "java")
+    on_disk = sorted(f"{c}/{n}" for c in CLIENTS
                      if os.path.isdir(os.path.join(out_dir, c))
                      for n in os.listdir(os.path.join(out_dir, c)) if n.endswith(".bin"))
     order = []
@@ -439,6 +496,9 @@ def existing_files(out_dir: str) -> list[str]:
 def write_manifest(out_dir: str, files: list[str], dec: dc.Decoder) -> None:
     manifest = build_manifest(out_dir, files, dec)
     check_known_content(manifest)
+    problems = check_versions(out_dir, manifest, dec)
+    if problems:
+        raise SystemExit("recapture: API versions not as expected:\n  " + "\n  ".join(problems))
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
         f.write("\n")
@@ -447,29 +507,34 @@ def write_manifest(out_dir: str, files: list[str], dec: dc.Decoder) -> None:
 def check(args, dec: dc.Decoder) -> int:
     with open(os.path.join(args.out, "manifest.json")) as f:
         manifest = json.load(f)
-    bad = 0
-    listed = set()
+    failed = set()
+    present = []
     for entry in manifest:
-        listed.add(entry["file"])
         path = os.path.join(args.out, entry["file"])
         if not os.path.isfile(path) or os.path.getsize(path) == 0:
             print(f"MISSING/EMPTY {entry['file']}")
-            bad += 1
+            failed.add(entry["file"])
             continue
+        present.append(entry)
         d = dc.decode_file(dec, path)
         got = {"api_key": d["api_key"], "api_version": d["api_version"], "kind": d["kind"],
                "expect": expect_for(d)}
         want = {k: entry[k] for k in got}
         if got != want:
             print(f"MISMATCH {entry['file']}")
-            bad += 1
-    on_disk = {f"{c}/{n}" for c in ("librdkafka", "java")
+            failed.add(entry["file"])
+    for problem in check_versions(args.out, present, dec):
+        print(f"VERSION {problem}")
+        failed.add(problem.split(":")[0])
+    listed = {e["file"] for e in manifest}
+    on_disk = {f"{c}/{n}" for c in CLIENTS
                for n in os.listdir(os.path.join(args.out, c)) if n.endswith(".bin")}
-    for extra in sorted(on_disk - listed):
-        print(f"NOT IN MANIFEST {extra}")
-        bad += 1
+    extra = sorted(on_disk - listed)
+    for name in extra:
+        print(f"NOT IN MANIFEST {name}")
     check_known_content(manifest)
-    print(f"{len(manifest) - bad} passed, {bad} failed")
+    bad = len(failed) + len(extra)
+    print(f"{len(manifest) - len(failed)} passed, {bad} failed")
     return 1 if bad else 0
 
 
@@ -481,9 +546,20 @@ def main() -> int:
     p.add_argument("--out", default=HERE, help="capture directory (default: this directory)")
     p.add_argument("--kafka-port", type=int, default=19092, help="broker port (controller uses +1)")
     p.add_argument("--proxy-port", type=int, default=19094, help="capture proxy port")
+    p.add_argument("--clients", default=",".join(CLIENTS),
+                   help="comma-separated clients to capture (default: %(default)s); the files "
+                        "of the others are kept")
+    p.add_argument("--api-table", default=API_TABLE,
+                   help="API versions to clamp ApiVersions responses to for the clients in "
+                        f"{sorted(CLAMPED_CLIENTS)} (default: Silt's generated api_table.h)")
     p.add_argument("--workdir", default=None, help="scratch directory (default: a temp dir)")
     p.add_argument("--keep-workdir", action="store_true")
     args = p.parse_args()
+    wanted = set(args.clients.split(","))
+    if not wanted or wanted - set(CLIENTS):
+        p.error(f"--clients: expected some of {','.join(CLIENTS)}")
+    args.clients = [c for c in CLIENTS if c in wanted]
+    args.api_table = os.path.abspath(args.api_table)
 
     if not (args.check or args.manifest_only):
         subprocess.run([KAFKA_SH, "install"], check=True)
@@ -509,8 +585,9 @@ def main() -> int:
     finally:
         subprocess.run([KAFKA_SH, "stop", kafka_dir], check=False)
     files = curate(args, raw, dec)
-    write_manifest(args.out, files, dec)
-    log(f"{len(files)} files written to {args.out}")
+    kept = [f for f in existing_files(args.out) if f.split("/")[0] not in args.clients]
+    write_manifest(args.out, [f for c in CLIENTS for f in kept + files if f.split("/")[0] == c], dec)
+    log(f"{len(files)} files written to {args.out}" + (f", {len(kept)} kept" if kept else ""))
     if args.keep_workdir:
         log(f"raw captures kept in {args.workdir}/raw")
     else:

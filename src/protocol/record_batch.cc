@@ -1,0 +1,295 @@
+#include "protocol/record_batch.h"
+
+#include <algorithm>
+#include <cassert>
+#include <climits>
+
+#include "base/crc32c.h"
+#include "base/endian.h"
+#include "protocol/reader.h"
+
+namespace silt::protocol {
+
+namespace {
+
+constexpr size_t magic_offset = 16;
+constexpr size_t crc_offset = 17;
+constexpr size_t attributes_offset = 21;  // the CRC covers from here to the end
+constexpr size_t partition_leader_epoch_offset = 12;
+// batch_length of a batch without records.
+constexpr int32_t min_batch_length = record_batch_header_size - record_batch_log_overhead;
+// length, attributes, timestamp delta, offset delta, key and value lengths, header count.
+constexpr size_t min_record_size = 7;
+
+tl::unexpected<batch_error> fail(batch_error e) {
+  return tl::make_unexpected(e);
+}
+
+record_batch_header parse_header(std::span<const uint8_t> batch) {
+  reader r(batch.first(record_batch_header_size));
+  record_batch_header h;
+  h.base_offset = r.int64();
+  h.batch_length = r.int32();
+  h.partition_leader_epoch = r.int32();
+  h.magic = r.int8();
+  h.crc = r.uint32();
+  h.attributes = r.int16();
+  h.last_offset_delta = r.int32();
+  h.base_timestamp = r.int64();
+  h.max_timestamp = r.int64();
+  h.producer_id = r.int64();
+  h.producer_epoch = r.int16();
+  h.base_sequence = r.int32();
+  h.records_count = r.int32();
+  assert(r.ok() && r.remaining() == 0);
+  return h;
+}
+
+// A key or value: a varint length, -1 for null, then the bytes. Errors stick to r.
+std::optional<std::span<const uint8_t>> nullable_bytes(reader& r) {
+  const int32_t n = r.varint();
+  if (n == -1) return std::nullopt;
+  if (n < -1) {
+    r.fail(decode_error::invalid_length);
+    return std::nullopt;
+  }
+  return r.raw(static_cast<size_t>(n));
+}
+
+// Parses a record body (what follows its length), which it must fill exactly.
+bool parse_record(std::span<const uint8_t> body, record& out) {
+  reader r(body);
+  out.attributes = r.int8();
+  out.timestamp_delta = r.varlong();
+  out.offset_delta = r.varint();
+  out.key = nullable_bytes(r);
+  out.value = nullable_bytes(r);
+  const int32_t header_count = r.varint();
+  // Each header takes at least its two lengths, which bounds what a count can reserve.
+  if (!r.ok() || header_count < 0 || static_cast<size_t>(header_count) > r.remaining() / 2) {
+    return false;
+  }
+  out.headers.reserve(static_cast<size_t>(header_count));
+  for (int32_t i = 0; i < header_count; ++i) {
+    const int32_t key_length = r.varint();
+    if (key_length < 0) return false;
+    record_header h;
+    h.key = r.raw(static_cast<size_t>(key_length));
+    h.value = nullable_bytes(r);
+    if (!r.ok()) return false;
+    out.headers.push_back(h);
+  }
+  r.expect_end();
+  return r.ok();
+}
+
+void write_nullable_bytes(writer& w, std::optional<std::span<const uint8_t>> b) {
+  if (!b) {
+    w.varint(-1);
+    return;
+  }
+  assert(b->size() <= INT32_MAX);
+  w.varint(static_cast<int32_t>(b->size()));
+  w.raw(*b);
+}
+
+size_t nullable_bytes_size(std::optional<std::span<const uint8_t>> b) {
+  if (!b) return wire_size::varint(-1);
+  return wire_size::varint(static_cast<int32_t>(b->size())) + b->size();
+}
+
+}  // namespace
+
+// Kafka's answers, read in Apache Kafka at commit 1eb7644349cb (4.0.0-SNAPSHOT, the specs the
+// generated code comes from). Kafka 4 accepts only Produce v3+ (KIP-896), so the v3+ checks
+// below apply to every Produce it answers:
+//  - ByteBufferLogInputStream.nextBatchSize throws CorruptRecordException for a batch length
+//    below the smallest legacy message or a magic outside 0..2, and
+//    UnifiedLog.analyzeAndValidateRecords throws it for a CRC mismatch or a batch shorter than
+//    the v2 header (DefaultRecordBatch.isValid): CORRUPT_MESSAGE.
+//  - ProduceRequest.validateRecords, called by KafkaApis.handleProduceRequest for v3+, throws
+//    InvalidRecordException for a magic 0 or 1 batch, and for records holding no whole batch
+//    (a truncated one): INVALID_RECORD. Not UNSUPPORTED_FOR_MESSAGE_FORMAT, which Kafka used
+//    when converting between formats, nor UNSUPPORTED_VERSION, which is about the request.
+//  - DefaultRecord.readFrom and DefaultRecordBatch's record iterator throw
+//    InvalidRecordException for records that do not fit or fill their length and for a count
+//    that does not match the records: INVALID_RECORD.
+// Where Kafka's answer is an accident, Silt answers what a client can act on:
+//  - decompression_failed: Kafka wraps the decompressor's IOException in a KafkaException,
+//    which ReplicaManager turns into UNKNOWN_SERVER_ERROR. The batch is at fault, not the
+//    broker, and retrying cannot help, so INVALID_RECORD (non-retriable), which Kafka answers
+//    when a decompressed stream ends inside a record.
+//  - unknown_codec: CompressionType.forId throws IllegalArgumentException, again
+//    UNKNOWN_SERVER_ERROR; UNSUPPORTED_COMPRESSION_TYPE names the problem.
+//  - decompressed_too_large: Kafka has no such limit (it streams records); MESSAGE_TOO_LARGE
+//    (Java's RecordTooLargeException) is its answer to a batch larger than it accepts.
+error_code to_error_code(batch_error e) {
+  switch (e) {
+    case batch_error::invalid_length:
+    case batch_error::unknown_magic:
+    case batch_error::crc_mismatch:
+      return error_code::corrupt_message;
+    case batch_error::truncated:
+    case batch_error::legacy_magic:
+    case batch_error::invalid_record:
+    case batch_error::record_count_mismatch:
+    case batch_error::decompression_failed:
+      return error_code::invalid_record;
+    case batch_error::unknown_codec:
+      return error_code::unsupported_compression_type;
+    case batch_error::decompressed_too_large:
+      return error_code::message_too_large;
+  }
+  return error_code::unknown_server_error;
+}
+
+tl::expected<std::optional<record_batch>, batch_error> batch_reader::next() {
+  if (error_) return fail(*error_);
+  if (rest_.empty()) return std::nullopt;
+  auto stop = [this](batch_error e) {
+    error_ = e;
+    return fail(e);
+  };
+
+  if (rest_.size() < record_batch_log_overhead) return stop(batch_error::truncated);
+  const int32_t length = base::load_be<int32_t>(rest_.data() + 8);
+  if (length < 0) return stop(batch_error::invalid_length);
+  if (rest_.size() <= magic_offset) return stop(batch_error::truncated);
+  // The magic decides the layout, so it is checked before the length is held to v2's minimum:
+  // a legacy message set is reported as such whatever its size.
+  const auto magic = static_cast<int8_t>(rest_[magic_offset]);
+  if (magic == 0 || magic == 1) return stop(batch_error::legacy_magic);
+  if (magic != record_batch_magic) return stop(batch_error::unknown_magic);
+  if (length < min_batch_length) return stop(batch_error::invalid_length);
+  const size_t size = record_batch_log_overhead + static_cast<size_t>(length);
+  if (rest_.size() < size) return stop(batch_error::truncated);
+
+  const std::span<const uint8_t> bytes = rest_.first(size);
+  record_batch batch{parse_header(bytes), bytes};
+  if (base::crc32c(bytes.subspan(attributes_offset)) != batch.header.crc) {
+    return stop(batch_error::crc_mismatch);
+  }
+  rest_ = rest_.subspan(size);
+  return batch;
+}
+
+tl::expected<decoded_records, batch_error> decode_records(const record_batch& batch,
+                                                          size_t max_decompressed_bytes) {
+  const record_batch_header& h = batch.header;
+  if (h.codec() > compression_codec::zstd) return fail(batch_error::unknown_codec);
+  if (h.records_count < 0) return fail(batch_error::record_count_mismatch);
+
+  std::span<const uint8_t> data = batch.bytes.subspan(record_batch_header_size);
+  std::vector<uint8_t> owned;
+  if (h.codec() != compression_codec::none) {
+    auto d = decompress(h.codec(), data, max_decompressed_bytes);
+    if (!d) return fail(d.error());
+    owned = std::move(*d);
+    data = owned;
+  }
+
+  std::vector<record> records;
+  const auto count = static_cast<size_t>(h.records_count);
+  records.reserve(std::min(count, data.size() / min_record_size));
+  reader r(data);
+  for (size_t i = 0; i < count; ++i) {
+    if (r.remaining() == 0) return fail(batch_error::record_count_mismatch);
+    const int32_t length = r.varint();
+    if (!r.ok() || length < 0 || static_cast<size_t>(length) > r.remaining()) {
+      return fail(batch_error::invalid_record);
+    }
+    record rec;
+    if (!parse_record(r.raw(static_cast<size_t>(length)), rec)) {
+      return fail(batch_error::invalid_record);
+    }
+    records.push_back(std::move(rec));
+  }
+  if (r.remaining() != 0) return fail(batch_error::record_count_mismatch);
+  // Moving `owned` keeps its heap buffer, so the records' views stay valid.
+  return decoded_records(std::move(owned), std::move(records));
+}
+
+void set_base_offset(std::span<uint8_t> batch, int64_t base_offset) {
+  assert(batch.size() >= record_batch_header_size);
+  base::store_be(batch.data(), base_offset);
+}
+
+void set_partition_leader_epoch(std::span<uint8_t> batch, int32_t epoch) {
+  assert(batch.size() >= record_batch_header_size);
+  base::store_be(batch.data() + partition_leader_epoch_offset, epoch);
+}
+
+void update_crc(std::span<uint8_t> batch) {
+  assert(batch.size() >= record_batch_header_size);
+  assert(batch.size() ==
+         record_batch_log_overhead + static_cast<size_t>(base::load_be<int32_t>(batch.data() + 8)));
+  base::store_be(batch.data() + crc_offset, base::crc32c(batch.subspan(attributes_offset)));
+}
+
+record_batch_builder& record_batch_builder::add(int64_t timestamp, std::optional<bytes> key,
+                                                std::optional<bytes> value,
+                                                std::span<const record_header> headers) {
+  assert(count_ < INT32_MAX);
+  if (count_ == 0) {
+    base_timestamp_ = timestamp;
+    max_timestamp_ = timestamp;
+  }
+  max_timestamp_ = std::max(max_timestamp_, timestamp);
+  // Wrapping subtraction: any two timestamps have a delta that round-trips.
+  const auto timestamp_delta = static_cast<int64_t>(static_cast<uint64_t>(timestamp) -
+                                                    static_cast<uint64_t>(base_timestamp_));
+
+  size_t body = 1 + wire_size::varlong(timestamp_delta) + wire_size::varint(count_) +
+                nullable_bytes_size(key) + nullable_bytes_size(value) +
+                wire_size::varint(static_cast<int32_t>(headers.size()));
+  for (const record_header& h : headers) {
+    body += wire_size::varint(static_cast<int32_t>(h.key.size())) + h.key.size() +
+            nullable_bytes_size(h.value);
+  }
+  assert(body <= INT32_MAX);
+
+  records_.varint(static_cast<int32_t>(body));
+  records_.int8(0);  // record attributes: none are defined
+  records_.varlong(timestamp_delta);
+  records_.varint(count_);
+  write_nullable_bytes(records_, key);
+  write_nullable_bytes(records_, value);
+  records_.varint(static_cast<int32_t>(headers.size()));
+  for (const record_header& h : headers) {
+    write_nullable_bytes(records_, h.key);
+    write_nullable_bytes(records_, h.value);
+  }
+  ++count_;
+  return *this;
+}
+
+std::vector<uint8_t> record_batch_builder::build() const {
+  std::span<const uint8_t> payload = records_.buffer();
+  std::vector<uint8_t> compressed;
+  if (codec_ != compression_codec::none) {
+    compressed = compress(codec_, payload);
+    payload = compressed;
+  }
+  assert(payload.size() <= static_cast<size_t>(INT32_MAX - min_batch_length));
+
+  writer w(record_batch_header_size + payload.size());
+  w.int64(base_offset_);
+  w.int32(min_batch_length + static_cast<int32_t>(payload.size()));
+  w.int32(partition_leader_epoch_);
+  w.int8(record_batch_magic);
+  w.uint32(0);  // the CRC, filled in below
+  w.int16(static_cast<int16_t>(attributes_ | static_cast<int16_t>(codec_)));
+  w.int32(count_ > 0 ? count_ - 1 : 0);
+  w.int64(base_timestamp_);
+  w.int64(log_append_time_.value_or(max_timestamp_));
+  w.int64(producer_id_);
+  w.int16(producer_epoch_);
+  w.int32(base_sequence_);
+  w.int32(count_);
+  w.raw(payload);
+  std::vector<uint8_t> out = w.take();
+  update_crc(out);
+  return out;
+}
+
+}  // namespace silt::protocol
