@@ -3,7 +3,7 @@
 # Fails on any crash or sanitizer report.
 set -euo pipefail
 build=${1:-build-asan}
-runs=${FUZZ_RUNS:-200000}
+runs=${FUZZ_RUNS:-500000}
 cd "$(dirname "$0")/.."
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT

@@ -20,7 +20,9 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::string captures = std::string(SILT_TEST_DATA) + "/captures";
+std::string captures_dir() {
+  return std::string(SILT_TEST_DATA) + "/captures";
+}
 
 std::vector<uint8_t> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -28,7 +30,7 @@ std::vector<uint8_t> read_file(const std::string& path) {
 }
 
 json manifest() {
-  std::ifstream in(captures + "/manifest.json");
+  std::ifstream in(captures_dir() + "/manifest.json");
   return json::parse(in);
 }
 
@@ -285,7 +287,7 @@ class Golden : public ::testing::TestWithParam<json> {};
 
 TEST_P(Golden, DecodesToTheRecordedFieldsAndReencodesToTheSameBytes) {
   const json& entry = GetParam();
-  const auto frame = read_file(captures + "/" + entry["file"].get<std::string>());
+  const auto frame = read_file(captures_dir() + "/" + entry["file"].get<std::string>());
   ASSERT_EQ(frame.size(), entry["size"].get<size_t>());
   const int16_t key = entry["api_key"];
   const int16_t version = entry["api_version"];
