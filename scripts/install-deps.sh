@@ -12,7 +12,9 @@ packages=(
   zlib1g-dev libzstd-dev liblz4-dev libsnappy-dev libisal-dev
   libsqlite3-dev libexpected-dev nlohmann-json3-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev librdkafka-dev kcat
+  libgtest-dev libgmock-dev libbenchmark-dev librdkafka-dev kcat fio
+  # the S3 server the object store tests run against (Ceph radosgw, checks SigV4)
+  ceph-mon ceph-osd radosgw ceph-common
 )
 
 missing=()

@@ -1,0 +1,68 @@
+// The object store interface: whole-object writes, ranged reads, deletes and listings, over a
+// local directory (the embedded default), S3, and later Azure Blob.
+//
+// Calls block until done (retrying transient failures inside, per the store's retry policy)
+// and are safe to make from several threads at once. Callers keep them off latency-sensitive
+// threads: uploads and compaction run on their own threads, cold reads on a reader pool.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+namespace silt::storage {
+
+enum class store_error : uint8_t {
+  not_found,            // no object under that key (get, head)
+  invalid_range,        // a range that starts past the object's end
+  access_denied,        // bad credentials or signature (S3 403)
+  throttled,            // still throttled after the retries (S3 503 SlowDown)
+  timeout,              // still timing out after the retries
+  io,                   // any other failure: network, disk, server error after retries
+  invalid_argument,     // a key or URI the store cannot use
+};
+
+[[nodiscard]] std::string_view store_error_name(store_error e);
+
+struct object_info {
+  std::string key;
+  uint64_t size = 0;
+  bool operator==(const object_info&) const = default;
+};
+
+class object_store {
+ public:
+  virtual ~object_store() = default;
+
+  // Writes `data` under `key`, replacing any object there. Atomic: a reader sees the whole
+  // old object or the whole new one, never a part; durable once this returns.
+  [[nodiscard]] virtual tl::expected<void, store_error> put(std::string_view key,
+                                                            std::span<const uint8_t> data) = 0;
+  // Reads `length` bytes from `offset`; fewer when the object ends first.
+  [[nodiscard]] virtual tl::expected<std::vector<uint8_t>, store_error> get(
+      std::string_view key, uint64_t offset, uint64_t length) = 0;
+  // The object's size.
+  [[nodiscard]] virtual tl::expected<uint64_t, store_error> head(std::string_view key) = 0;
+  // Deletes `key`; succeeds when there was no such object.
+  [[nodiscard]] virtual tl::expected<void, store_error> remove(std::string_view key) = 0;
+  // Every object whose key starts with `prefix`, in key order.
+  [[nodiscard]] virtual tl::expected<std::vector<object_info>, store_error> list(
+      std::string_view prefix) = 0;
+  // A short description for logs (e.g. "file:///data/objects", "s3://bucket at host:port").
+  [[nodiscard]] virtual std::string describe() const = 0;
+};
+
+// Opens the store a URI names:
+//   file:///abs/path or file://relative/path   a local directory (created if missing)
+//   s3://bucket?endpoint=http://host:port&region=us-east-1&path_style=true
+//      credentials from access_key/secret_key parameters or AWS_ACCESS_KEY_ID /
+//      AWS_SECRET_ACCESS_KEY; see s3_store.h for the rest.
+[[nodiscard]] tl::expected<std::unique_ptr<object_store>, std::string> open_object_store(
+    std::string_view uri);
+
+}  // namespace silt::storage

@@ -1,0 +1,93 @@
+// The write-ahead log: appends become durable here before they are acknowledged.
+//
+// A WAL is a preallocated ring on a file or block device, written with O_DIRECT through
+// io_uring: concurrent appends are coalesced into one aligned write (group commit), up to
+// `iodepth` writes are in flight, an optional IOPS cap paces them, and an append's callback
+// runs only when it and every append before it are on stable storage (O_DSYNC, or fdatasync).
+// Space is reclaimed only by trim(), which the caller issues once the data before a position
+// has been committed elsewhere (in objects); when the ring is full, appends wait.
+// Format: docs/formats/wal.md.
+//
+// Threads: append() and trim() may be called from any thread. The WAL owns one I/O thread that
+// submits writes and reaps completions; callbacks run on it, in append order, and must be
+// short (hand work off). open() replays the durable records before the WAL accepts appends.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include <tl/expected.hpp>
+
+namespace silt::storage::wal {
+
+enum class wal_error : uint8_t {
+  io,            // a read or write failed (the WAL stops accepting appends after a failed write)
+  too_large,     // a record larger than the ring can ever hold
+  closed,        // the WAL is shut down
+  bad_options,   // capacity, block size or path unusable
+  bad_format,    // the file is not a WAL of this format (bad magic, both header slots corrupt)
+};
+
+[[nodiscard]] std::string_view wal_error_name(wal_error e);
+
+enum class sync_mode : uint8_t {
+  dsync,      // O_DSYNC writes: each write is durable when it completes
+  fdatasync,  // plain O_DIRECT writes followed by an fdatasync
+};
+
+struct wal_options {
+  std::string path;                      // a file (created and pre-zeroed) or a block device
+  uint64_t capacity = 1ull << 30;        // bytes of the ring (rounded down to 4 KiB)
+  uint32_t iodepth = 32;                 // writes in flight at most
+  uint32_t iops = 0;                     // writes per second at most; 0: no cap
+  uint32_t max_write_bytes = 1u << 20;   // one coalesced write at most
+  sync_mode sync = sync_mode::dsync;
+  bool direct = true;                    // O_DIRECT (off only where the file system refuses it)
+};
+
+// A position in the WAL's logical byte sequence (it grows forever; the ring wraps it).
+using wal_position = uint64_t;
+
+// One record as replayed at open().
+struct replayed_record {
+  wal_position position;  // where the record starts
+  wal_position end;       // where the next one starts
+  uint64_t stream_id;
+  int64_t offset;         // the stream offset the caller gave to append()
+  std::span<const uint8_t> payload;
+};
+
+class wal {
+ public:
+  using append_callback = std::function<void(tl::expected<wal_position, wal_error>)>;
+
+  // Opens (creating and pre-zeroing when needed) the WAL and calls `replay` for every durable
+  // record after the trim point, in order, before returning.
+  [[nodiscard]] static tl::expected<std::unique_ptr<wal>, wal_error> open(
+      const wal_options& options, const std::function<void(const replayed_record&)>& replay);
+
+  virtual ~wal() = default;
+
+  // Queues a record; `done` gets the position after the record (what to trim() to once it is
+  // committed elsewhere) once the record and all before it are durable. Blocks while the ring
+  // has no room for it (backpressure). The payload is copied before append() returns.
+  virtual void append(uint64_t stream_id, int64_t offset, std::span<const uint8_t> payload,
+                      append_callback done) = 0;
+
+  // Allows the space before `position` to be reused. Persisted in the header (alternating
+  // slots) before the space is reused.
+  virtual void trim(wal_position position) = 0;
+
+  // The position up to which everything is durable.
+  [[nodiscard]] virtual wal_position durable_end() const = 0;
+  [[nodiscard]] virtual wal_position trim_point() const = 0;
+
+  // Waits for queued appends to complete, then stops the I/O thread. Appends after close()
+  // fail with wal_error::closed.
+  virtual void close() = 0;
+};
+
+}  // namespace silt::storage::wal
