@@ -2,15 +2,19 @@
 //
 // An object holds data blocks, each a run of whole record batches of one stream with
 // consecutive offsets, then an index of the blocks, then a fixed-size footer that locates and
-// checksums the index. A reader fetches the footer (the last object_footer_size bytes), then
-// the index, then only the blocks it needs with ranged reads. Format: docs/formats/object.md.
+// checksums the index. Blocks are laid out in index order, sorted by (stream, offset), so the
+// blocks of one stream are adjacent and a reader fetches several with one ranged read. A reader
+// fetches the footer (the last object_footer_size bytes), then the index, then only the blocks
+// it needs with ranged reads. Format: docs/formats/object.md.
 //
-// Values only: no I/O, no shared state.
+// Values only: no I/O, no shared state. Parsing never reads outside the spans it is given, so
+// it is safe on any bytes an object store returns.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
-#include <string>
+#include <string_view>
 #include <vector>
 
 #include <tl/expected.hpp>
@@ -18,10 +22,12 @@
 namespace silt::storage {
 
 enum class object_format_error : uint8_t {
-  bad_footer,     // wrong magic, version, length or footer checksum
-  bad_index,      // index checksum mismatch or malformed entries
-  bad_block,      // block checksum mismatch or a block that does not match its index entry
-  out_of_order,   // data added to a stream below its end in this object
+  bad_footer,        // wrong magic, version, length or footer checksum
+  bad_index,         // index checksum mismatch or malformed entries
+  bad_block,         // block checksum mismatch or a block that does not match its index entry
+  out_of_order,      // offsets that do not continue the stream's data in this object
+  invalid_argument,  // an add() with no bytes, an empty or negative offset range, or more
+                     // than the format can address (a block over 4 GiB, an index over 4 GiB)
 };
 
 [[nodiscard]] std::string_view object_format_error_name(object_format_error e);
@@ -38,38 +44,85 @@ struct block_entry {
 };
 
 inline constexpr size_t object_footer_size = 48;
+// The checksum that ends every block.
+inline constexpr size_t block_trailer_size = 4;
 
-// Builds one object in memory. Blocks are cut at block_size (a batch is never split); the
-// data of one stream must be added in offset order without gaps.
+// Builds one object in memory. Within a stream, consecutive adds share a block while its
+// batches stay within block_size bytes; an add is never split, so one larger than block_size
+// is a block of its own. Blocks never mix streams. The data of one stream must be added in
+// offset order without gaps; the adds of different streams may interleave freely.
+//
+// Memory: the added bytes are held (once, per stream) until finish() copies them into the
+// object.
 class object_writer {
  public:
   explicit object_writer(uint32_t block_size = 1u << 20);
 
-  // Adds batches holding offsets [start_offset, end_offset) of stream_id.
+  // Adds batches holding offsets [start_offset, end_offset) of stream_id. A stream's first add
+  // in this object may start anywhere; later ones must start at the end of the one before
+  // (out_of_order otherwise). A failed add changes nothing.
   [[nodiscard]] tl::expected<void, object_format_error> add(uint64_t stream_id,
                                                             int64_t start_offset,
                                                             int64_t end_offset,
                                                             int64_t max_timestamp,
                                                             std::span<const uint8_t> batches);
-  [[nodiscard]] size_t size() const;  // bytes so far (before index and footer)
-  // The finished object; the writer is then empty again.
+  // Bytes of blocks so far, checksums included (the object is this plus index and footer).
+  [[nodiscard]] size_t size() const { return size_; }
+  // The finished object; the writer is then empty again, ready for the next object.
   [[nodiscard]] std::vector<uint8_t> finish();
   // The index of the object finish() returned last.
-  [[nodiscard]] const std::vector<block_entry>& index() const;
+  [[nodiscard]] const std::vector<block_entry>& index() const { return index_; }
+
+ private:
+  // A block being built: its entry has position and size relative to the stream's bytes, and
+  // size without the checksum, which is kept running.
+  struct pending_block {
+    block_entry entry;
+    uint32_t crc = 0;
+  };
+  struct stream_data {
+    std::vector<uint8_t> bytes;  // the batches of all the stream's blocks, back to back
+    std::vector<pending_block> blocks;
+    bool last_block_full = false;
+  };
+
+  uint32_t block_size_;
+  size_t size_ = 0;
+  size_t block_count_ = 0;
+  std::map<uint64_t, stream_data> streams_;  // ordered: finish() writes streams in id order
+  std::vector<block_entry> index_;
 };
 
-// Parses the footer (the object's last object_footer_size bytes): where the index is.
+// What the footer says: where the index is.
 struct object_footer {
-  uint64_t index_position = 0;
-  uint32_t index_size = 0;
+  uint64_t index_position = 0;  // also the size of the data region, which starts at 0
+  uint32_t index_size = 0;      // including the index checksum
+  bool operator==(const object_footer&) const = default;
 };
+
+// Parses the footer (exactly the object's last object_footer_size bytes). A reader that knows
+// the object's size also checks index_position + index_size + object_footer_size == size.
 [[nodiscard]] tl::expected<object_footer, object_format_error> parse_footer(
     std::span<const uint8_t> footer);
-// Parses the index bytes the footer points at.
+// Parses the index bytes the footer points at. Checks the checksum and that the entries are
+// sorted by (stream_id, start_offset), do not overlap in offsets or in bytes, and lie in the
+// data region.
 [[nodiscard]] tl::expected<std::vector<block_entry>, object_format_error> parse_index(
-    std::span<const uint8_t> index);
-// Checks a block read at entry.position with entry.size bytes; returns its batches.
+    std::span<const uint8_t> index, const object_footer& footer);
+// Checks a block read at entry.position with entry.size bytes; returns its batches (a view
+// into `block`).
 [[nodiscard]] tl::expected<std::span<const uint8_t>, object_format_error> open_block(
     const block_entry& entry, std::span<const uint8_t> block);
+
+// The blocks of stream_id to read for a fetch from `offset`: the block holding `offset` and the
+// ones after it in the stream until their sizes add up to max_bytes (so the last may pass it).
+// At least one block when one holds `offset`; none when none does. `index` is a parsed (sorted)
+// index; the result points into it.
+[[nodiscard]] std::span<const block_entry> find_blocks(const std::vector<block_entry>& index,
+                                                       uint64_t stream_id, int64_t offset,
+                                                       size_t max_bytes);
+// The result would point into a temporary.
+std::span<const block_entry> find_blocks(std::vector<block_entry>&& index, uint64_t stream_id,
+                                         int64_t offset, size_t max_bytes) = delete;
 
 }  // namespace silt::storage

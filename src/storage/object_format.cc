@@ -1,0 +1,280 @@
+#include "storage/object_format.h"
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <limits>
+
+#include "base/crc32c.h"
+#include "base/endian.h"
+
+namespace silt::storage {
+
+namespace {
+
+// Layout constants; docs/formats/object.md is the specification.
+constexpr uint16_t object_format_version = 1;
+constexpr std::array<uint8_t, 8> object_magic = {'S', 'I', 'L', 'T', 'O', 'B', 'J', '1'};
+constexpr size_t footer_index_position_at = 0;
+constexpr size_t footer_index_size_at = 8;
+constexpr size_t footer_version_at = 12;
+constexpr size_t footer_reserved_at = 14;
+constexpr size_t footer_crc_at = 36;
+constexpr size_t footer_magic_at = 40;
+static_assert(footer_magic_at + object_magic.size() == object_footer_size);
+
+constexpr uint8_t index_version = 1;
+constexpr size_t index_header_size = 8;  // version, 3 reserved bytes, entry count
+constexpr size_t index_entry_size = 44;
+constexpr size_t index_trailer_size = 4;
+constexpr size_t min_index_size = index_header_size + index_trailer_size;
+
+// What one block and one index can address: sizes are stored in 32 bits.
+constexpr size_t max_block_batch_bytes = std::numeric_limits<uint32_t>::max() - block_trailer_size;
+constexpr size_t max_blocks =
+    (std::numeric_limits<uint32_t>::max() - min_index_size) / index_entry_size;
+
+tl::unexpected<object_format_error> fail(object_format_error e) {
+  return tl::make_unexpected(e);
+}
+
+template <typename T>
+void append_be(std::vector<uint8_t>& out, T v) {
+  std::array<uint8_t, sizeof(T)> bytes;
+  base::store_be(bytes.data(), v);
+  out.insert(out.end(), bytes.begin(), bytes.end());
+}
+
+bool all_zero(std::span<const uint8_t> bytes) {
+  return std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) { return b == 0; });
+}
+
+void append_entry(std::vector<uint8_t>& out, const block_entry& e) {
+  append_be<uint64_t>(out, e.stream_id);
+  append_be<int64_t>(out, e.start_offset);
+  append_be<int64_t>(out, e.end_offset);
+  append_be<uint64_t>(out, e.position);
+  append_be<uint32_t>(out, e.size);
+  append_be<int64_t>(out, e.max_timestamp);
+}
+
+block_entry load_entry(const uint8_t* p) {
+  block_entry e;
+  e.stream_id = base::load_be<uint64_t>(p);
+  e.start_offset = base::load_be<int64_t>(p + 8);
+  e.end_offset = base::load_be<int64_t>(p + 16);
+  e.position = base::load_be<uint64_t>(p + 24);
+  e.size = base::load_be<uint32_t>(p + 32);
+  e.max_timestamp = base::load_be<int64_t>(p + 36);
+  return e;
+}
+
+// An entry that is well-formed on its own and lies in the data region [0, data_end).
+bool entry_is_valid(const block_entry& e, uint64_t data_end) {
+  return e.start_offset >= 0 && e.end_offset > e.start_offset && e.size > block_trailer_size &&
+         e.position <= data_end && e.size <= data_end - e.position;
+}
+
+// Whether `e` may follow `prev` in an index: sorted by (stream_id, start_offset), no offset
+// overlap within a stream, and blocks in index order that do not overlap in the object.
+bool follows(const block_entry& prev, const block_entry& e) {
+  if (e.stream_id < prev.stream_id) return false;
+  if (e.stream_id == prev.stream_id && e.start_offset < prev.end_offset) return false;
+  return e.position >= prev.position + prev.size;  // no overflow: prev ends inside the data
+}
+
+}  // namespace
+
+std::string_view object_format_error_name(object_format_error e) {
+  switch (e) {
+    case object_format_error::bad_footer:
+      return "bad footer";
+    case object_format_error::bad_index:
+      return "bad index";
+    case object_format_error::bad_block:
+      return "bad block";
+    case object_format_error::out_of_order:
+      return "out of order";
+    case object_format_error::invalid_argument:
+      return "invalid argument";
+  }
+  return "unknown";
+}
+
+object_writer::object_writer(uint32_t block_size)
+    // Merged adds must leave room for the checksum within a block's 32-bit size.
+    : block_size_(static_cast<uint32_t>(std::min<size_t>(block_size, max_block_batch_bytes))) {}
+
+tl::expected<void, object_format_error> object_writer::add(uint64_t stream_id, int64_t start_offset,
+                                                           int64_t end_offset,
+                                                           int64_t max_timestamp,
+                                                           std::span<const uint8_t> batches) {
+  if (batches.empty() || start_offset < 0 || end_offset <= start_offset ||
+      batches.size() > max_block_batch_bytes) {
+    return fail(object_format_error::invalid_argument);
+  }
+  auto it = streams_.find(stream_id);
+  const pending_block* last = nullptr;
+  if (it != streams_.end()) {
+    last = &it->second.blocks.back();
+    if (start_offset != last->entry.end_offset) return fail(object_format_error::out_of_order);
+  }
+  const bool new_block = last == nullptr || it->second.last_block_full ||
+                         size_t{last->entry.size} + batches.size() > block_size_;
+  if (new_block && block_count_ >= max_blocks) return fail(object_format_error::invalid_argument);
+
+  if (it == streams_.end()) it = streams_.try_emplace(stream_id).first;
+  stream_data& stream = it->second;
+  if (new_block) {
+    block_entry entry{.stream_id = stream_id,
+                      .start_offset = start_offset,
+                      .end_offset = start_offset,
+                      .position = stream.bytes.size(),
+                      .size = 0,
+                      .max_timestamp = max_timestamp};
+    stream.blocks.push_back({.entry = entry, .crc = 0});
+    ++block_count_;
+    size_ += block_trailer_size;
+  }
+  pending_block& block = stream.blocks.back();
+  block.entry.end_offset = end_offset;
+  block.entry.size += static_cast<uint32_t>(batches.size());
+  block.entry.max_timestamp = std::max(block.entry.max_timestamp, max_timestamp);
+  block.crc = base::crc32c(batches, block.crc);
+  stream.bytes.insert(stream.bytes.end(), batches.begin(), batches.end());
+  stream.last_block_full = block.entry.size >= block_size_;
+  size_ += batches.size();
+  return {};
+}
+
+std::vector<uint8_t> object_writer::finish() {
+  const size_t index_size = min_index_size + block_count_ * index_entry_size;
+  std::vector<uint8_t> out;
+  out.reserve(size_ + index_size + object_footer_size);
+  index_.clear();
+  index_.reserve(block_count_);
+  for (auto& [stream_id, stream] : streams_) {
+    for (const pending_block& block : stream.blocks) {
+      block_entry entry = block.entry;
+      entry.position = out.size();
+      entry.size += block_trailer_size;
+      const auto first = stream.bytes.begin() + static_cast<ptrdiff_t>(block.entry.position);
+      out.insert(out.end(), first, first + block.entry.size);
+      append_be<uint32_t>(out, block.crc);
+      index_.push_back(entry);
+    }
+    // Give back each stream's copy once it is in the object, so the peak stays near one copy.
+    std::vector<uint8_t>().swap(stream.bytes);
+  }
+  assert(out.size() == size_);
+
+  const uint64_t index_position = out.size();
+  out.push_back(index_version);
+  out.insert(out.end(), 3, 0);
+  append_be<uint32_t>(out, static_cast<uint32_t>(index_.size()));
+  for (const block_entry& e : index_) append_entry(out, e);
+  const auto index_bytes = std::span<const uint8_t>(out).subspan(index_position);
+  append_be<uint32_t>(out, base::crc32c(index_bytes));
+  assert(out.size() - index_position == index_size);
+
+  const size_t footer_position = out.size();
+  append_be<uint64_t>(out, index_position);
+  append_be<uint32_t>(out, static_cast<uint32_t>(index_size));
+  append_be<uint16_t>(out, object_format_version);
+  out.insert(out.end(), footer_crc_at - footer_reserved_at, 0);
+  const auto footer_bytes = std::span<const uint8_t>(out).subspan(footer_position);
+  append_be<uint32_t>(out, base::crc32c(footer_bytes));
+  out.insert(out.end(), object_magic.begin(), object_magic.end());
+  assert(out.size() - footer_position == object_footer_size);
+
+  streams_.clear();
+  size_ = 0;
+  block_count_ = 0;
+  return out;
+}
+
+tl::expected<object_footer, object_format_error> parse_footer(std::span<const uint8_t> footer) {
+  if (footer.size() != object_footer_size) return fail(object_format_error::bad_footer);
+  const uint8_t* p = footer.data();
+  if (!std::equal(object_magic.begin(), object_magic.end(), p + footer_magic_at)) {
+    return fail(object_format_error::bad_footer);
+  }
+  if (base::crc32c(footer.first(footer_crc_at)) != base::load_be<uint32_t>(p + footer_crc_at)) {
+    return fail(object_format_error::bad_footer);
+  }
+  if (base::load_be<uint16_t>(p + footer_version_at) != object_format_version ||
+      !all_zero(footer.subspan(footer_reserved_at, footer_crc_at - footer_reserved_at))) {
+    return fail(object_format_error::bad_footer);
+  }
+  object_footer f{.index_position = base::load_be<uint64_t>(p + footer_index_position_at),
+                  .index_size = base::load_be<uint32_t>(p + footer_index_size_at)};
+  if (f.index_size < min_index_size ||
+      f.index_position > std::numeric_limits<uint64_t>::max() - f.index_size - object_footer_size) {
+    return fail(object_format_error::bad_footer);
+  }
+  return f;
+}
+
+tl::expected<std::vector<block_entry>, object_format_error> parse_index(
+    std::span<const uint8_t> index, const object_footer& footer) {
+  if (index.size() != footer.index_size || index.size() < min_index_size) {
+    return fail(object_format_error::bad_index);
+  }
+  const size_t body_size = index.size() - index_trailer_size;
+  if (base::crc32c(index.first(body_size)) != base::load_be<uint32_t>(index.data() + body_size)) {
+    return fail(object_format_error::bad_index);
+  }
+  if (index[0] != index_version || !all_zero(index.subspan(1, 3))) {
+    return fail(object_format_error::bad_index);
+  }
+  // The count must account for every byte, so it bounds the allocation below by the input.
+  const uint64_t count = base::load_be<uint32_t>(index.data() + 4);
+  if (count * index_entry_size != body_size - index_header_size) {
+    return fail(object_format_error::bad_index);
+  }
+  std::vector<block_entry> entries;
+  entries.reserve(count);
+  const uint8_t* p = index.data() + index_header_size;
+  for (uint64_t i = 0; i < count; ++i, p += index_entry_size) {
+    const block_entry e = load_entry(p);
+    if (!entry_is_valid(e, footer.index_position) ||
+        (!entries.empty() && !follows(entries.back(), e))) {
+      return fail(object_format_error::bad_index);
+    }
+    entries.push_back(e);
+  }
+  return entries;
+}
+
+tl::expected<std::span<const uint8_t>, object_format_error> open_block(
+    const block_entry& entry, std::span<const uint8_t> block) {
+  if (block.size() != entry.size || block.size() <= block_trailer_size) {
+    return fail(object_format_error::bad_block);
+  }
+  const auto batches = block.first(block.size() - block_trailer_size);
+  if (base::crc32c(batches) != base::load_be<uint32_t>(block.data() + batches.size())) {
+    return fail(object_format_error::bad_block);
+  }
+  return batches;
+}
+
+std::span<const block_entry> find_blocks(const std::vector<block_entry>& index, uint64_t stream_id,
+                                         int64_t offset, size_t max_bytes) {
+  // Within a stream, end offsets ascend with start offsets (blocks do not overlap), so this
+  // finds the first block of the stream that ends after `offset`.
+  const auto first = std::partition_point(index.begin(), index.end(), [&](const block_entry& e) {
+    return e.stream_id < stream_id || (e.stream_id == stream_id && e.end_offset <= offset);
+  });
+  if (first == index.end() || first->stream_id != stream_id || first->start_offset > offset) {
+    return {};
+  }
+  auto last = first + 1;
+  size_t bytes = first->size;
+  while (bytes < max_bytes && last != index.end() && last->stream_id == stream_id) {
+    bytes += last->size;
+    ++last;
+  }
+  return {first, last};
+}
+
+}  // namespace silt::storage
