@@ -41,14 +41,14 @@ tidy: $(BUILD)/build.ninja
 	@scripts/run-clang-tidy.sh $(BUILD)
 
 unit-tests: build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@scripts/run-ctest.sh $(BUILD)
 
 # Unit tests and the fuzz target under AddressSanitizer and UndefinedBehaviorSanitizer (clang).
 asan: deps
 	@CXX=$(CLANG_CXX) cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DSILT_SANITIZE=ON -DSILT_FUZZ=ON -DSILT_BENCH=OFF >/dev/null
 	@ninja -C $(ASAN_BUILD) -j $(JOBS) --quiet
-	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
+	@scripts/run-ctest.sh $(ASAN_BUILD)
 
 fuzz: asan
 	@scripts/run-fuzzers.sh $(ASAN_BUILD)

@@ -58,10 +58,10 @@ fetch_response fetch_message() {
 
 // Reports throughput in MiB/s (of the frame or batch handled per iteration).
 void report_mib_per_second(benchmark::State& state, size_t bytes_per_iteration) {
-  state.counters["MiB/s"] = benchmark::Counter(
-      static_cast<double>(bytes_per_iteration) * static_cast<double>(state.iterations()) /
-          (1024.0 * 1024.0),
-      benchmark::Counter::kIsRate);
+  state.counters["MiB/s"] =
+      benchmark::Counter(static_cast<double>(bytes_per_iteration) *
+                             static_cast<double>(state.iterations()) / (1024.0 * 1024.0),
+                         benchmark::Counter::kIsRate);
 }
 
 void BM_Memcpy(benchmark::State& state) {

@@ -275,16 +275,21 @@ tl::expected<void, catalog_error> stream_catalog::replace(const object_record& o
     auto& olds = old_by_stream[stream];
     std::sort(olds.begin(), olds.end(),
               [](const auto& a, const auto& b) { return a.start_offset < b.start_offset; });
-    // The old ranges must be contiguous and the new ones must cover them exactly.
-    if (olds.empty() || news.front().start_offset != olds.front().start_offset ||
-        news.back().end_offset != olds.back().end_offset) {
-      return fail(catalog_error::discontinuous);
+    // The new ranges must be the replaced ones merged where they touch: no offset gained,
+    // lost or moved.
+    std::vector<std::pair<int64_t, int64_t>> runs;
+    for (const auto& o : olds) {
+      if (!runs.empty() && runs.back().second == o.start_offset) {
+        runs.back().second = o.end_offset;
+      } else {
+        runs.emplace_back(o.start_offset, o.end_offset);
+      }
     }
-    for (size_t i = 1; i < olds.size(); ++i) {
-      if (olds[i].start_offset != olds[i - 1].end_offset) return fail(catalog_error::discontinuous);
-    }
-    for (size_t i = 1; i < news.size(); ++i) {
-      if (news[i].start_offset != news[i - 1].end_offset) return fail(catalog_error::discontinuous);
+    if (runs.size() != news.size()) return fail(catalog_error::discontinuous);
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (news[i].start_offset != runs[i].first || news[i].end_offset != runs[i].second) {
+        return fail(catalog_error::discontinuous);
+      }
     }
     for (const auto& o : olds) {
       statement del(db_, "DELETE FROM ranges WHERE stream_id = ? AND start_offset = ?");

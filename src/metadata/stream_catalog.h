@@ -80,9 +80,9 @@ class stream_catalog {
       const object_record& object, const std::vector<stream_range>& ranges);
 
   // Compaction: in one transaction, adds `object` holding `ranges` and removes the ranges of
-  // `replaced` objects for the same streams and offsets. The new ranges of each stream must
-  // cover exactly the union of the replaced ranges of that stream. Replaced objects left with
-  // no ranges are marked for deletion.
+  // `replaced` objects for the streams `ranges` name. For each such stream, `ranges` (in
+  // offset order) must be exactly its replaced ranges merged where they touch. Replaced
+  // objects left with no ranges are marked for deletion.
   [[nodiscard]] tl::expected<void, catalog_error> replace(const object_record& object,
                                                           const std::vector<stream_range>& ranges,
                                                           const std::vector<uint64_t>& replaced);

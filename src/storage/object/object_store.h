@@ -4,9 +4,12 @@
 // Calls block until done (retrying transient failures inside, per the store's retry policy)
 // and are safe to make from several threads at once. Callers keep them off latency-sensitive
 // threads: uploads and compaction run on their own threads, cold reads on a reader pool.
+// Implementations: local_store.h (file://), s3_store.h (s3://), faulty_store.h (a decorator
+// that injects failures, for tests).
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -18,13 +21,13 @@
 namespace silt::storage {
 
 enum class store_error : uint8_t {
-  not_found,            // no object under that key (get, head)
-  invalid_range,        // a range that starts past the object's end
-  access_denied,        // bad credentials or signature (S3 403)
-  throttled,            // still throttled after the retries (S3 503 SlowDown)
-  timeout,              // still timing out after the retries
-  io,                   // any other failure: network, disk, server error after retries
-  invalid_argument,     // a key or URI the store cannot use
+  not_found,         // no object under that key (get, head), or no such bucket (any call)
+  invalid_range,     // a get whose offset lies past the object's end
+  access_denied,     // bad credentials or signature, or no permission (S3 403)
+  throttled,         // still throttled after the retries (S3 503 SlowDown, 429)
+  timeout,           // still timing out after the retries
+  io,                // any other failure: network, disk, server error after retries
+  invalid_argument,  // a key or URI the store cannot use
 };
 
 [[nodiscard]] std::string_view store_error_name(store_error e);
@@ -35,22 +38,30 @@ struct object_info {
   bool operator==(const object_info&) const = default;
 };
 
+// A length that reads to the object's end.
+inline constexpr uint64_t to_end = std::numeric_limits<uint64_t>::max();
+
 class object_store {
  public:
   virtual ~object_store() = default;
 
   // Writes `data` under `key`, replacing any object there. Atomic: a reader sees the whole
-  // old object or the whole new one, never a part; durable once this returns.
+  // old object or the whole new one, never a part; durable once this returns. On failure the
+  // object may or may not have been written (a lost reply): callers retry with the same data.
   [[nodiscard]] virtual tl::expected<void, store_error> put(std::string_view key,
                                                             std::span<const uint8_t> data) = 0;
-  // Reads `length` bytes from `offset`; fewer when the object ends first.
-  [[nodiscard]] virtual tl::expected<std::vector<uint8_t>, store_error> get(
-      std::string_view key, uint64_t offset, uint64_t length) = 0;
+  // Reads `length` bytes from `offset`; fewer when the object ends first (none when `offset`
+  // is its size); invalid_range when `offset` lies past its end. `to_end` reads the rest.
+  // Stores check their transfers, but a caller that knows the size should still compare: a
+  // short result is how a truncated read shows (faulty_store injects exactly that).
+  [[nodiscard]] virtual tl::expected<std::vector<uint8_t>, store_error> get(std::string_view key,
+                                                                            uint64_t offset,
+                                                                            uint64_t length) = 0;
   // The object's size.
   [[nodiscard]] virtual tl::expected<uint64_t, store_error> head(std::string_view key) = 0;
   // Deletes `key`; succeeds when there was no such object.
   [[nodiscard]] virtual tl::expected<void, store_error> remove(std::string_view key) = 0;
-  // Every object whose key starts with `prefix`, in key order.
+  // Every object whose key starts with `prefix`, in key order (bytewise, as S3 lists).
   [[nodiscard]] virtual tl::expected<std::vector<object_info>, store_error> list(
       std::string_view prefix) = 0;
   // A short description for logs (e.g. "file:///data/objects", "s3://bucket at host:port").
@@ -61,7 +72,8 @@ class object_store {
 //   file:///abs/path or file://relative/path   a local directory (created if missing)
 //   s3://bucket?endpoint=http://host:port&region=us-east-1&path_style=true
 //      credentials from access_key/secret_key parameters or AWS_ACCESS_KEY_ID /
-//      AWS_SECRET_ACCESS_KEY; see s3_store.h for the rest.
+//      AWS_SECRET_ACCESS_KEY; see s3_store.h (parse_s3_uri) for every parameter.
+// The error names the part of the URI that is wrong.
 [[nodiscard]] tl::expected<std::unique_ptr<object_store>, std::string> open_object_store(
     std::string_view uri);
 

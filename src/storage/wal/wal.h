@@ -10,7 +10,9 @@
 //
 // Threads: append() and trim() may be called from any thread. The WAL owns one I/O thread that
 // submits writes and reaps completions; callbacks run on it, in append order, and must be
-// short (hand work off). open() replays the durable records before the WAL accepts appends.
+// short (hand work off). A callback may call trim() but not append() (it could wait for room
+// that only the I/O thread can make) nor close() (which joins the I/O thread). open() replays
+// the durable records before the WAL accepts appends.
 #pragma once
 
 #include <cstdint>
@@ -18,17 +20,18 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include <tl/expected.hpp>
 
 namespace silt::storage::wal {
 
 enum class wal_error : uint8_t {
-  io,            // a read or write failed (the WAL stops accepting appends after a failed write)
-  too_large,     // a record larger than the ring can ever hold
-  closed,        // the WAL is shut down
-  bad_options,   // capacity, block size or path unusable
-  bad_format,    // the file is not a WAL of this format (bad magic, both header slots corrupt)
+  io,           // a read or write failed (the WAL stops accepting appends after a failed write)
+  too_large,    // a record larger than the ring can ever hold
+  closed,       // the WAL is shut down
+  bad_options,  // capacity, block size or path unusable
+  bad_format,   // the file is not a WAL of this format (bad magic, both header slots corrupt)
 };
 
 [[nodiscard]] std::string_view wal_error_name(wal_error e);
@@ -39,25 +42,40 @@ enum class sync_mode : uint8_t {
 };
 
 struct wal_options {
-  std::string path;                      // a file (created and pre-zeroed) or a block device
-  uint64_t capacity = 1ull << 30;        // bytes of the ring (rounded down to 4 KiB)
-  uint32_t iodepth = 32;                 // writes in flight at most
-  uint32_t iops = 0;                     // writes per second at most; 0: no cap
-  uint32_t max_write_bytes = 1u << 20;   // one coalesced write at most
+  std::string path;  // a file (created and pre-zeroed) or a block device
+  // Bytes of the ring (rounded down to 4 KiB, at least 16 KiB), after an 8 KiB header. Applies
+  // when the WAL is created; an existing WAL keeps the capacity it was created with. On a block
+  // device it is clamped to the device's size less the header.
+  uint64_t capacity = 1ull << 30;
+  uint32_t iodepth = 32;                // writes in flight at most
+  uint32_t iops = 0;                    // writes per second at most; 0: no cap
+  uint32_t max_write_bytes = 1u << 20;  // one coalesced write at most (a larger record is
+                                        // written alone)
   sync_mode sync = sync_mode::dsync;
-  bool direct = true;                    // O_DIRECT (off only where the file system refuses it)
+  bool direct = true;  // O_DIRECT (off only where the file system refuses it)
 };
 
 // A position in the WAL's logical byte sequence (it grows forever; the ring wraps it).
 using wal_position = uint64_t;
 
-// One record as replayed at open().
+// One record as replayed at open(). The payload is valid only during the replay call.
 struct replayed_record {
   wal_position position;  // where the record starts
   wal_position end;       // where the next one starts
   uint64_t stream_id;
-  int64_t offset;         // the stream offset the caller gave to append()
+  int64_t offset;  // the stream offset the caller gave to append()
   std::span<const uint8_t> payload;
+};
+
+// Counters of the I/O thread since open(), for metrics and tests.
+struct wal_stats {
+  uint64_t appends = 0;        // records made durable
+  uint64_t writes = 0;         // coalesced data writes completed (a write that wraps the ring
+                               // end is one write of two requests)
+  uint64_t write_bytes = 0;    // bytes of those writes, padding included
+  uint64_t syncs = 0;          // fdatasync requests completed (sync_mode::fdatasync only)
+  uint64_t header_writes = 0;  // header slot writes (trim points persisted)
+  uint64_t paced = 0;          // times a write waited for the IOPS cap
 };
 
 class wal {
@@ -74,19 +92,28 @@ class wal {
   // Queues a record; `done` gets the position after the record (what to trim() to once it is
   // committed elsewhere) once the record and all before it are durable. Blocks while the ring
   // has no room for it (backpressure). The payload is copied before append() returns.
+  // A record that was not queued fails at once, on the calling thread: too_large (its frame of
+  // 40 bytes plus payload exceeds capacity less 12 KiB), closed, or io once a write has failed.
   virtual void append(uint64_t stream_id, int64_t offset, std::span<const uint8_t> payload,
                       append_callback done) = 0;
 
-  // Allows the space before `position` to be reused. Persisted in the header (alternating
-  // slots) before the space is reused.
+  // Allows the space before `position` to be reused; `position` must be a record boundary at
+  // or before durable_end() (a position given to a callback, a replayed record's end, or
+  // durable_end() itself). Persisted in the header (alternating slots) before the space is
+  // reused; returns without waiting for that.
   virtual void trim(wal_position position) = 0;
 
   // The position up to which everything is durable.
   [[nodiscard]] virtual wal_position durable_end() const = 0;
+  // The trim point persisted in the header (where the next open() starts replaying).
   [[nodiscard]] virtual wal_position trim_point() const = 0;
+  // Bytes of the ring, as recorded in the header.
+  [[nodiscard]] virtual uint64_t capacity() const = 0;
+  [[nodiscard]] virtual wal_stats stats() const = 0;
 
-  // Waits for queued appends to complete, then stops the I/O thread. Appends after close()
-  // fail with wal_error::closed.
+  // Waits for queued appends to complete and the last trim point to be persisted, then stops
+  // the I/O thread. Appends after close() (or waiting for room when it is called) fail with
+  // wal_error::closed. Idempotent; the destructor closes.
   virtual void close() = 0;
 };
 

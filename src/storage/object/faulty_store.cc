@@ -1,0 +1,136 @@
+#include "storage/object/faulty_store.h"
+
+#include <thread>
+
+namespace silt::storage {
+
+faulty_store::faulty_store(object_store& inner, const faulty_store_options& options)
+    : inner_(inner), options_(options), random_(options.seed) {}
+
+void faulty_store::set_options(const faulty_store_options& options) {
+  std::lock_guard lock(mu_);
+  options_ = options;
+}
+
+void faulty_store::script(store_operation op, const std::vector<fault>& faults) {
+  std::lock_guard lock(mu_);
+  auto& queue = scripts_[static_cast<size_t>(op)];
+  queue.insert(queue.end(), faults.begin(), faults.end());
+}
+
+uint64_t faulty_store::injected(fault f) const {
+  std::lock_guard lock(mu_);
+  return injected_[static_cast<size_t>(f)];
+}
+
+faulty_store::decision faulty_store::next(store_operation op) {
+  std::lock_guard lock(mu_);
+  decision d;
+  // Both draws happen on every call so that the sequence depends only on the call order.
+  const double p = std::uniform_real_distribution<double>(0.0, 1.0)(random_);
+  d.cut = random_();
+  auto& queue = scripts_[static_cast<size_t>(op)];
+  if (!queue.empty()) {
+    d.f = queue.front();
+    queue.pop_front();
+  } else if ((options_.operations & (1u << static_cast<unsigned>(op))) != 0) {
+    const std::pair<double, fault> table[] = {
+        {options_.error_probability, fault::io},
+        {options_.throttle_probability, fault::throttled},
+        {options_.timeout_probability, fault::timeout},
+        {options_.slow_probability, fault::slow},
+        {options_.partial_probability, fault::partial},
+        {options_.lost_reply_probability, fault::lost_reply},
+    };
+    double sum = 0;
+    for (const auto& [probability, f] : table) {
+      sum += probability;
+      if (p < sum) {
+        d.f = f;
+        break;
+      }
+    }
+  }
+  ++injected_[static_cast<size_t>(d.f)];
+  return d;
+}
+
+std::optional<store_error> faulty_store::before(const decision& d) const {
+  std::chrono::milliseconds delay{0};
+  {
+    std::lock_guard lock(mu_);
+    delay = d.f == fault::timeout ? options_.timeout_delay : options_.slow_delay;
+  }
+  switch (d.f) {
+    case fault::io:
+      return store_error::io;
+    case fault::throttled:
+      return store_error::throttled;
+    case fault::timeout:
+      std::this_thread::sleep_for(delay);
+      return store_error::timeout;
+    case fault::slow:
+      std::this_thread::sleep_for(delay);
+      return std::nullopt;
+    case fault::none:
+    case fault::partial:
+    case fault::lost_reply:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+tl::expected<void, store_error> faulty_store::put(std::string_view key,
+                                                  std::span<const uint8_t> data) {
+  const auto d = next(store_operation::put);
+  if (auto e = before(d)) return tl::make_unexpected(*e);
+  if (d.f == fault::partial) return tl::make_unexpected(store_error::io);  // nothing written
+  auto r = inner_.put(key, data);
+  if (r && d.f == fault::lost_reply) return tl::make_unexpected(store_error::io);
+  return r;
+}
+
+tl::expected<std::vector<uint8_t>, store_error> faulty_store::get(std::string_view key,
+                                                                  uint64_t offset,
+                                                                  uint64_t length) {
+  const auto d = next(store_operation::get);
+  if (auto e = before(d)) return tl::make_unexpected(*e);
+  auto r = inner_.get(key, offset, length);
+  if (!r) return r;
+  if (d.f == fault::lost_reply) return tl::make_unexpected(store_error::io);
+  if (d.f == fault::partial && !r->empty()) r->resize(d.cut % r->size());
+  return r;
+}
+
+tl::expected<uint64_t, store_error> faulty_store::head(std::string_view key) {
+  const auto d = next(store_operation::head);
+  if (auto e = before(d)) return tl::make_unexpected(*e);
+  if (d.f == fault::partial) return tl::make_unexpected(store_error::io);
+  auto r = inner_.head(key);
+  if (r && d.f == fault::lost_reply) return tl::make_unexpected(store_error::io);
+  return r;
+}
+
+tl::expected<void, store_error> faulty_store::remove(std::string_view key) {
+  const auto d = next(store_operation::remove);
+  if (auto e = before(d)) return tl::make_unexpected(*e);
+  if (d.f == fault::partial) return tl::make_unexpected(store_error::io);
+  auto r = inner_.remove(key);
+  if (r && d.f == fault::lost_reply) return tl::make_unexpected(store_error::io);
+  return r;
+}
+
+tl::expected<std::vector<object_info>, store_error> faulty_store::list(std::string_view prefix) {
+  const auto d = next(store_operation::list);
+  if (auto e = before(d)) return tl::make_unexpected(*e);
+  if (d.f == fault::partial) return tl::make_unexpected(store_error::io);
+  auto r = inner_.list(prefix);
+  if (r && d.f == fault::lost_reply) return tl::make_unexpected(store_error::io);
+  return r;
+}
+
+std::string faulty_store::describe() const {
+  return "faulty(" + inner_.describe() + ")";
+}
+
+}  // namespace silt::storage

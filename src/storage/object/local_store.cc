@@ -1,0 +1,330 @@
+#include "storage/object/local_store.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <random>
+#include <system_error>
+#include <utility>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace silt::storage {
+namespace {
+
+constexpr std::string_view temp_dir = ".silt-tmp";
+constexpr size_t max_key_bytes = 1024;
+constexpr size_t max_segment_bytes = 255;  // NAME_MAX of the usual file systems
+constexpr auto stale_temp_age = std::chrono::hours(1);
+
+// An open file descriptor, closed on scope exit.
+class fd_guard {
+ public:
+  explicit fd_guard(int fd) : fd_(fd) {}
+  fd_guard(const fd_guard&) = delete;
+  fd_guard& operator=(const fd_guard&) = delete;
+  ~fd_guard() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  [[nodiscard]] int get() const { return fd_; }
+  // Closes now, reporting the error close() gives (it may be a deferred write error).
+  [[nodiscard]] int close() {
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    return rc;
+  }
+
+ private:
+  int fd_;
+};
+
+store_error error_from_errno(int err) {
+  switch (err) {
+    case ENOENT:
+      return store_error::not_found;
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return store_error::access_denied;
+    case ENOTDIR:
+    case EISDIR:
+    case ENAMETOOLONG:
+    case ENOTEMPTY:
+    case EEXIST:
+      return store_error::invalid_argument;
+    default:
+      return store_error::io;
+  }
+}
+
+tl::unexpected<store_error> fail_errno() {
+  return tl::make_unexpected(error_from_errno(errno));
+}
+
+// fsyncs the directory `path`.
+bool sync_dir(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  fd_guard guard(fd);
+  return ::fsync(fd) == 0;
+}
+
+bool write_all(int fd, std::span<const uint8_t> data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data = data.subspan(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// Whether `prefix` can select keys: a relative path whose complete segments are valid.
+bool valid_prefix(std::string_view prefix) {
+  if (prefix.starts_with('/')) return false;
+  size_t begin = 0;
+  for (size_t slash = prefix.find('/'); slash != std::string_view::npos;
+       slash = prefix.find('/', begin)) {
+    const auto segment = prefix.substr(begin, slash - begin);
+    if (segment.empty() || segment == "." || segment == "..") return false;
+    begin = slash + 1;
+  }
+  return prefix.find('\0') == std::string_view::npos;
+}
+
+// Appends every regular file under `dir` (the directory of keys starting with `key_dir`)
+// whose key starts with `prefix`. Entries that vanish during the walk (a concurrent remove)
+// are skipped; other errors fail the listing.
+tl::expected<void, store_error> walk(const std::filesystem::path& dir, const std::string& key_dir,
+                                     std::string_view prefix, std::vector<object_info>& out) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    if (errno == ENOENT || errno == ENOTDIR) return {};
+    return fail_errno();
+  }
+  struct closer {
+    DIR* d;
+    ~closer() { ::closedir(d); }
+  } close_dir{d};
+  while (true) {
+    errno = 0;
+    const dirent* entry = ::readdir(d);  // NOLINT(concurrency-mt-unsafe): one stream per call
+    if (entry == nullptr) {
+      if (errno != 0) return fail_errno();
+      return {};
+    }
+    const std::string_view name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    if (key_dir.empty() && name == temp_dir) continue;
+    std::string key = key_dir + std::string(name);
+    // Only directories that can hold keys starting with `prefix` are entered.
+    const size_t common = std::min(key.size(), prefix.size());
+    if (key.compare(0, common, prefix, 0, common) != 0) continue;
+    struct stat st {};
+    if (::fstatat(::dirfd(d), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) continue;
+      return fail_errno();
+    }
+    if (S_ISDIR(st.st_mode)) {
+      auto r = walk(dir / name, key + "/", prefix, out);
+      if (!r) return r;
+    } else if (S_ISREG(st.st_mode) && key.starts_with(prefix)) {
+      out.push_back({std::move(key), static_cast<uint64_t>(st.st_size)});
+    }
+  }
+}
+
+void remove_stale_temps(const std::filesystem::path& dir) {
+  std::error_code ec;
+  const auto now = std::filesystem::file_time_type::clock::now();
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code entry_ec;
+    const auto written = it->last_write_time(entry_ec);
+    if (!entry_ec && now - written > stale_temp_age) std::filesystem::remove(it->path(), entry_ec);
+  }
+}
+
+}  // namespace
+
+bool local_store::valid_key(std::string_view key) {
+  if (key.empty() || key.size() > max_key_bytes) return false;
+  if (key.find('\0') != std::string_view::npos) return false;
+  size_t begin = 0;
+  while (true) {
+    const size_t slash = key.find('/', begin);
+    const auto segment = key.substr(begin, slash == std::string_view::npos ? slash : slash - begin);
+    if (segment.empty() || segment == "." || segment == ".." || segment.size() > max_segment_bytes)
+      return false;
+    if (begin == 0 && segment == temp_dir) return false;
+    if (slash == std::string_view::npos) return true;
+    begin = slash + 1;
+  }
+}
+
+local_store::local_store(std::filesystem::path root, uint64_t temp_salt)
+    : root_(std::move(root)), temp_salt_(temp_salt) {}
+
+tl::expected<std::unique_ptr<local_store>, std::string> local_store::open(
+    const std::filesystem::path& root) {
+  if (root.empty()) return tl::make_unexpected(std::string("empty directory path"));
+  std::error_code ec;
+  std::filesystem::create_directories(root / temp_dir, ec);
+  if (ec) {
+    return tl::make_unexpected("cannot create directory " + (root / temp_dir).string() + ": " +
+                               ec.message());
+  }
+  if (!std::filesystem::is_directory(root, ec)) {
+    return tl::make_unexpected(root.string() + " is not a directory");
+  }
+  remove_stale_temps(root / temp_dir);
+  std::random_device rd;
+  const uint64_t salt =
+      (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(::getpid());
+  // "dir/" and "dir" name the same root; without the trailing '/', remove() can tell when its
+  // pruning reaches the root.
+  auto normal = root.lexically_normal();
+  if (!normal.has_filename() && normal.has_relative_path()) normal = normal.parent_path();
+  return std::unique_ptr<local_store>(new local_store(std::move(normal), salt));
+}
+
+std::string local_store::temp_path() {
+  return (root_ / temp_dir /
+          (std::to_string(temp_salt_) + "." + std::to_string(next_temp_.fetch_add(1)) + ".tmp"))
+      .string();
+}
+
+tl::expected<void, store_error> local_store::make_parents(std::string_view key) const {
+  std::filesystem::path dir = root_;
+  size_t begin = 0;
+  for (size_t slash = key.find('/'); slash != std::string_view::npos;
+       slash = key.find('/', begin)) {
+    const auto parent = dir;
+    dir /= key.substr(begin, slash - begin);
+    begin = slash + 1;
+    if (::mkdir(dir.c_str(), 0755) == 0) {
+      if (!sync_dir(parent)) return fail_errno();
+      continue;
+    }
+    if (errno != EEXIST) return fail_errno();
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) return fail_errno();
+    if (!S_ISDIR(st.st_mode)) return tl::make_unexpected(store_error::invalid_argument);
+  }
+  return {};
+}
+
+tl::expected<void, store_error> local_store::put(std::string_view key,
+                                                 std::span<const uint8_t> data) {
+  if (!valid_key(key)) return tl::make_unexpected(store_error::invalid_argument);
+  const std::string temp = temp_path();
+  {
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return fail_errno();
+    fd_guard file(fd);
+    if (!write_all(fd, data) || ::fsync(fd) != 0 || file.close() != 0) {
+      const int err = errno;
+      ::unlink(temp.c_str());
+      return tl::make_unexpected(error_from_errno(err));
+    }
+  }
+  const auto target = root_ / key;
+  // A concurrent remove may prune a parent directory between its creation and the rename;
+  // the rename then fails with ENOENT and the directories are made again.
+  constexpr int attempts = 8;
+  for (int attempt = 1;; ++attempt) {
+    auto parents = make_parents(key);
+    if (parents && ::rename(temp.c_str(), target.c_str()) == 0) break;
+    const store_error e = parents ? error_from_errno(errno) : parents.error();
+    if (e != store_error::not_found || attempt == attempts) {
+      ::unlink(temp.c_str());
+      return tl::make_unexpected(e);
+    }
+  }
+  if (!sync_dir(target.parent_path())) return fail_errno();
+  return {};
+}
+
+tl::expected<std::vector<uint8_t>, store_error> local_store::get(std::string_view key,
+                                                                 uint64_t offset, uint64_t length) {
+  if (!valid_key(key)) return tl::make_unexpected(store_error::invalid_argument);
+  const auto path = root_ / key;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOTDIR) return tl::make_unexpected(store_error::not_found);
+    return fail_errno();
+  }
+  fd_guard file(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return fail_errno();
+  if (!S_ISREG(st.st_mode)) return tl::make_unexpected(store_error::not_found);
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (offset > size) return tl::make_unexpected(store_error::invalid_range);
+  // Objects are replaced by rename, never written in place: this descriptor's file is fixed.
+  std::vector<uint8_t> out(std::min(length, size - offset));
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n =
+        ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail_errno();
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  out.resize(done);
+  return out;
+}
+
+tl::expected<uint64_t, store_error> local_store::head(std::string_view key) {
+  if (!valid_key(key)) return tl::make_unexpected(store_error::invalid_argument);
+  struct stat st {};
+  if (::stat((root_ / key).c_str(), &st) != 0) {
+    if (errno == ENOTDIR) return tl::make_unexpected(store_error::not_found);
+    return fail_errno();
+  }
+  if (!S_ISREG(st.st_mode)) return tl::make_unexpected(store_error::not_found);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+tl::expected<void, store_error> local_store::remove(std::string_view key) {
+  if (!valid_key(key)) return tl::make_unexpected(store_error::invalid_argument);
+  const auto path = root_ / key;
+  if (::unlink(path.c_str()) != 0) {
+    // No file under that name (a directory is not an object): nothing to delete.
+    if (errno == ENOENT || errno == ENOTDIR || errno == EISDIR) return {};
+    return fail_errno();
+  }
+  // A concurrent remove may already have pruned the emptied directory, and the entry with it.
+  if (!sync_dir(path.parent_path()) && errno != ENOENT) return fail_errno();
+  // Prune the directories this left empty; the first non-empty one (or any error) stops it.
+  for (auto dir = path.parent_path(); dir != root_ && dir.native().size() > root_.native().size();
+       dir = dir.parent_path()) {
+    if (::rmdir(dir.c_str()) != 0) break;
+  }
+  return {};
+}
+
+tl::expected<std::vector<object_info>, store_error> local_store::list(std::string_view prefix) {
+  if (!valid_prefix(prefix)) return tl::make_unexpected(store_error::invalid_argument);
+  // Start at the deepest directory the prefix names completely.
+  const size_t slash = prefix.rfind('/');
+  const std::string key_dir(slash == std::string_view::npos ? "" : prefix.substr(0, slash + 1));
+  std::vector<object_info> out;
+  auto walked = walk(key_dir.empty() ? root_ : root_ / key_dir, key_dir, prefix, out);
+  if (!walked) return tl::make_unexpected(walked.error());
+  std::sort(out.begin(), out.end(),
+            [](const object_info& a, const object_info& b) { return a.key < b.key; });
+  return out;
+}
+
+std::string local_store::describe() const {
+  return "file://" + root_.string();
+}
+
+}  // namespace silt::storage

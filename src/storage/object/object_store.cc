@@ -1,0 +1,57 @@
+#include "storage/object/object_store.h"
+
+#include "storage/object/local_store.h"
+#include "storage/object/s3_store.h"
+#include "storage/object/uri.h"
+
+namespace silt::storage {
+
+std::string_view store_error_name(store_error e) {
+  switch (e) {
+    case store_error::not_found:
+      return "not_found";
+    case store_error::invalid_range:
+      return "invalid_range";
+    case store_error::access_denied:
+      return "access_denied";
+    case store_error::throttled:
+      return "throttled";
+    case store_error::timeout:
+      return "timeout";
+    case store_error::io:
+      return "io";
+    case store_error::invalid_argument:
+      return "invalid_argument";
+  }
+  return "unknown";
+}
+
+tl::expected<std::unique_ptr<object_store>, std::string> open_object_store(std::string_view uri) {
+  constexpr std::string_view file_scheme = "file://";
+  if (uri.starts_with(file_scheme)) {
+    const auto path = uri::decode(uri.substr(file_scheme.size()));
+    if (!path) {
+      return tl::make_unexpected("file:// URI: malformed %-escape in '" + std::string(uri) + "'");
+    }
+    if (path->empty()) return tl::make_unexpected(std::string("file:// URI: no directory path"));
+    auto store = local_store::open(*path);
+    if (!store) return tl::make_unexpected("file:// URI: " + store.error());
+    return std::unique_ptr<object_store>(std::move(*store));
+  }
+  if (uri.starts_with("s3://")) {
+    auto options = parse_s3_uri(uri);
+    if (!options) return tl::make_unexpected(options.error());
+    auto store = s3_store::open(std::move(*options));
+    if (!store) return tl::make_unexpected("s3:// URI: " + store.error());
+    return std::unique_ptr<object_store>(std::move(*store));
+  }
+  const size_t colon = uri.find("://");
+  if (colon == std::string_view::npos) {
+    return tl::make_unexpected("object store URI '" + std::string(uri) +
+                               "' has no scheme (file:// or s3://)");
+  }
+  return tl::make_unexpected("object store URI scheme '" + std::string(uri.substr(0, colon)) +
+                             "' is not supported (file:// or s3://)");
+}
+
+}  // namespace silt::storage

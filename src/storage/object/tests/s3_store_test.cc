@@ -1,0 +1,316 @@
+// The S3 store against a real S3 server. Runs when SILT_S3_ENDPOINT, SILT_S3_ACCESS_KEY and
+// SILT_S3_SECRET_KEY (and optionally SILT_S3_REGION) are set, as scripts/s3-test-server.sh
+// prints them:
+//   eval "$(scripts/s3-test-server.sh start /tmp/s3)"
+// and is skipped otherwise. Each test works in a bucket of its own, emptied and deleted after.
+#include "storage/object/s3_store.h"
+
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "storage/object/uri.h"
+
+namespace silt::storage {
+namespace {
+
+std::vector<uint8_t> bytes(std::string_view s) {
+  return {s.begin(), s.end()};
+}
+
+std::vector<uint8_t> random_bytes(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> out(n);
+  for (size_t i = 0; i < n; i += 8) {
+    const uint64_t v = rng();
+    for (size_t j = 0; j < 8 && i + j < n; ++j) out[i + j] = static_cast<uint8_t>(v >> (8 * j));
+  }
+  return out;
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read before threads
+  return v == nullptr ? std::string() : std::string(v);
+}
+
+class S3Store : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (env("SILT_S3_ENDPOINT").empty() || env("SILT_S3_ACCESS_KEY").empty() ||
+        env("SILT_S3_SECRET_KEY").empty()) {
+      GTEST_SKIP() << "no S3 server: set SILT_S3_ENDPOINT, SILT_S3_ACCESS_KEY and "
+                      "SILT_S3_SECRET_KEY (eval \"$(scripts/s3-test-server.sh start DIR)\")";
+    }
+    std::random_device rd;
+    bucket_ = "silt-test-" + std::to_string(rd()) + std::to_string(rd() % 1000);
+    store_ = open(options());
+    ASSERT_TRUE(store_);
+    auto created = store_->create_bucket();
+    ASSERT_TRUE(created) << store_error_name(created.error());
+  }
+  void TearDown() override {
+    if (!store_) return;
+    auto all = store_->list("");
+    if (all) {
+      for (const auto& o : *all) (void)store_->remove(o.key);
+    }
+    EXPECT_TRUE(store_->delete_bucket());
+  }
+
+  s3_options options() const {
+    s3_options o;
+    o.bucket = bucket_;
+    o.endpoint = env("SILT_S3_ENDPOINT");
+    o.region = env("SILT_S3_REGION").empty() ? "us-east-1" : env("SILT_S3_REGION");
+    o.path_style = true;
+    o.access_key = env("SILT_S3_ACCESS_KEY");
+    o.secret_key = env("SILT_S3_SECRET_KEY");
+    o.retry.max_attempts = 3;
+    return o;
+  }
+  static std::unique_ptr<s3_store> open(const s3_options& o) {
+    auto s = s3_store::open(o);
+    EXPECT_TRUE(s) << s.error();
+    return s ? std::move(*s) : nullptr;
+  }
+
+  std::string bucket_;
+  std::unique_ptr<s3_store> store_;
+};
+
+TEST_F(S3Store, PutGetHeadRemove) {
+  ASSERT_TRUE(store_->put("a/b", bytes("hello world")));
+  EXPECT_EQ(store_->get("a/b", 0, to_end).value(), bytes("hello world"));
+  EXPECT_EQ(store_->head("a/b").value(), 11u);
+  ASSERT_TRUE(store_->remove("a/b"));
+  EXPECT_EQ(store_->head("a/b").error(), store_error::not_found);
+  EXPECT_EQ(store_->get("a/b", 0, 1).error(), store_error::not_found);
+  EXPECT_TRUE(store_->remove("a/b")) << "removing a missing key succeeds";
+}
+
+TEST_F(S3Store, PutReplacesTheObject) {
+  ASSERT_TRUE(store_->put("k", bytes("first version")));
+  ASSERT_TRUE(store_->put("k", bytes("second")));
+  EXPECT_EQ(store_->get("k", 0, to_end).value(), bytes("second"));
+}
+
+TEST_F(S3Store, RangedGets) {
+  ASSERT_TRUE(store_->put("r", bytes("0123456789")));
+  EXPECT_EQ(store_->get("r", 2, 3).value(), bytes("234"));
+  EXPECT_EQ(store_->get("r", 7, 100).value(), bytes("789"));
+  EXPECT_EQ(store_->get("r", 4, to_end).value(), bytes("456789"));
+  EXPECT_TRUE(store_->get("r", 10, 5).value().empty()) << "at the end: empty";
+  EXPECT_TRUE(store_->get("r", 3, 0).value().empty());
+  EXPECT_EQ(store_->get("r", 11, 5).error(), store_error::invalid_range);
+  EXPECT_EQ(store_->get("r", 11, 0).error(), store_error::invalid_range);
+}
+
+TEST_F(S3Store, EmptyObjects) {
+  ASSERT_TRUE(store_->put("empty", {}));
+  EXPECT_EQ(store_->head("empty").value(), 0u);
+  EXPECT_TRUE(store_->get("empty", 0, to_end).value().empty());
+  EXPECT_TRUE(store_->get("empty", 0, 10).value().empty());
+  EXPECT_EQ(store_->get("empty", 1, 10).error(), store_error::invalid_range);
+}
+
+TEST_F(S3Store, KeysWithSpecialCharactersRoundTrip) {
+  const std::vector<std::string> keys = {"a b",           "plus+sign",   "eq=amp&q?",
+                                         "tilde~star*",   "caf\xc3\xa9", "x//y",
+                                         "./dot/../dots", "percent%41",  "semi;colon,comma"};
+  for (const auto& k : keys) ASSERT_TRUE(store_->put(k, bytes(k))) << k;
+  for (const auto& k : keys) EXPECT_EQ(store_->get(k, 0, to_end).value(), bytes(k)) << k;
+  auto listed = store_->list("");
+  ASSERT_TRUE(listed);
+  std::vector<std::string> names;
+  for (const auto& o : *listed) names.push_back(o.key);
+  auto sorted = keys;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(names, sorted);
+}
+
+TEST_F(S3Store, ListPaginatesInKeyOrder) {
+  // More keys than one ListObjectsV2 page (1000) holds.
+  constexpr int count = 1050;
+  std::vector<std::thread> threads;
+  threads.reserve(8);
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = t; i < count; i += 8) {
+        char key[32];
+        std::snprintf(key, sizeof key, "many/%05d", i);
+        if (!store_->put(key, bytes(std::to_string(i)))) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(failures.load(), 0);
+  ASSERT_TRUE(store_->put("other", bytes("x")));
+  auto listed = store_->list("many/");
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->size(), static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    char key[32];
+    std::snprintf(key, sizeof key, "many/%05d", i);
+    EXPECT_EQ((*listed)[i].key, key);
+    EXPECT_EQ((*listed)[i].size, std::to_string(i).size());
+  }
+  EXPECT_EQ(store_->list("").value().size(), static_cast<size_t>(count) + 1);
+  EXPECT_EQ(store_->list("many/0104").value().size(), 10u);
+  EXPECT_TRUE(store_->list("none/").value().empty());
+}
+
+TEST_F(S3Store, SmallPagesPaginateToo) {
+  auto o = options();
+  o.list_page_size = 7;
+  auto small = open(o);
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE(small->put("p/" + std::to_string(100 + i), bytes("v")));
+  auto listed = small->list("p/");
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->size(), 30u);
+  EXPECT_EQ(listed->front().key, "p/100");
+  EXPECT_EQ(listed->back().key, "p/129");
+}
+
+TEST_F(S3Store, MultipartUploadOfFortyMebibytes) {
+  auto o = options();
+  o.multipart_threshold = 8ull << 20;
+  o.part_size = 5ull << 20;  // S3's minimum: 8 parts, the last one short
+  auto big_store = open(o);
+  const auto data = random_bytes(40ull << 20, 3);
+  const auto began = std::chrono::steady_clock::now();
+  ASSERT_TRUE(big_store->put("big", data));
+  const auto took = std::chrono::steady_clock::now() - began;
+  std::cout << "multipart put of 40 MiB: "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms\n";
+  EXPECT_EQ(big_store->head("big").value(), data.size());
+  auto back = big_store->get("big", 0, to_end);
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(*back == data);
+  // A range across the boundary of parts 1 and 2.
+  const uint64_t at = (5ull << 20) - 100;
+  auto across = big_store->get("big", at, 200);
+  ASSERT_TRUE(across);
+  EXPECT_TRUE(
+      std::equal(across->begin(), across->end(), data.begin() + static_cast<ptrdiff_t>(at)));
+  EXPECT_EQ(big_store->list("").value(), (std::vector<object_info>{{"big", data.size()}}));
+}
+
+TEST_F(S3Store, PutsAtTheThresholdStaySingle) {
+  auto o = options();
+  o.multipart_threshold = 6ull << 20;
+  o.part_size = 5ull << 20;
+  auto s = open(o);
+  const auto exact = random_bytes(6ull << 20, 5);
+  const auto over = random_bytes((6ull << 20) + 1, 6);
+  ASSERT_TRUE(s->put("exact", exact));
+  ASSERT_TRUE(s->put("over", over));
+  EXPECT_TRUE(s->get("exact", 0, to_end).value() == exact);
+  EXPECT_TRUE(s->get("over", 0, to_end).value() == over);
+}
+
+TEST_F(S3Store, UnsignedPayloadIsAccepted) {
+  auto o = options();
+  o.sign_payload = false;
+  auto s = open(o);
+  ASSERT_TRUE(s->put("unsigned", bytes("data")));
+  EXPECT_EQ(s->get("unsigned", 0, to_end).value(), bytes("data"));
+}
+
+TEST_F(S3Store, WrongSecretKeyIsAccessDenied) {
+  ASSERT_TRUE(store_->put("k", bytes("v")));
+  auto o = options();
+  o.secret_key = "not-the-secret";
+  std::vector<std::string> log;
+  o.on_failure = [&](std::string_view line) { log.emplace_back(line); };
+  auto wrong = open(o);
+  EXPECT_EQ(wrong->put("k2", bytes("v")).error(), store_error::access_denied);
+  EXPECT_EQ(wrong->get("k", 0, to_end).error(), store_error::access_denied);
+  EXPECT_EQ(wrong->head("k").error(), store_error::access_denied);
+  EXPECT_EQ(wrong->list("").error(), store_error::access_denied);
+  EXPECT_EQ(wrong->remove("k").error(), store_error::access_denied);
+  EXPECT_TRUE(store_->head("k")) << "the refused remove removed nothing";
+  ASSERT_FALSE(log.empty());
+  EXPECT_NE(log.front().find("HTTP 403 SignatureDoesNotMatch"), std::string::npos) << log.front();
+  EXPECT_NE(log.front().find("giving up"), std::string::npos) << "403 is not retried";
+}
+
+TEST_F(S3Store, UnknownAccessKeyIsAccessDenied) {
+  auto o = options();
+  o.access_key = "NOSUCHKEY";
+  auto wrong = open(o);
+  EXPECT_EQ(wrong->put("k", bytes("v")).error(), store_error::access_denied);
+}
+
+TEST_F(S3Store, MissingBucketIsNotFound) {
+  auto o = options();
+  o.bucket = bucket_ + "-absent";
+  auto absent = open(o);
+  EXPECT_EQ(absent->get("k", 0, 1).error(), store_error::not_found);
+  EXPECT_EQ(absent->list("").error(), store_error::not_found);
+  EXPECT_EQ(absent->put("k", bytes("v")).error(), store_error::not_found);
+  EXPECT_EQ(absent->remove("k").error(), store_error::not_found);
+}
+
+TEST_F(S3Store, CreateBucketTwiceSucceeds) {
+  EXPECT_TRUE(store_->create_bucket());
+}
+
+TEST_F(S3Store, VirtualHostedAddressing) {
+  // libcurl resolves every *.localhost name to the loopback address itself, and the test
+  // server is set up with rgw_dns_name = localhost, so BUCKET.localhost reaches the bucket.
+  auto o = options();
+  const std::string endpoint = o.endpoint;
+  const size_t host = endpoint.find("127.0.0.1");
+  if (host == std::string::npos) GTEST_SKIP() << "the endpoint is not 127.0.0.1";
+  o.endpoint = endpoint.substr(0, host) + "localhost" + endpoint.substr(host + 9);
+  o.path_style = false;
+  auto vhost = open(o);
+  EXPECT_EQ(vhost->url("k"), "http://" + bucket_ + ".localhost" + endpoint.substr(host + 9) + "/k");
+  ASSERT_TRUE(vhost->put("v/k", bytes("virtual")));
+  EXPECT_EQ(vhost->get("v/k", 1, 3).value(), bytes("irt"));
+  EXPECT_EQ(store_->get("v/k", 0, to_end).value(), bytes("virtual")) << "same bucket";
+  EXPECT_EQ(vhost->list("v/").value(), (std::vector<object_info>{{"v/k", 7}}));
+  o.multipart_threshold = 5ull << 20;
+  o.part_size = 5ull << 20;
+  auto vhost_multipart = open(o);
+  const auto data = random_bytes((5ull << 20) + 10, 9);
+  ASSERT_TRUE(vhost_multipart->put("v/big", data));
+  EXPECT_EQ(vhost->head("v/big").value(), data.size());
+  ASSERT_TRUE(vhost->remove("v/k"));
+  EXPECT_EQ(vhost->head("v/k").error(), store_error::not_found);
+}
+
+TEST_F(S3Store, ConcurrentCallsFromManyThreads) {
+  std::vector<std::thread> threads;
+  threads.reserve(8);
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        const std::string key = "c/" + std::to_string(t) + "/" + std::to_string(i);
+        const auto data = random_bytes(1000 + i, t * 100 + i);
+        if (!store_->put(key, data)) ++failures;
+        auto back = store_->get(key, 0, to_end);
+        if (!back || *back != data) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(store_->list("c/").value().size(), 120u);
+}
+
+TEST_F(S3Store, OpensFromAUri) {
+  auto s = open_object_store("s3://" + bucket_ + "?endpoint=" + env("SILT_S3_ENDPOINT") +
+                             "&path_style=true&access_key=" + env("SILT_S3_ACCESS_KEY") +
+                             "&secret_key=" + uri::encode(env("SILT_S3_SECRET_KEY")));
+  ASSERT_TRUE(s) << s.error();
+  ASSERT_TRUE((*s)->put("uri", bytes("x")));
+  EXPECT_EQ(store_->get("uri", 0, to_end).value(), bytes("x"));
+}
+
+}  // namespace
+}  // namespace silt::storage

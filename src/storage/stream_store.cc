@@ -1,0 +1,774 @@
+#include "storage/stream_store.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <utility>
+
+#include "base/endian.h"
+
+namespace silt::storage {
+
+namespace {
+
+tl::unexpected<stream_error> fail(stream_error e) {
+  return tl::make_unexpected(e);
+}
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The fields of a Kafka v2 record batch header the store needs (see protocol/record_batch.h
+// for the layout): the store keeps batches as sent and only assigns their base offsets.
+constexpr size_t batch_header_size = 61;
+constexpr size_t batch_length_offset = 8;
+constexpr size_t batch_magic_offset = 16;
+constexpr size_t batch_last_delta_offset = 23;
+constexpr size_t batch_max_timestamp_offset = 35;
+
+struct batch_view {
+  std::span<const uint8_t> bytes;
+  int64_t base_offset;
+  int64_t end_offset;  // exclusive
+  int64_t max_timestamp;
+};
+
+// Calls f(batch_view) for each whole batch of `data`; false when `data` is not whole batches.
+template <typename F>
+bool for_each_batch(std::span<const uint8_t> data, F&& f) {
+  size_t pos = 0;
+  while (pos < data.size()) {
+    if (data.size() - pos < batch_header_size) return false;
+    const uint8_t* p = data.data() + pos;
+    const int32_t length = base::load_be<int32_t>(p + batch_length_offset);
+    if (length < static_cast<int32_t>(batch_header_size - 12) ||
+        static_cast<size_t>(length) + 12 > data.size() - pos || p[batch_magic_offset] != 2) {
+      return false;
+    }
+    const int32_t last_delta = base::load_be<int32_t>(p + batch_last_delta_offset);
+    if (last_delta < 0) return false;
+    const int64_t base = base::load_be<int64_t>(p);
+    const size_t size = static_cast<size_t>(length) + 12;
+    f(batch_view{data.subspan(pos, size), base, base + last_delta + 1,
+                 base::load_be<int64_t>(p + batch_max_timestamp_offset)});
+    pos += size;
+  }
+  return true;
+}
+
+std::string object_key(uint64_t id, metadata::object_kind kind) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "objects/%016" PRIx64 ".%s", id,
+                kind == metadata::object_kind::stream ? "stream" : "set");
+  return buf;
+}
+
+}  // namespace
+
+std::string_view stream_error_name(stream_error e) {
+  switch (e) {
+    case stream_error::offset_out_of_range:
+      return "offset out of range";
+    case stream_error::invalid_batch:
+      return "invalid record batch";
+    case stream_error::wal_failed:
+      return "WAL failed";
+    case stream_error::object_store:
+      return "object store error";
+    case stream_error::corrupt_object:
+      return "corrupt object";
+    case stream_error::catalog:
+      return "catalog error";
+  }
+  return "unknown";
+}
+
+size_t read_result::bytes() const {
+  size_t n = 0;
+  for (const auto& c : chunks) n += c.size();
+  return n;
+}
+
+std::vector<uint8_t> read_result::concatenate() const {
+  std::vector<uint8_t> out;
+  out.reserve(bytes());
+  for (const auto& c : chunks) out.insert(out.end(), c.begin(), c.end());
+  return out;
+}
+
+// A run of batches appended together: the log cache's unit, and the WAL's record.
+struct stream_store::entry {
+  uint64_t stream_id = 0;
+  int64_t base_offset = 0;
+  int64_t end_offset = 0;
+  int64_t max_timestamp = -1;
+  std::shared_ptr<const std::vector<uint8_t>> data;
+  wal::wal_position wal_end = 0;
+  bool durable = false;
+  bool uploaded = false;
+};
+
+struct stream_store::stream_state {
+  int64_t start_offset = 0;
+  int64_t next_offset = 0;                   // assigned to appends (durable or not)
+  int64_t durable_end = 0;                   // readers see offsets below this
+  int64_t committed_end = 0;                 // in objects (catalog)
+  std::deque<std::shared_ptr<entry>> cache;  // offset order; everything above committed_end
+  int64_t retention_ms = -2;                 // -2: the store's default
+  int64_t retention_bytes = -2;
+  int64_t last_cold_end = -1;  // where the last cold read stopped (read-ahead detection)
+};
+
+stream_store::stream_store(const stream_store_options& options, object_store& store,
+                           std::unique_ptr<metadata::stream_catalog> catalog)
+    : options_(options),
+      store_(store),
+      catalog_(std::move(catalog)),
+      blocks_(options.block_cache_bytes) {}
+
+tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
+    const stream_store_options& options, object_store& store) {
+  auto catalog = metadata::stream_catalog::open(options.catalog_path);
+  if (!catalog) return tl::make_unexpected(catalog.error());
+  std::unique_ptr<stream_store> s(new stream_store(options, store, std::move(*catalog)));
+  std::string replay_error;
+  auto w = wal::wal::open(options.wal, [&](const wal::replayed_record& rec) {
+    std::lock_guard lock(s->state_mu_);
+    auto& st = s->stream_locked(rec.stream_id);
+    if (rec.offset < st.committed_end) return;  // uploaded before the crash, WAL not trimmed
+    if (rec.offset != st.next_offset) {
+      if (replay_error.empty()) {
+        replay_error = "WAL record of stream " + std::to_string(rec.stream_id) + " at offset " +
+                       std::to_string(rec.offset) + " does not continue the stream at " +
+                       std::to_string(st.next_offset);
+      }
+      return;
+    }
+    auto e = std::make_shared<entry>();
+    e->stream_id = rec.stream_id;
+    e->base_offset = rec.offset;
+    e->end_offset = rec.offset;
+    if (!for_each_batch(rec.payload, [&](const batch_view& b) {
+          e->end_offset = b.end_offset;
+          e->max_timestamp = std::max(e->max_timestamp, b.max_timestamp);
+        })) {
+      if (replay_error.empty()) replay_error = "WAL record holds no whole record batches";
+      return;
+    }
+    e->data = std::make_shared<const std::vector<uint8_t>>(rec.payload.begin(), rec.payload.end());
+    e->wal_end = rec.end;
+    e->durable = true;
+    st.next_offset = st.durable_end = e->end_offset;
+    st.cache.push_back(e);
+    s->cache_bytes_ += e->data->size();
+    s->pending_upload_bytes_ += e->data->size();
+  });
+  if (!w)
+    return tl::make_unexpected("cannot open the WAL " + options.wal.path + ": " +
+                               std::string(wal::wal_error_name(w.error())));
+  if (!replay_error.empty()) return tl::make_unexpected(replay_error);
+  s->wal_ = std::move(*w);
+  s->durable_wal_end_ = s->wal_->durable_end();
+  if (options.background) s->background_ = std::thread([p = s.get()] { p->background_loop(); });
+  return s;
+}
+
+stream_store::~stream_store() {
+  close();
+}
+
+void stream_store::close() {
+  {
+    std::lock_guard lock(state_mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  upload_wanted_.notify_all();
+  if (background_.joinable()) background_.join();
+  if (wal_) wal_->close();
+}
+
+stream_store::stream_state& stream_store::stream_locked(uint64_t stream_id) {
+  auto it = streams_.find(stream_id);
+  if (it != streams_.end()) return it->second;
+  stream_state st;
+  if (auto c = catalog_->stream(stream_id); c && c->has_value()) {
+    st.start_offset = (*c)->start_offset;
+    st.next_offset = st.durable_end = st.committed_end = (*c)->end_offset;
+  }
+  return streams_.emplace(stream_id, std::move(st)).first->second;
+}
+
+void stream_store::append(uint64_t stream_id, std::vector<uint8_t> batches, append_callback done) {
+  std::unique_lock append_lock(append_mu_);
+  auto e = std::make_shared<entry>();
+  stream_error error{};
+  bool ok = true;
+  {
+    std::lock_guard lock(state_mu_);
+    if (failed_ || stopping_) {
+      ok = false;
+      error = stream_error::wal_failed;
+    } else {
+      auto& st = stream_locked(stream_id);
+      int64_t next = st.next_offset;
+      int64_t max_ts = -1;
+      // Assign offsets in place: the base offset is outside the batch CRC.
+      ok = !batches.empty() && for_each_batch(batches, [&](const batch_view& b) {
+        auto* p = const_cast<uint8_t*>(b.bytes.data());
+        base::store_be<int64_t>(p, next);
+        next += b.end_offset - b.base_offset;
+        max_ts = std::max(max_ts, b.max_timestamp);
+      });
+      if (!ok) {
+        error = stream_error::invalid_batch;
+      } else {
+        e->stream_id = stream_id;
+        e->base_offset = st.next_offset;
+        e->end_offset = next;
+        e->max_timestamp = max_ts;
+        e->data = std::make_shared<const std::vector<uint8_t>>(std::move(batches));
+        st.next_offset = next;
+        st.cache.push_back(e);
+        cache_bytes_ += e->data->size();
+      }
+    }
+  }
+  if (!ok) {
+    append_lock.unlock();
+    done(fail(error));
+    return;
+  }
+  wal_->append(stream_id, e->base_offset, *e->data,
+               [this, e, done = std::move(done)](
+                   tl::expected<wal::wal_position, wal::wal_error> r) { on_durable(e, r, done); });
+}
+
+void stream_store::on_durable(const std::shared_ptr<entry>& e,
+                              tl::expected<wal::wal_position, wal::wal_error> r,
+                              const append_callback& done) {
+  bool wake = false;
+  {
+    std::lock_guard lock(state_mu_);
+    if (!r) {
+      failed_ = true;
+    } else {
+      e->durable = true;
+      e->wal_end = *r;
+      durable_wal_end_ = std::max(durable_wal_end_, *r);
+      auto& st = stream_locked(e->stream_id);
+      st.durable_end = std::max(st.durable_end, e->end_offset);
+      pending_upload_bytes_ += e->data->size();
+      wake = pending_upload_bytes_ >= options_.upload_threshold_bytes ||
+             cache_bytes_ >= options_.log_cache_bytes;
+    }
+  }
+  if (wake) upload_wanted_.notify_one();
+  if (r) {
+    done(e->base_offset);
+  } else {
+    done(fail(stream_error::wal_failed));
+  }
+}
+
+stream_offsets stream_store::offsets(uint64_t stream_id) {
+  std::lock_guard lock(state_mu_);
+  const auto& st = stream_locked(stream_id);
+  return {st.start_offset, st.durable_end};
+}
+
+tl::expected<read_result, stream_error> stream_store::read(uint64_t stream_id, int64_t offset,
+                                                           size_t max_bytes) {
+  int64_t cache_start;
+  for (int attempt = 0;; ++attempt) {
+    {
+      std::lock_guard lock(state_mu_);
+      auto& st = stream_locked(stream_id);
+      if (offset < st.start_offset || offset > st.durable_end) {
+        return fail(stream_error::offset_out_of_range);
+      }
+      read_result out;
+      out.next_offset = offset;
+      if (offset == st.durable_end) return out;
+      cache_start = st.cache.empty() ? st.durable_end : st.cache.front()->base_offset;
+      if (offset >= cache_start) {
+        auto it = std::upper_bound(st.cache.begin(), st.cache.end(), offset,
+                                   [](int64_t o, const auto& e) { return o < e->end_offset; });
+        for (; it != st.cache.end() && (*it)->durable; ++it) {
+          const auto& e = *it;
+          bool full = false;
+          for_each_batch(*e->data, [&](const batch_view& b) {
+            if (full || b.end_offset <= offset) return;
+            if (!out.chunks.empty() && out.bytes() + b.bytes.size() > max_bytes) {
+              full = true;
+              return;
+            }
+            out.chunks.push_back(b.bytes);
+            out.next_offset = b.end_offset;
+          });
+          out.owners.push_back(e->data);
+          if (full || out.bytes() >= max_bytes) break;
+        }
+        return out;
+      }
+    }
+    auto cold = read_cold(stream_id, offset, max_bytes, cache_start);
+    // An object that compaction or retention removed in the meantime: look again.
+    if (cold || cold.error() != stream_error::object_store || attempt >= 2) return cold;
+  }
+}
+
+tl::expected<std::shared_ptr<const std::vector<block_entry>>, stream_error>
+stream_store::object_index(const std::string& key) {
+  {
+    std::lock_guard lock(index_mu_);
+    if (auto it = indexes_.find(key); it != indexes_.end()) return it->second;
+  }
+  auto size = store_.head(key);
+  if (!size) return fail(stream_error::object_store);
+  if (*size < object_footer_size) return fail(stream_error::corrupt_object);
+  auto footer_bytes = store_.get(key, *size - object_footer_size, object_footer_size);
+  if (!footer_bytes) return fail(stream_error::object_store);
+  auto footer = parse_footer(*footer_bytes);
+  if (!footer || footer->index_position + footer->index_size + object_footer_size != *size) {
+    return fail(stream_error::corrupt_object);
+  }
+  auto index_bytes = store_.get(key, footer->index_position, footer->index_size);
+  if (!index_bytes) return fail(stream_error::object_store);
+  auto index = parse_index(*index_bytes, *footer);
+  if (!index) return fail(stream_error::corrupt_object);
+  auto shared = std::make_shared<const std::vector<block_entry>>(std::move(*index));
+  std::lock_guard lock(index_mu_);
+  if (indexes_.size() >= 4096) indexes_.clear();  // a crude bound; indexes are small
+  indexes_[key] = shared;
+  return shared;
+}
+
+tl::expected<read_result, stream_error> stream_store::read_cold(uint64_t stream_id, int64_t offset,
+                                                                size_t max_bytes,
+                                                                int64_t cache_start) {
+  auto ranges = catalog_->find(stream_id, offset, 1);
+  if (!ranges) return fail(stream_error::catalog);
+  if (ranges->empty() || (*ranges)[0].range.start_offset > offset) {
+    // Below the cache and in no object: the data was trimmed away in the meantime.
+    return fail(stream_error::offset_out_of_range);
+  }
+  const auto& located = (*ranges)[0];
+  auto index = object_index(located.key);
+  if (!index) return tl::make_unexpected(index.error());
+  const auto blocks = find_blocks(**index, stream_id, offset, max_bytes);
+  if (blocks.empty()) return fail(stream_error::corrupt_object);
+
+  bool sequential;
+  {
+    std::lock_guard lock(state_mu_);
+    sequential = stream_locked(stream_id).last_cold_end == offset;
+  }
+  // The blocks to fetch: those wanted, plus read-ahead of the stream's next blocks in this
+  // object on a sequential read, in one ranged GET when they are not cached.
+  std::vector<const block_entry*> wanted;
+  for (const auto& b : blocks) wanted.push_back(&b);
+  std::vector<const block_entry*> fetch = wanted;
+  if (sequential && options_.read_ahead_blocks > 0) {
+    const block_entry* last = fetch.back();
+    for (uint32_t i = 0; i < options_.read_ahead_blocks; ++i) {
+      const block_entry* next = last + 1;
+      if (next >= (*index)->data() + (*index)->size() || next->stream_id != stream_id ||
+          next->start_offset != last->end_offset) {
+        break;
+      }
+      fetch.push_back(next);
+      last = next;
+    }
+  }
+  std::vector<std::shared_ptr<const std::vector<uint8_t>>> data(fetch.size());
+  size_t first_miss = fetch.size();
+  for (size_t i = 0; i < fetch.size(); ++i) {
+    data[i] = blocks_.get(located.key, fetch[i]->position);
+    // Only a wanted block that is missing costs a GET; read-ahead rides along with it.
+    if (!data[i] && i < wanted.size() && first_miss == fetch.size()) first_miss = i;
+  }
+  if (first_miss < fetch.size()) {
+    // Blocks of one stream in one object are contiguous: one GET from the first missing
+    // wanted block to the end of the read-ahead.
+    size_t last_needed = fetch.size() - 1;
+    const uint64_t begin = fetch[first_miss]->position;
+    const uint64_t end = fetch[last_needed]->position + fetch[last_needed]->size;
+    auto bytes = store_.get(located.key, begin, end - begin);
+    {
+      std::lock_guard lock(state_mu_);
+      ++stats_.object_gets;
+    }
+    // A short read (a response cut off) is the store's failure, not the object's: retried.
+    if (!bytes || bytes->size() != end - begin) return fail(stream_error::object_store);
+    for (size_t i = first_miss; i < fetch.size(); ++i) {
+      if (data[i]) continue;
+      const auto from = static_cast<ptrdiff_t>(fetch[i]->position - begin);
+      auto block = std::make_shared<const std::vector<uint8_t>>(
+          bytes->begin() + from, bytes->begin() + from + fetch[i]->size);
+      if (!open_block(*fetch[i], *block)) return fail(stream_error::corrupt_object);
+      blocks_.put(located.key, fetch[i]->position, block);
+      data[i] = std::move(block);
+    }
+  }
+  read_result out;
+  out.next_offset = offset;
+  bool full = false;
+  for (size_t i = 0; i < wanted.size() && !full; ++i) {
+    auto batches = open_block(*wanted[i], *data[i]);
+    if (!batches) return fail(stream_error::corrupt_object);
+    const bool whole = for_each_batch(*batches, [&](const batch_view& b) {
+      if (full || b.end_offset <= offset) return;
+      if (!out.chunks.empty() && out.bytes() + b.bytes.size() > max_bytes) {
+        full = true;
+        return;
+      }
+      out.chunks.push_back(b.bytes);
+      out.next_offset = b.end_offset;
+    });
+    if (!whole) return fail(stream_error::corrupt_object);
+    out.owners.push_back(data[i]);
+  }
+  // Never hand out data the cache also holds past its start: the cache is authoritative there.
+  (void)cache_start;
+  {
+    std::lock_guard lock(state_mu_);
+    stream_locked(stream_id).last_cold_end = out.next_offset;
+    ++stats_.cold_reads;
+  }
+  return out;
+}
+
+tl::expected<void, stream_error> stream_store::trim(uint64_t stream_id, int64_t offset) {
+  std::lock_guard lock(state_mu_);
+  auto& st = stream_locked(stream_id);
+  if (offset > st.durable_end) return fail(stream_error::offset_out_of_range);
+  if (offset <= st.start_offset) return {};
+  if (!catalog_->trim(stream_id, offset)) return fail(stream_error::catalog);
+  st.start_offset = offset;
+  return {};
+}
+
+void stream_store::set_retention(uint64_t stream_id, int64_t retention_ms,
+                                 int64_t retention_bytes) {
+  std::lock_guard lock(state_mu_);
+  auto& st = stream_locked(stream_id);
+  st.retention_ms = retention_ms;
+  st.retention_bytes = retention_bytes;
+}
+
+void stream_store::evict_locked() {
+  // Evict the oldest uploaded entries (by WAL position) until the cache fits; never data
+  // that is not in a committed object yet.
+  while (cache_bytes_ > options_.log_cache_bytes) {
+    stream_state* victim = nullptr;
+    for (auto& [id, st] : streams_) {
+      if (st.cache.empty() || !st.cache.front()->uploaded) continue;
+      if (victim == nullptr || st.cache.front()->wal_end < victim->cache.front()->wal_end) {
+        victim = &st;
+      }
+    }
+    if (victim == nullptr) return;
+    cache_bytes_ -= victim->cache.front()->data->size();
+    victim->cache.pop_front();
+  }
+}
+
+tl::expected<void, std::string> stream_store::upload_object(
+    metadata::object_kind kind, const std::vector<std::shared_ptr<entry>>& entries) {
+  object_writer writer(options_.object_block_size);
+  std::vector<metadata::stream_range> ranges;
+  for (const auto& e : entries) {
+    if (auto r =
+            writer.add(e->stream_id, e->base_offset, e->end_offset, e->max_timestamp, *e->data);
+        !r) {
+      return tl::make_unexpected("object writer: " +
+                                 std::string(object_format_error_name(r.error())));
+    }
+    if (!ranges.empty() && ranges.back().stream_id == e->stream_id &&
+        ranges.back().end_offset == e->base_offset) {
+      auto& last = ranges.back();
+      last.end_offset = e->end_offset;
+      last.max_timestamp = std::max(last.max_timestamp, e->max_timestamp);
+      last.size += e->data->size();
+    } else {
+      ranges.push_back(
+          {e->stream_id, e->base_offset, e->end_offset, e->max_timestamp, e->data->size()});
+    }
+  }
+  const std::vector<uint8_t> bytes = writer.finish();
+  auto id = catalog_->next_object_id();
+  if (!id) return tl::make_unexpected("catalog: cannot allocate an object id");
+  metadata::object_record record{*id, object_key(*id, kind), bytes.size(), kind, now_ms()};
+  if (auto put = store_.put(record.key, bytes); !put) {
+    return tl::make_unexpected("upload of " + record.key +
+                               " failed: " + std::string(store_error_name(put.error())));
+  }
+  if (auto c = catalog_->commit_object(record, ranges); !c) {
+    (void)store_.remove(record.key);
+    return tl::make_unexpected("commit of " + record.key +
+                               " refused: " + std::string(metadata::catalog_error_name(c.error())));
+  }
+  std::lock_guard lock(state_mu_);
+  for (const auto& e : entries) {
+    e->uploaded = true;
+    pending_upload_bytes_ -= std::min<uint64_t>(pending_upload_bytes_, e->data->size());
+    auto& st = stream_locked(e->stream_id);
+    st.committed_end = std::max(st.committed_end, e->end_offset);
+  }
+  ++stats_.uploads;
+  stats_.uploaded_bytes += bytes.size();
+  if (kind == metadata::object_kind::stream) {
+    ++stats_.stream_objects;
+  } else {
+    ++stats_.stream_set_objects;
+  }
+  return {};
+}
+
+tl::expected<void, std::string> stream_store::run_upload_once() {
+  std::lock_guard task(task_mu_);
+  // Everything durable up to one WAL position, so that the WAL can be trimmed to it after.
+  wal::wal_position upto;
+  std::map<uint64_t, std::vector<std::shared_ptr<entry>>> by_stream;
+  {
+    std::lock_guard lock(state_mu_);
+    upto = durable_wal_end_;
+    for (auto& [id, st] : streams_) {
+      for (const auto& e : st.cache) {
+        if (e->uploaded) continue;
+        if (!e->durable || e->wal_end > upto) break;
+        by_stream[id].push_back(e);
+      }
+    }
+  }
+  if (by_stream.empty()) return {};
+  std::vector<std::shared_ptr<entry>> set_entries;
+  for (auto& [id, entries] : by_stream) {
+    uint64_t bytes = 0;
+    for (const auto& e : entries) bytes += e->data->size();
+    if (bytes >= options_.stream_object_bytes) {
+      if (auto r = upload_object(metadata::object_kind::stream, entries); !r) return r;
+    } else {
+      set_entries.insert(set_entries.end(), entries.begin(), entries.end());
+    }
+  }
+  if (!set_entries.empty()) {
+    if (auto r = upload_object(metadata::object_kind::stream_set, set_entries); !r) return r;
+  }
+  wal_->trim(upto);
+  std::lock_guard lock(state_mu_);
+  evict_locked();
+  return {};
+}
+
+namespace {
+
+// Writes one contiguous run of a stream's pieces (from several stream-set objects) as a
+// stream object and commits it in place of the ranges it replaces.
+template <typename Piece>
+tl::expected<void, std::string> write_stream_object(metadata::stream_catalog& catalog,
+                                                    object_store& store, uint32_t block_size,
+                                                    uint64_t stream, std::span<const Piece> run) {
+  object_writer writer(block_size);
+  metadata::stream_range range{stream, run.front().start, run.back().end, -1, 0};
+  std::vector<uint64_t> replaced;
+  for (const auto& p : run) {
+    if (!writer.add(stream, p.start, p.end, p.max_timestamp, p.batches)) {
+      return tl::make_unexpected("compaction: the object writer refused stream data");
+    }
+    range.max_timestamp = std::max(range.max_timestamp, p.max_timestamp);
+    range.size += p.batches.size();
+    if (std::find(replaced.begin(), replaced.end(), p.object_id) == replaced.end()) {
+      replaced.push_back(p.object_id);
+    }
+  }
+  const auto bytes = writer.finish();
+  auto id = catalog.next_object_id();
+  if (!id) return tl::make_unexpected("catalog: cannot allocate an object id");
+  metadata::object_record record{*id, object_key(*id, metadata::object_kind::stream), bytes.size(),
+                                 metadata::object_kind::stream, now_ms()};
+  if (!store.put(record.key, bytes)) {
+    return tl::make_unexpected("compaction: upload of " + record.key + " failed");
+  }
+  if (auto c = catalog.replace(record, {range}, replaced); !c) {
+    (void)store.remove(record.key);
+    return tl::make_unexpected("compaction: commit of " + record.key +
+                               " refused: " + std::string(metadata::catalog_error_name(c.error())));
+  }
+  return {};
+}
+
+}  // namespace
+
+tl::expected<void, std::string> stream_store::run_compaction_once() {
+  std::lock_guard task(task_mu_);
+  auto all = catalog_->objects(metadata::object_kind::stream_set);
+  if (!all) return tl::make_unexpected("catalog: cannot list objects");
+  // The small stream-set objects, oldest first, up to a bounded amount per round.
+  std::vector<metadata::object_record> chosen;
+  uint64_t total = 0;
+  for (const auto& o : *all) {
+    if (o.size > options_.compaction_max_object_bytes) continue;
+    if (total + o.size > 4 * options_.compaction_max_object_bytes && !chosen.empty()) break;
+    chosen.push_back(o);
+    total += o.size;
+  }
+  if (chosen.size() < 2) return {};
+  struct piece {
+    int64_t start, end, max_timestamp;
+    uint64_t object_id;
+    std::shared_ptr<const std::vector<uint8_t>> object;
+    std::span<const uint8_t> batches;
+  };
+  std::map<uint64_t, std::vector<piece>> by_stream;
+  for (const auto& o : chosen) {
+    auto ranges = catalog_->object_ranges(o.object_id);
+    if (!ranges) return tl::make_unexpected("catalog: cannot read object ranges");
+    if (ranges->empty()) continue;
+    auto bytes = store_.get(o.key, 0, o.size);
+    if (!bytes) return tl::make_unexpected("compaction: cannot read " + o.key);
+    auto object = std::make_shared<const std::vector<uint8_t>>(std::move(*bytes));
+    if (object->size() != o.size || o.size < object_footer_size) {
+      return tl::make_unexpected("compaction: " + o.key + " has the wrong size");
+    }
+    auto footer = parse_footer(std::span(*object).last(object_footer_size));
+    if (!footer) return tl::make_unexpected("compaction: bad footer in " + o.key);
+    auto index = parse_index(std::span(*object).subspan(footer->index_position, footer->index_size),
+                             *footer);
+    if (!index) return tl::make_unexpected("compaction: bad index in " + o.key);
+    for (const auto& r : *ranges) {
+      for (const auto& b : *index) {
+        if (b.stream_id != r.stream_id || b.start_offset < r.start_offset ||
+            b.end_offset > r.end_offset) {
+          continue;
+        }
+        auto batches = open_block(b, std::span(*object).subspan(b.position, b.size));
+        if (!batches) return tl::make_unexpected("compaction: corrupt block in " + o.key);
+        by_stream[r.stream_id].push_back(
+            {b.start_offset, b.end_offset, b.max_timestamp, o.object_id, object, *batches});
+      }
+    }
+  }
+  for (auto& [stream, pieces] : by_stream) {
+    std::sort(pieces.begin(), pieces.end(),
+              [](const piece& a, const piece& b) { return a.start < b.start; });
+    // Each contiguous run of the stream becomes one stream object. A chosen object holds at
+    // most one range of a stream, so runs replace disjoint sets of objects.
+    for (size_t first = 0; first < pieces.size();) {
+      size_t last = first;
+      while (last + 1 < pieces.size() && pieces[last + 1].start == pieces[last].end) ++last;
+      auto run = std::span<const piece>(pieces).subspan(first, last - first + 1);
+      if (auto r = write_stream_object(*catalog_, store_, options_.object_block_size, stream, run);
+          !r) {
+        return r;
+      }
+      first = last + 1;
+    }
+  }
+  std::lock_guard lock(state_mu_);
+  ++stats_.compactions;
+  return {};
+}
+
+tl::expected<void, std::string> stream_store::run_retention_once() {
+  std::lock_guard task(task_mu_);
+  auto ids = catalog_->streams();
+  if (!ids) return tl::make_unexpected("catalog: cannot list streams");
+  const int64_t now = now_ms();
+  for (uint64_t id : *ids) {
+    int64_t ms;
+    int64_t max_bytes;
+    {
+      std::lock_guard lock(state_mu_);
+      const auto& st = stream_locked(id);
+      ms = st.retention_ms == -2 ? options_.retention_ms : st.retention_ms;
+      max_bytes = st.retention_bytes == -2 ? options_.retention_bytes : st.retention_bytes;
+    }
+    if (ms < 0 && max_bytes < 0) continue;
+    auto ranges = catalog_->ranges(id);
+    if (!ranges || ranges->empty()) continue;
+    uint64_t total = 0;
+    for (const auto& r : *ranges) total += r.range.size;
+    int64_t new_start = -1;
+    for (const auto& r : *ranges) {
+      const bool expired =
+          ms >= 0 && r.range.max_timestamp >= 0 && r.range.max_timestamp < now - ms;
+      const bool too_big = max_bytes >= 0 && total > static_cast<uint64_t>(max_bytes);
+      if (!expired && !too_big) break;
+      new_start = r.range.end_offset;
+      total -= r.range.size;
+    }
+    if (new_start < 0) continue;
+    if (!catalog_->trim(id, new_start)) return tl::make_unexpected("catalog: trim failed");
+    std::lock_guard lock(state_mu_);
+    auto& st = stream_locked(id);
+    st.start_offset = std::max(st.start_offset, new_start);
+  }
+  return {};
+}
+
+tl::expected<void, std::string> stream_store::run_deletions_once() {
+  std::lock_guard task(task_mu_);
+  auto gone = catalog_->deletable(now_ms() - options_.delete_delay.count());
+  if (!gone) return tl::make_unexpected("catalog: cannot list deletable objects");
+  for (const auto& o : *gone) {
+    if (!store_.remove(o.key)) return tl::make_unexpected("cannot delete " + o.key);
+    if (!catalog_->forget(o.object_id)) return tl::make_unexpected("cannot forget " + o.key);
+    blocks_.erase_object(o.key);
+    {
+      std::lock_guard lock(index_mu_);
+      indexes_.erase(o.key);
+    }
+    std::lock_guard lock(state_mu_);
+    ++stats_.deleted_objects;
+  }
+  return {};
+}
+
+stream_store_stats stream_store::stats() {
+  std::lock_guard lock(state_mu_);
+  stream_store_stats s = stats_;
+  s.log_cache_bytes = cache_bytes_;
+  return s;
+}
+
+void stream_store::background_loop() {
+  using clock = std::chrono::steady_clock;
+  auto next_compaction = clock::now() + options_.compaction_interval;
+  auto next_retention = clock::now() + options_.retention_interval;
+  for (;;) {
+    {
+      std::unique_lock lock(state_mu_);
+      upload_wanted_.wait_for(lock, options_.upload_interval, [&] {
+        return stopping_ || pending_upload_bytes_ >= options_.upload_threshold_bytes;
+      });
+      if (stopping_) return;
+    }
+    auto report = [](const char* task, const tl::expected<void, std::string>& r) {
+      if (!r) std::fprintf(stderr, "stream store: %s: %s\n", task, r.error().c_str());
+    };
+    if (auto r = run_upload_once(); !r) {
+      report("upload", r);
+      // Wait a full interval before trying again rather than spinning on the threshold.
+      std::unique_lock lock(state_mu_);
+      upload_wanted_.wait_for(lock, options_.upload_interval, [&] { return stopping_; });
+    }
+    const auto now = clock::now();
+    if (now >= next_compaction) {
+      report("compaction", run_compaction_once());
+      report("deletion", run_deletions_once());
+      next_compaction = now + options_.compaction_interval;
+    }
+    if (now >= next_retention) {
+      report("retention", run_retention_once());
+      report("deletion", run_deletions_once());
+      next_retention = now + options_.retention_interval;
+    }
+  }
+}
+
+}  // namespace silt::storage

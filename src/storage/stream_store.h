@@ -1,0 +1,193 @@
+// The stream store: Silt's storage engine. A stream is a partition's log: append-only record
+// batches at dense, increasing offsets.
+//
+// Data flow: append() assigns offsets, keeps the batches in the log cache and writes them to
+// the WAL; the callback runs once they are durable, and from then on readers see them. The
+// upload task gathers durable data of many streams into one stream-set object (a stream with
+// enough data gets a stream object of its own), puts it in the object store, commits its
+// ranges to the catalog, and only then trims the WAL and lets the cache evict that data.
+// Reads below the log cache find objects through the catalog and fetch only the blocks they
+// need through the block cache, reading ahead on sequential catch-up. Compaction merges
+// stream-set objects into per-stream stream objects; retention drops whole ranges by time
+// and size. Layout of objects: docs/formats/object.md; of the WAL: docs/formats/wal.md.
+//
+// Threads and ownership:
+//  - append() and read() may be called from any thread. append_mu_ serialises appends so
+//    that offsets are assigned in WAL order; state_mu_ guards the in-memory stream state and
+//    the log cache and is never held across I/O.
+//  - The WAL's I/O thread runs durability callbacks (marks entries durable, then calls the
+//    caller's callback).
+//  - One background thread runs upload, compaction, retention and object deletion in turn
+//    (run_*_once() run them directly, for tests).
+//  - Cold reads do their object store I/O on the calling thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+#include "metadata/stream_catalog.h"
+#include "storage/block_cache.h"
+#include "storage/object/object_store.h"
+#include "storage/object_format.h"
+#include "storage/wal/wal.h"
+
+namespace silt::storage {
+
+enum class stream_error : uint8_t {
+  offset_out_of_range,  // below the stream's start or above its end
+  invalid_batch,        // append data that is not whole record batches
+  wal_failed,           // the WAL failed or is closed; nothing more can be appended
+  object_store,         // a cold read failed in the object store
+  corrupt_object,       // an object failed its checksums
+  catalog,              // the catalog failed
+};
+
+[[nodiscard]] std::string_view stream_error_name(stream_error e);
+
+struct stream_store_options {
+  wal::wal_options wal;
+  std::string catalog_path = ":memory:";  // SQLite file of the stream catalog
+  size_t log_cache_bytes = size_t{512} << 20;
+  size_t block_cache_bytes = size_t{256} << 20;
+  uint32_t object_block_size = 1u << 20;
+  // Upload when this much durable data waits, or every upload_interval.
+  uint64_t upload_threshold_bytes = uint64_t{64} << 20;
+  std::chrono::milliseconds upload_interval{1000};
+  // A stream with at least this much data in an upload gets a stream object of its own.
+  uint64_t stream_object_bytes = uint64_t{16} << 20;
+  std::chrono::milliseconds compaction_interval{60000};
+  // Stream-set objects up to this size are merged by compaction.
+  uint64_t compaction_max_object_bytes = uint64_t{64} << 20;
+  // Compacted-away objects are deleted this long after they stop being referenced, so that
+  // reads that looked them up just before still find them.
+  std::chrono::milliseconds delete_delay{30000};
+  std::chrono::milliseconds retention_interval{60000};
+  int64_t retention_ms = -1;     // default per stream; -1: keep forever
+  int64_t retention_bytes = -1;  // default per stream; -1: no size limit
+  uint32_t read_ahead_blocks = 4;
+  bool background = true;  // run the background thread (tests drive run_*_once() instead)
+};
+
+// What read() returns: whole record batches in offset order, as views kept alive by owners.
+struct read_result {
+  std::vector<std::span<const uint8_t>> chunks;
+  std::vector<std::shared_ptr<const std::vector<uint8_t>>> owners;
+  int64_t next_offset = 0;  // the offset after the last batch returned
+  [[nodiscard]] size_t bytes() const;
+  // The chunks concatenated (for tests and small reads).
+  [[nodiscard]] std::vector<uint8_t> concatenate() const;
+};
+
+struct stream_offsets {
+  int64_t start_offset = 0;
+  int64_t end_offset = 0;  // durable end: the next offset an append gets once all are durable
+};
+
+struct stream_store_stats {
+  uint64_t uploads = 0;
+  uint64_t uploaded_bytes = 0;
+  uint64_t stream_set_objects = 0;
+  uint64_t stream_objects = 0;
+  uint64_t compactions = 0;
+  uint64_t deleted_objects = 0;
+  uint64_t cold_reads = 0;
+  uint64_t object_gets = 0;
+  size_t log_cache_bytes = 0;
+};
+
+class stream_store {
+ public:
+  using append_callback = std::function<void(tl::expected<int64_t, stream_error>)>;
+
+  // Opens the catalog and the WAL, replays the WAL's durable records above what the catalog
+  // already holds into the log cache, and starts the background thread. `store` must outlive
+  // the stream store.
+  [[nodiscard]] static tl::expected<std::unique_ptr<stream_store>, std::string> open(
+      const stream_store_options& options, object_store& store);
+  ~stream_store();
+  stream_store(const stream_store&) = delete;
+  stream_store& operator=(const stream_store&) = delete;
+
+  // Appends whole record batches (Kafka v2) to a stream: rewrites their base offsets to the
+  // stream's next offsets and calls `done` with the first offset once they are durable.
+  void append(uint64_t stream_id, std::vector<uint8_t> batches, append_callback done);
+
+  // Reads batches from `offset` (the batch holding it first), up to about max_bytes but at
+  // least one batch when there is one. Empty at the end of the stream.
+  [[nodiscard]] tl::expected<read_result, stream_error> read(uint64_t stream_id, int64_t offset,
+                                                             size_t max_bytes);
+
+  [[nodiscard]] stream_offsets offsets(uint64_t stream_id);
+  // Moves a stream's start offset forward (DeleteRecords); whole objects are freed later.
+  [[nodiscard]] tl::expected<void, stream_error> trim(uint64_t stream_id, int64_t offset);
+  // Per-stream retention, overriding the defaults (-1: unlimited).
+  void set_retention(uint64_t stream_id, int64_t retention_ms, int64_t retention_bytes);
+
+  // One round of each background task.
+  [[nodiscard]] tl::expected<void, std::string> run_upload_once();
+  [[nodiscard]] tl::expected<void, std::string> run_compaction_once();
+  [[nodiscard]] tl::expected<void, std::string> run_retention_once();
+  [[nodiscard]] tl::expected<void, std::string> run_deletions_once();
+
+  [[nodiscard]] stream_store_stats stats();
+  [[nodiscard]] wal::wal_position wal_trim_point() const { return wal_->trim_point(); }
+
+  // Stops the background thread and closes the WAL (pending appends complete first).
+  void close();
+
+ private:
+  struct entry;
+  struct stream_state;
+  struct object_handle;
+
+  stream_store(const stream_store_options& options, object_store& store,
+               std::unique_ptr<metadata::stream_catalog> catalog);
+  stream_state& stream_locked(uint64_t stream_id);
+  void on_durable(const std::shared_ptr<entry>& e,
+                  tl::expected<wal::wal_position, wal::wal_error> r, const append_callback& done);
+  void evict_locked();
+  tl::expected<read_result, stream_error> read_cold(uint64_t stream_id, int64_t offset,
+                                                    size_t max_bytes, int64_t cache_start);
+  tl::expected<std::shared_ptr<const std::vector<block_entry>>, stream_error> object_index(
+      const std::string& key);
+  tl::expected<void, std::string> upload_object(metadata::object_kind kind,
+                                                const std::vector<std::shared_ptr<entry>>& entries);
+  void background_loop();
+
+  const stream_store_options options_;
+  object_store& store_;
+  std::unique_ptr<metadata::stream_catalog> catalog_;
+  std::unique_ptr<wal::wal> wal_;
+  block_cache blocks_;
+
+  std::mutex append_mu_;  // serialises append() (offset assignment and WAL order)
+  std::mutex state_mu_;
+  std::condition_variable upload_wanted_;
+  std::map<uint64_t, stream_state> streams_;  // guarded by state_mu_
+  size_t cache_bytes_ = 0;                    // guarded by state_mu_
+  uint64_t pending_upload_bytes_ = 0;         // guarded by state_mu_
+  wal::wal_position durable_wal_end_ = 0;     // guarded by state_mu_
+  bool failed_ = false;                       // guarded by state_mu_
+  bool stopping_ = false;                     // guarded by state_mu_
+  stream_store_stats stats_;                  // guarded by state_mu_
+
+  std::mutex index_mu_;
+  std::map<std::string, std::shared_ptr<const std::vector<block_entry>>> indexes_;  // index_mu_
+
+  std::mutex task_mu_;  // one background task at a time (thread or run_*_once())
+  std::thread background_;
+};
+
+}  // namespace silt::storage

@@ -1,0 +1,343 @@
+// The stream store end to end on real files: a WAL file, a local object store directory and
+// a SQLite catalog.
+#include "storage/stream_store.h"
+
+#include <atomic>
+#include <filesystem>
+#include <future>
+#include <random>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "protocol/record_batch.h"
+#include "storage/object/faulty_store.h"
+
+namespace silt::storage {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A scratch directory on a file system that takes O_DIRECT (the build tree's).
+class scratch_dir {
+ public:
+  scratch_dir() {
+    const char* base = std::getenv("SILT_TEST_TMPDIR");
+    path_ = fs::path(base ? base : SILT_TEST_SCRATCH) /
+            ("stream-store-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~scratch_dir() { fs::remove_all(path_); }
+  [[nodiscard]] const fs::path& path() const { return path_; }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path path_;
+};
+
+// A batch of `count` records whose values name the stream and their index.
+std::vector<uint8_t> batch(uint64_t stream, int first, int count, int64_t timestamp = 0) {
+  protocol::record_batch_builder b;
+  for (int i = 0; i < count; ++i) {
+    const std::string value = "s" + std::to_string(stream) + "-" + std::to_string(first + i);
+    b.add(timestamp != 0 ? timestamp : 1700000000000 + first + i, std::nullopt,
+          std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(value.data()), value.size()));
+  }
+  return b.build();
+}
+
+// Every record value of a read, in order, checking offsets are dense from `from`.
+std::vector<std::string> values(const read_result& r, int64_t from) {
+  std::vector<std::string> out;
+  const auto bytes = r.concatenate();
+  protocol::batch_reader batches(bytes);
+  int64_t expected = -1;
+  for (;;) {
+    auto next = batches.next();
+    EXPECT_TRUE(next.has_value());
+    if (!next || !next->has_value()) break;
+    const auto& b = **next;
+    if (expected >= 0) {
+      EXPECT_EQ(b.header.base_offset, expected) << "offsets not dense";
+    }
+    expected = b.header.last_offset() + 1;
+    auto records = protocol::decode_records(b);
+    EXPECT_TRUE(records.has_value());
+    if (!records) break;
+    for (const auto& rec : records->records()) {
+      const int64_t offset = b.header.base_offset + rec.offset_delta;
+      if (offset < from) continue;
+      out.emplace_back(rec.value->begin(), rec.value->end());
+    }
+  }
+  return out;
+}
+
+class StreamStore : public ::testing::Test {
+ protected:
+  stream_store_options options() {
+    stream_store_options o;
+    o.wal.path = (dir_.path() / "wal").string();
+    o.wal.capacity = 8 << 20;
+    o.wal.iodepth = 8;
+    o.catalog_path = (dir_.path() / "catalog.db").string();
+    o.object_block_size = 4096;
+    o.background = false;
+    o.delete_delay = std::chrono::milliseconds(0);
+    return o;
+  }
+  object_store& objects() {
+    if (!store_) {
+      auto s = open_object_store("file://" + (dir_.path() / "objects").string());
+      EXPECT_TRUE(s.has_value());
+      store_ = std::move(*s);
+    }
+    return *store_;
+  }
+  std::unique_ptr<stream_store> open(const stream_store_options& o) {
+    auto s = stream_store::open(o, objects());
+    EXPECT_TRUE(s.has_value()) << (s ? "" : s.error());
+    return s ? std::move(*s) : nullptr;
+  }
+  // Appends and waits for durability; returns the base offset.
+  static int64_t append(stream_store& s, uint64_t stream, std::vector<uint8_t> data) {
+    std::promise<tl::expected<int64_t, stream_error>> p;
+    s.append(stream, std::move(data), [&](auto r) { p.set_value(r); });
+    auto r = p.get_future().get();
+    EXPECT_TRUE(r.has_value());
+    return r ? *r : -1;
+  }
+  // Reads a whole stream from `from` with reads of at most max_bytes.
+  static std::vector<std::string> read_all(stream_store& s, uint64_t stream, int64_t from,
+                                           size_t max_bytes = 1 << 20) {
+    std::vector<std::string> out;
+    for (int64_t offset = from;;) {
+      auto r = s.read(stream, offset, max_bytes);
+      EXPECT_TRUE(r.has_value()) << (r ? "" : stream_error_name(r.error()));
+      if (!r || r->chunks.empty()) break;
+      for (auto& v : values(*r, offset)) out.push_back(std::move(v));
+      EXPECT_GT(r->next_offset, offset);
+      offset = r->next_offset;
+    }
+    return out;
+  }
+  static std::vector<std::string> expected(uint64_t stream, int from, int to) {
+    std::vector<std::string> out;
+    for (int i = from; i < to; ++i)
+      out.push_back("s" + std::to_string(stream) + "-" + std::to_string(i));
+    return out;
+  }
+
+  scratch_dir dir_;
+  std::unique_ptr<object_store> store_;
+};
+
+TEST_F(StreamStore, AppendsGetDenseOffsetsAndReadBackFromTheCache) {
+  auto s = open(options());
+  EXPECT_EQ(append(*s, 1, batch(1, 0, 5)), 0);
+  EXPECT_EQ(append(*s, 2, batch(2, 0, 3)), 0);
+  EXPECT_EQ(append(*s, 1, batch(1, 5, 7)), 5);
+  EXPECT_EQ(s->offsets(1).end_offset, 12);
+  EXPECT_EQ(s->offsets(2).end_offset, 3);
+  EXPECT_EQ(read_all(*s, 1, 0), expected(1, 0, 12));
+  EXPECT_EQ(read_all(*s, 1, 7), expected(1, 7, 12));  // from inside a batch
+  EXPECT_EQ(read_all(*s, 2, 0), expected(2, 0, 3));
+  EXPECT_EQ(s->read(1, 13, 100).error(), stream_error::offset_out_of_range);
+  EXPECT_TRUE(s->read(1, 12, 100)->chunks.empty());
+}
+
+TEST_F(StreamStore, InvalidBatchesAreRefused) {
+  auto s = open(options());
+  std::promise<tl::expected<int64_t, stream_error>> p;
+  s->append(1, std::vector<uint8_t>(100, 7), [&](auto r) { p.set_value(r); });
+  EXPECT_EQ(p.get_future().get().error(), stream_error::invalid_batch);
+  EXPECT_EQ(s->offsets(1).end_offset, 0);
+}
+
+TEST_F(StreamStore, UploadCommitsObjectsTrimsTheWalAndColdReadsReturnTheSameData) {
+  auto o = options();
+  o.log_cache_bytes = 0;  // evict everything uploaded
+  auto s = open(o);
+  for (int i = 0; i < 20; ++i) {
+    append(*s, 1, batch(1, i * 10, 10));
+    append(*s, 2, batch(2, i * 10, 10));
+  }
+  const auto trim_before = s->wal_trim_point();
+  ASSERT_TRUE(s->run_upload_once());
+  // The WAL persists a trim in its header asynchronously.
+  for (int i = 0; i < 500 && s->wal_trim_point() <= trim_before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GT(s->wal_trim_point(), trim_before);
+  EXPECT_EQ(s->stats().stream_set_objects, 1u);
+  EXPECT_EQ(s->stats().log_cache_bytes, 0u);
+  auto listed = objects().list("objects/");
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(listed->size(), 1u);
+  EXPECT_EQ(read_all(*s, 1, 0, 3000), expected(1, 0, 200));
+  EXPECT_EQ(read_all(*s, 2, 55, 3000), expected(2, 55, 200));
+  EXPECT_GT(s->stats().cold_reads, 0u);
+}
+
+TEST_F(StreamStore, StreamWithEnoughDataGetsAStreamObject) {
+  auto o = options();
+  o.stream_object_bytes = 8000;
+  auto s = open(o);
+  for (int i = 0; i < 100; ++i) append(*s, 1, batch(1, i * 10, 10));  // large
+  append(*s, 2, batch(2, 0, 1));                                      // small
+  ASSERT_TRUE(s->run_upload_once());
+  EXPECT_EQ(s->stats().stream_objects, 1u);
+  EXPECT_EQ(s->stats().stream_set_objects, 1u);
+}
+
+TEST_F(StreamStore, SequentialColdReadsReadAhead) {
+  auto o = options();
+  o.log_cache_bytes = 0;
+  o.read_ahead_blocks = 4;
+  auto s = open(o);
+  for (int i = 0; i < 100; ++i) append(*s, 1, batch(1, i * 10, 10));
+  ASSERT_TRUE(s->run_upload_once());
+  // Reads of about one block: without read-ahead, one GET each.
+  const auto values_read = read_all(*s, 1, 0, 3000);
+  EXPECT_EQ(values_read, expected(1, 0, 1000));
+  const auto st = s->stats();
+  EXPECT_LT(st.object_gets * 2, st.cold_reads)
+      << "gets " << st.object_gets << " reads " << st.cold_reads;
+}
+
+TEST_F(StreamStore, RecoveryReplaysTheWalAboveWhatObjectsHold) {
+  auto o = options();
+  {
+    auto s = open(o);
+    for (int i = 0; i < 10; ++i) append(*s, 1, batch(1, i * 10, 10));
+    ASSERT_TRUE(s->run_upload_once());
+    for (int i = 10; i < 15; ++i) append(*s, 1, batch(1, i * 10, 10));
+    append(*s, 3, batch(3, 0, 4));
+    s->close();
+  }
+  auto s = open(o);
+  EXPECT_EQ(s->offsets(1).end_offset, 150);
+  EXPECT_EQ(s->offsets(3).end_offset, 4);
+  EXPECT_EQ(read_all(*s, 1, 0), expected(1, 0, 150));
+  EXPECT_EQ(read_all(*s, 3, 0), expected(3, 0, 4));
+  EXPECT_EQ(append(*s, 1, batch(1, 150, 1)), 150);
+  // Uploading again after recovery continues the streams in the catalog.
+  ASSERT_TRUE(s->run_upload_once());
+  EXPECT_EQ(read_all(*s, 1, 140), expected(1, 140, 151));
+}
+
+TEST_F(StreamStore, CompactionMergesStreamSetObjectsIntoStreamObjects) {
+  auto o = options();
+  o.log_cache_bytes = 0;
+  auto s = open(o);
+  for (int round = 0; round < 4; ++round) {
+    for (uint64_t stream = 1; stream <= 3; ++stream) {
+      append(*s, stream, batch(stream, round * 10, 10));
+    }
+    ASSERT_TRUE(s->run_upload_once());
+  }
+  EXPECT_EQ(s->stats().stream_set_objects, 4u);
+  ASSERT_TRUE(s->run_compaction_once());
+  ASSERT_TRUE(s->run_deletions_once());
+  EXPECT_EQ(s->stats().deleted_objects, 4u);
+  auto listed = objects().list("objects/");
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(listed->size(), 3u);  // one stream object per stream
+  for (const auto& obj : *listed) EXPECT_NE(obj.key.find(".stream"), std::string::npos);
+  for (uint64_t stream = 1; stream <= 3; ++stream) {
+    EXPECT_EQ(read_all(*s, stream, 0, 2000), expected(stream, 0, 40));
+  }
+}
+
+TEST_F(StreamStore, ConcurrentReaderSeesNoGapOrDuplicateDuringCompaction) {
+  auto o = options();
+  o.log_cache_bytes = 0;
+  auto s = open(o);
+  for (int round = 0; round < 6; ++round) {
+    append(*s, 1, batch(1, round * 50, 50));
+    append(*s, 2, batch(2, round * 50, 50));
+    ASSERT_TRUE(s->run_upload_once());
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<int> passes{0};
+  std::thread reader([&] {
+    while (!stop) {
+      EXPECT_EQ(read_all(*s, 1, 0, 1500), expected(1, 0, 300));
+      ++passes;
+    }
+  });
+  ASSERT_TRUE(s->run_compaction_once());
+  ASSERT_TRUE(s->run_deletions_once());
+  while (passes < 3) std::this_thread::yield();
+  stop = true;
+  reader.join();
+  EXPECT_EQ(s->stats().compactions, 1u);
+}
+
+TEST_F(StreamStore, RetentionBySizeAndTimeRemovesWholeRanges) {
+  auto o = options();
+  o.log_cache_bytes = 0;
+  auto s = open(o);
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const int64_t hour = 3600 * 1000;
+  for (int round = 0; round < 5; ++round) {
+    append(*s, 1, batch(1, round * 10, 10, round < 2 ? now - 48 * hour : now));
+    ASSERT_TRUE(s->run_upload_once());
+  }
+  s->set_retention(1, 24 * hour, -1);  // by time: the two ranges of two days ago go
+  ASSERT_TRUE(s->run_retention_once());
+  EXPECT_EQ(s->offsets(1).start_offset, 20);
+  EXPECT_EQ(s->read(1, 5, 100).error(), stream_error::offset_out_of_range);
+  EXPECT_EQ(read_all(*s, 1, 20), expected(1, 20, 50));
+  const auto one_range = s->read(1, 20, 1 << 20)->bytes();
+  s->set_retention(1, -1, static_cast<int64_t>(one_range));  // by size: keep one range
+  ASSERT_TRUE(s->run_retention_once());
+  EXPECT_EQ(s->offsets(1).start_offset, 40);
+  ASSERT_TRUE(s->run_deletions_once());
+  EXPECT_EQ(s->stats().deleted_objects, 4u);
+  EXPECT_EQ(read_all(*s, 1, 40), expected(1, 40, 50));
+}
+
+TEST_F(StreamStore, TrimMovesTheStartForward) {
+  auto s = open(options());
+  append(*s, 1, batch(1, 0, 10));
+  ASSERT_TRUE(s->trim(1, 4));
+  EXPECT_EQ(s->offsets(1).start_offset, 4);
+  EXPECT_EQ(s->read(1, 3, 100).error(), stream_error::offset_out_of_range);
+  EXPECT_EQ(s->trim(1, 11).error(), stream_error::offset_out_of_range);
+}
+
+TEST_F(StreamStore, UploadsRetryThroughAFaultyObjectStoreWithoutLosingData) {
+  auto o = options();
+  o.log_cache_bytes = 0;
+  faulty_store_options faults;
+  faults.seed = 7;
+  faults.error_probability = 0.2;
+  faults.partial_probability = 0.1;
+  faults.slow_probability = 0.1;
+  faults.lost_reply_probability = 0.1;
+  faulty_store flaky(objects(), faults);
+  auto opened = stream_store::open(o, flaky);
+  ASSERT_TRUE(opened);
+  auto& s = **opened;
+  int failures = 0;
+  for (int round = 0; round < 10; ++round) {
+    append(s, 1, batch(1, round * 10, 10));
+    append(s, 2, batch(2, round * 10, 10));
+    // A failed round changes nothing but leaves the data for the next one.
+    for (int attempt = 0; attempt < 100 && !s.run_upload_once(); ++attempt) ++failures;
+  }
+  EXPECT_GT(failures, 0) << "the faulty store injected no failure";
+  for (int attempt = 0; attempt < 100 && !s.run_compaction_once(); ++attempt) {
+  }
+  flaky.set_options(faulty_store_options{});
+  EXPECT_EQ(read_all(s, 1, 0, 2000), expected(1, 0, 100));
+  EXPECT_EQ(read_all(s, 2, 0, 2000), expected(2, 0, 100));
+}
+
+}  // namespace
+}  // namespace silt::storage

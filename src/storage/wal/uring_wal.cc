@@ -1,0 +1,536 @@
+#include "storage/wal/uring_wal.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <utility>
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+namespace silt::storage::wal {
+
+namespace {
+
+// Unsubmitted batches at most: one filling and a few waiting for a write slot. More would only
+// hold memory; appenders wait instead.
+constexpr size_t max_queued_batches = 4;
+// While writes are in flight, a batch this big is sent at once into a free slot rather than
+// waiting for the next completion: bigger batches cost fewer, cheaper writes, and this is
+// where another write in flight starts to pay (measured: README.md).
+constexpr uint64_t wake_batch_bytes = 256u << 10;
+// One write (and so one frame) at most: a write system call moves less than 2 GiB.
+constexpr uint64_t max_write = 1ull << 30;
+
+using clock = token_bucket::clock;
+
+}  // namespace
+
+tl::expected<std::unique_ptr<uring_wal>, wal_error> uring_wal::start(ring_file file,
+                                                                     const wal_options& options,
+                                                                     const initial_state& state) {
+  std::unique_ptr<uring_wal> w(new uring_wal(std::move(file), options, state));
+  if (auto r = w->init_ring(); !r) return tl::unexpected(r.error());
+  w->thread_ = std::thread([p = w.get()] { p->run(); });
+  return w;
+}
+
+uring_wal::uring_wal(ring_file file, const wal_options& options, const initial_state& state)
+    : file_(std::move(file)),
+      capacity_(state.header.capacity),
+      iodepth_(options.iodepth),
+      standard_buffer_(
+          std::min<uint64_t>(format::align_down(options.max_write_bytes), state.header.capacity)),
+      fdatasync_(options.sync == sync_mode::fdatasync),
+      epoch_(state.header.epoch),
+      wake_bytes_(std::min<uint64_t>(wake_batch_bytes, standard_buffer_)),
+      bucket_(options.iops, clock::now()),
+      header_buf_(format::block_size),
+      header_(state.header),
+      next_header_index_(state.header_index ^ 1) {
+  persisted_trim_ = state.header.trim_point;
+  requested_trim_ = state.header.trim_point;
+  trim_point_.store(state.header.trim_point);
+  durable_end_.store(state.end);
+  next_start_ = state.end;
+  if (!state.tail.empty()) {
+    // The block holding the end of the last good frame is rewritten by the first write, whose
+    // first frame goes right after it: replay must find no gap there.
+    auto b = std::make_unique<batch>();
+    b->start = format::align_down(state.end);
+    b->buf = take_buffer(standard_buffer_);
+    b->used = state.tail.size();
+    std::memcpy(b->buf.data(), state.tail.data(), state.tail.size());
+    queue_.push_back(std::move(b));
+  }
+}
+
+uring_wal::~uring_wal() {
+  close();
+}
+
+tl::expected<void, wal_error> uring_wal::init_ring() {
+  // Each batch needs up to three entries, the header two, the wake-up read one.
+  const unsigned entries = iodepth_ * 3 + 4;
+  if (io_uring_queue_init(entries, &ring_, 0) < 0) return tl::unexpected(wal_error::io);
+  ring_ready_ = true;
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
+  if (wake_fd_ < 0) return tl::unexpected(wal_error::io);
+  wake_op_.kind = op_kind::wake;
+  header_ops_[0].kind = op_kind::header_write;
+  header_ops_[1].kind = op_kind::header_sync;
+  return {};
+}
+
+void uring_wal::append(uint64_t stream_id, int64_t offset, std::span<const uint8_t> payload,
+                       append_callback done) {
+  const uint64_t frame = format::frame_header_size + payload.size();
+  if (frame > std::min(capacity_ - format::ring_slack, max_write)) {
+    done(tl::unexpected(wal_error::too_large));
+    return;
+  }
+  batch* b = nullptr;
+  wal_position pos = 0;
+  std::optional<wal_error> refused;
+  {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      if (closing_) {
+        refused = wal_error::closed;
+        break;
+      }
+      if (failed_) {
+        refused = wal_error::io;
+        break;
+      }
+      batch* open = !queue_.empty() && !queue_.back()->sealed ? queue_.back().get() : nullptr;
+      if (open != nullptr) {
+        const wal_position at = open->start + open->used;
+        const wal_position write_end = format::padded_end(at + frame);
+        if (write_end - open->start > open->buf.size()) {
+          if (!open->appends.empty()) {
+            seal(*open);
+            continue;
+          }
+          // The rewritten tail after a cut, and a record larger than its buffer: the tail must
+          // go out with a record (a write of the tail alone would not be checked for room),
+          // so the buffer grows.
+          aligned_buffer bigger(write_end - open->start);
+          std::memcpy(bigger.data(), open->buf.data(), open->used);
+          open->buf = std::move(bigger);
+        }
+        if (write_end <= persisted_trim_ + capacity_) {
+          b = open;
+          pos = at;
+          break;
+        }
+      } else if (queue_.size() < max_queued_batches) {
+        const wal_position write_end = format::padded_end(next_start_ + frame);
+        if (write_end <= persisted_trim_ + capacity_) {
+          auto fresh = std::make_unique<batch>();
+          fresh->start = next_start_;
+          fresh->buf = take_buffer(write_end - next_start_);
+          b = fresh.get();
+          pos = next_start_;
+          queue_.push_back(std::move(fresh));
+          break;
+        }
+      }
+      // No room before the trim point, or too many batches waiting: backpressure.
+      ++room_waiters_;
+      room_cv_.wait(lock);
+      --room_waiters_;
+    }
+    if (refused) {
+      lock.unlock();
+      done(tl::unexpected(*refused));
+      return;
+    }
+    b->used += frame;
+    ++b->copies;
+    b->appends.push_back({std::move(done), pos + frame});
+  }
+  // The frame is built outside the lock so that appenders copy in parallel; the batch is not
+  // written before `copies` is back to zero.
+  format::frame_header h;
+  h.type = format::frame_type::record;
+  h.length = static_cast<uint32_t>(payload.size());
+  h.position = pos;
+  h.epoch = epoch_;
+  h.stream_id = stream_id;
+  h.offset = offset;
+  format::encode_record(h, payload, b->buf.data() + (pos - b->start));
+  bool wake = false;
+  {
+    std::lock_guard lock(mu_);
+    --b->copies;
+    if (b->copies == 0 && (wake_on_ == wake_on::any_work ||
+                           (wake_on_ == wake_on::big_batch && b->used >= wake_bytes_))) {
+      wake_on_ = wake_on::nothing;
+      wake = true;
+    }
+  }
+  if (wake) signal();
+}
+
+void uring_wal::trim(wal_position position) {
+  bool wake = false;
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_ || position <= requested_trim_) return;
+    const wal_position durable = durable_end_.load(std::memory_order_acquire);
+    assert(position <= durable && "trim() beyond the durable end");
+    if (position > durable) return;
+    requested_trim_ = position;
+    // With writes in flight, the trim is seen at the next completion.
+    if (wake_on_ == wake_on::any_work) {
+      wake_on_ = wake_on::nothing;
+      wake = true;
+    }
+  }
+  if (wake) signal();
+}
+
+wal_position uring_wal::durable_end() const {
+  return durable_end_.load(std::memory_order_acquire);
+}
+
+wal_position uring_wal::trim_point() const {
+  return trim_point_.load(std::memory_order_acquire);
+}
+
+wal_stats uring_wal::stats() const {
+  wal_stats s;
+  s.appends = appends_.load(std::memory_order_relaxed);
+  s.writes = writes_.load(std::memory_order_relaxed);
+  s.write_bytes = write_bytes_.load(std::memory_order_relaxed);
+  s.syncs = syncs_.load(std::memory_order_relaxed);
+  s.header_writes = header_writes_.load(std::memory_order_relaxed);
+  s.paced = paced_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void uring_wal::close() {
+  std::lock_guard closing(close_mu_);
+  assert(std::this_thread::get_id() != thread_.get_id() && "close() from a WAL callback");
+  bool wake = false;
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    closing_ = true;
+    if (wake_on_ != wake_on::nothing) {
+      wake_on_ = wake_on::nothing;
+      wake = true;
+    }
+    if (room_waiters_ > 0) room_cv_.notify_all();
+  }
+  if (wake) signal();
+  if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+  }
+  if (ring_ready_) io_uring_queue_exit(&ring_);
+  ring_ready_ = false;
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+  wake_fd_ = -1;
+  file_.close();
+}
+
+void uring_wal::signal() {
+  // Cannot fail short of a counter overflow, which would still leave the thread woken.
+  (void)::eventfd_write(wake_fd_, 1);
+}
+
+void uring_wal::seal(batch& b) {
+  b.sealed = true;
+  next_start_ = format::padded_end(b.start + b.used);
+}
+
+bool uring_wal::has_work_to_drain() const {
+  return std::any_of(queue_.begin(), queue_.end(),
+                     [](const auto& b) { return !b->appends.empty(); });
+}
+
+aligned_buffer uring_wal::take_buffer(uint64_t size) {
+  if (size > standard_buffer_) return aligned_buffer(size);
+  if (!free_buffers_.empty()) {
+    aligned_buffer buf = std::move(free_buffers_.back());
+    free_buffers_.pop_back();
+    return buf;
+  }
+  return aligned_buffer(standard_buffer_);
+}
+
+void uring_wal::fail_appends(batch& b, wal_error e) {
+  for (auto& a : b.appends) a.done(tl::unexpected(e));
+  b.appends.clear();
+}
+
+io_uring_sqe* uring_wal::next_sqe() {
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+  while (sqe == nullptr) {
+    // The ring is sized for everything in flight, so this only flushes what is queued.
+    (void)io_uring_submit(&ring_);
+    sqe = io_uring_get_sqe(&ring_);
+  }
+  return sqe;
+}
+
+void uring_wal::arm_wake() {
+  io_uring_sqe* sqe = next_sqe();
+  io_uring_prep_read(sqe, wake_fd_, &wake_value_, sizeof wake_value_, 0);
+  io_uring_sqe_set_data(sqe, &wake_op_);
+  wake_armed_ = true;
+}
+
+void uring_wal::submit_batch(batch& b) {
+  const wal_position frames_end = b.start + b.used;
+  const wal_position end = format::padded_end(frames_end);
+  if (end > frames_end) format::encode_padding(frames_end, end, epoch_, b.buf.data() + b.used);
+  const uint64_t len = end - b.start;
+  const uint64_t at = b.start % capacity_;
+  const uint64_t first = std::min(len, capacity_ - at);
+  b.write_bytes = len;
+  uint32_t n = 0;
+  auto add_write = [&](uint8_t* data, uint64_t bytes, uint64_t ring_at) {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_write(sqe, file_.fd(), data, static_cast<unsigned>(bytes),
+                        format::ring_offset + ring_at);
+    b.ops[n] = {op_kind::write, &b, static_cast<uint32_t>(bytes)};
+    io_uring_sqe_set_data(sqe, &b.ops[n]);
+    // The datasync must start after the write(s) it makes durable.
+    if (fdatasync_) sqe->flags |= IOSQE_IO_LINK;
+    ++n;
+  };
+  add_write(b.buf.data(), first, at);
+  // A write past the ring's end continues at its start.
+  if (first < len) add_write(b.buf.data() + first, len - first, 0);
+  if (fdatasync_) {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_fsync(sqe, file_.fd(), IORING_FSYNC_DATASYNC);
+    b.ops[n] = {op_kind::sync, &b, 0};
+    io_uring_sqe_set_data(sqe, &b.ops[n]);
+    ++n;
+  }
+  b.ops_left = n;
+}
+
+void uring_wal::submit_header(wal_position trim) {
+  format::header_slot next = header_;
+  next.sequence = header_.sequence + 1;
+  next.trim_point = trim;
+  format::encode_header_slot(next, header_buf_.span());
+  header_ = next;
+  header_trim_ = trim;
+  io_uring_sqe* sqe = next_sqe();
+  io_uring_prep_write(sqe, file_.fd(), header_buf_.data(), format::block_size,
+                      static_cast<uint64_t>(next_header_index_) * format::block_size);
+  io_uring_sqe_set_data(sqe, &header_ops_[0]);
+  header_ops_left_ = 1;
+  if (fdatasync_) {
+    sqe->flags |= IOSQE_IO_LINK;
+    sqe = next_sqe();
+    io_uring_prep_fsync(sqe, file_.fd(), IORING_FSYNC_DATASYNC);
+    io_uring_sqe_set_data(sqe, &header_ops_[1]);
+    header_ops_left_ = 2;
+  }
+  next_header_index_ ^= 1;
+  header_inflight_ = true;
+}
+
+void uring_wal::reap() {
+  io_uring_cqe* cqe = nullptr;
+  unsigned head = 0;
+  unsigned seen = 0;
+  bool failure = false;
+  io_uring_for_each_cqe(&ring_, head, cqe) {
+    ++seen;
+    if (cqe->user_data == LIBURING_UDATA_TIMEOUT) continue;
+    auto* op = static_cast<io_op*>(io_uring_cqe_get_data(cqe));
+    const int res = cqe->res;
+    switch (op->kind) {
+      case op_kind::wake:
+        wake_armed_ = false;
+        break;
+      case op_kind::write:
+        if (res < 0 || static_cast<uint32_t>(res) != op->len) {
+          op->owner->failed = true;
+          failure = true;
+        }
+        --op->owner->ops_left;
+        break;
+      case op_kind::sync:
+        if (res < 0) {
+          op->owner->failed = true;
+          failure = true;
+        } else {
+          syncs_.fetch_add(1, std::memory_order_relaxed);
+        }
+        --op->owner->ops_left;
+        break;
+      case op_kind::header_write:
+        if (res != static_cast<int>(format::block_size)) header_failed_ = true;
+        --header_ops_left_;
+        break;
+      case op_kind::header_sync:
+        if (res < 0) header_failed_ = true;
+        --header_ops_left_;
+        break;
+    }
+  }
+  io_uring_cq_advance(&ring_, seen);
+  if (header_inflight_ && header_ops_left_ == 0) {
+    header_inflight_ = false;
+    if (header_failed_) {
+      failure = true;
+    } else {
+      finish_header();
+    }
+  }
+  if (failure) {
+    // From now on appends are refused; queued batches are failed once the writes before them
+    // have reported.
+    std::lock_guard lock(mu_);
+    failed_ = true;
+    if (room_waiters_ > 0) room_cv_.notify_all();
+  }
+  finish_batches();
+}
+
+void uring_wal::finish_header() {
+  header_writes_.fetch_add(1, std::memory_order_relaxed);
+  trim_point_.store(header_trim_, std::memory_order_release);
+  std::lock_guard lock(mu_);
+  persisted_trim_ = header_trim_;
+  if (room_waiters_ > 0) room_cv_.notify_all();
+}
+
+void uring_wal::finish_batches() {
+  std::vector<std::unique_ptr<batch>> done;
+  while (!inflight_.empty() && inflight_.front()->ops_left == 0) {
+    done.push_back(std::move(inflight_.front()));
+    inflight_.pop_front();
+  }
+  if (done.empty()) return;
+  for (auto& b : done) {
+    if (b->failed) io_failed_ = true;
+    if (io_failed_) {
+      fail_appends(*b, wal_error::io);
+      continue;
+    }
+    durable_end_.store(b->start + b->used, std::memory_order_release);
+    writes_.fetch_add(1, std::memory_order_relaxed);
+    write_bytes_.fetch_add(b->write_bytes, std::memory_order_relaxed);
+    appends_.fetch_add(b->appends.size(), std::memory_order_relaxed);
+    for (auto& a : b->appends) a.done(a.end);
+  }
+  std::lock_guard lock(mu_);
+  for (auto& b : done) {
+    // As many as can be in use at once: a fresh buffer costs a page fault per 4 KiB written.
+    if (b->buf.size() == standard_buffer_ && free_buffers_.size() < iodepth_ + max_queued_batches) {
+      free_buffers_.push_back(std::move(b->buf));
+    }
+  }
+}
+
+void uring_wal::run() {
+  std::vector<std::unique_ptr<batch>> ready;
+  std::vector<std::unique_ptr<batch>> doomed;
+  for (;;) {
+    reap();
+    ready.clear();
+    doomed.clear();
+    bool write_header = false;
+    wal_position header_trim = 0;
+    clock::duration pace = clock::duration::zero();
+    bool waiting_for_copies = false;
+    bool exit = false;
+    {
+      std::lock_guard lock(mu_);
+      const auto now = clock::now();
+      while (!queue_.empty()) {
+        batch& b = *queue_.front();
+        // A rewritten tail with nothing after it yet is not worth a write. (Batches are
+        // sealed only with appends in them.)
+        if (b.appends.empty()) break;
+        if (failed_) {
+          // The batches before it report first, in order.
+          if (!inflight_.empty()) break;
+          if (!b.sealed) seal(b);
+          if (b.copies > 0) {
+            waiting_for_copies = true;
+            break;
+          }
+          doomed.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+          continue;
+        }
+        if (inflight_.size() + ready.size() >= iodepth_) break;
+        pace = bucket_.wait_time(now);
+        if (pace > clock::duration::zero()) {
+          paced_.fetch_add(1, std::memory_order_relaxed);
+          break;
+        }
+        // From here on appends go to the next batch; the last copies into this one finish.
+        if (!b.sealed) seal(b);
+        if (b.copies > 0) {
+          waiting_for_copies = true;
+          break;
+        }
+        const uint64_t len = format::padded_end(b.start + b.used) - b.start;
+        bucket_.take(b.start % capacity_ + len > capacity_ ? 2 : 1, now);
+        ready.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      if (room_waiters_ > 0 && (!ready.empty() || !doomed.empty())) room_cv_.notify_all();
+      if (!header_inflight_ && !failed_ && requested_trim_ > persisted_trim_) {
+        write_header = true;
+        header_trim = requested_trim_;
+      }
+      exit = closing_ && ready.empty() && doomed.empty() && !write_header && inflight_.empty() &&
+             !header_inflight_ && !has_work_to_drain();
+      const size_t busy = inflight_.size() + ready.size();
+      if (exit || pace > clock::duration::zero() || busy >= iodepth_) {
+        wake_on_ = wake_on::nothing;
+      } else if (busy == 0 || waiting_for_copies) {
+        wake_on_ = wake_on::any_work;
+      } else {
+        wake_on_ = wake_on::big_batch;
+      }
+    }
+    if (exit) break;
+    for (auto& b : doomed) fail_appends(*b, wal_error::io);
+    for (auto& b : ready) {
+      submit_batch(*b);
+      inflight_.push_back(std::move(b));
+    }
+    if (write_header) {
+      // Header writes are few (one per trim at most, coalesced); they take from the IOPS budget
+      // but never wait for it.
+      bucket_.take(1, clock::now());
+      submit_header(header_trim);
+    }
+    if (!wake_armed_) arm_wake();
+    int rc = 0;
+    if (pace > clock::duration::zero()) {
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(pace).count();
+      __kernel_timespec ts{};
+      ts.tv_sec = ns / 1'000'000'000;
+      ts.tv_nsec = ns % 1'000'000'000;
+      io_uring_cqe* cqe = nullptr;
+      rc = io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
+    } else {
+      rc = io_uring_submit_and_wait(&ring_, 1);
+    }
+    if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+      std::lock_guard lock(mu_);
+      failed_ = true;
+      if (room_waiters_ > 0) room_cv_.notify_all();
+    }
+  }
+}
+
+}  // namespace silt::storage::wal

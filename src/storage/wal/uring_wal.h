@@ -1,0 +1,175 @@
+// The WAL after recovery: appends are framed into batches by the calling threads and written
+// by one I/O thread through io_uring (see wal.h for the contract).
+//
+// Ownership: the fields under "shared" belong to mu_; the ring, the in-flight batches, the
+// token bucket and the header buffer belong to the I/O thread; counters and the durable end
+// are atomics that anyone may read. Lifecycle: start() launches the I/O thread, close() (or
+// the destructor) drains it and joins it.
+//
+// Hand-offs: an appender reserves space in the open batch under mu_ and copies its frame
+// outside it. The I/O thread sleeps in io_uring; it is woken through an eventfd that it reads
+// with io_uring, and only when it asked to be (wake_on_), so a burst of appends costs one
+// wake-up, not one per record; while writes are in flight, completions pick up what queued
+// behind them, and appenders wake the thread only for a batch big enough to be worth a write
+// in a free slot.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <liburing.h>
+#include <tl/expected.hpp>
+
+#include "storage/wal/aligned_buffer.h"
+#include "storage/wal/ring_file.h"
+#include "storage/wal/token_bucket.h"
+#include "storage/wal/wal.h"
+#include "storage/wal/wal_format.h"
+
+namespace silt::storage::wal {
+
+class uring_wal final : public wal {
+ public:
+  struct initial_state {
+    format::header_slot header;  // the slot open() wrote last (new epoch)
+    int header_index = 0;        // where it was written
+    wal_position end = 0;        // where appends resume
+    std::vector<uint8_t> tail;   // bytes [align_down(end), end)
+  };
+
+  [[nodiscard]] static tl::expected<std::unique_ptr<uring_wal>, wal_error> start(
+      ring_file file, const wal_options& options, const initial_state& state);
+
+  uring_wal(const uring_wal&) = delete;
+  uring_wal& operator=(const uring_wal&) = delete;
+  ~uring_wal() override;
+
+  void append(uint64_t stream_id, int64_t offset, std::span<const uint8_t> payload,
+              append_callback done) override;
+  void trim(wal_position position) override;
+  [[nodiscard]] wal_position durable_end() const override;
+  [[nodiscard]] wal_position trim_point() const override;
+  [[nodiscard]] uint64_t capacity() const override { return capacity_; }
+  [[nodiscard]] wal_stats stats() const override;
+  void close() override;
+
+ private:
+  struct batch;
+
+  enum class op_kind : uint8_t { wake, write, sync, header_write, header_sync };
+
+  // What a completion's user_data points at.
+  struct io_op {
+    op_kind kind = op_kind::wake;
+    batch* owner = nullptr;
+    uint32_t len = 0;  // bytes a write must report
+  };
+
+  struct pending_append {
+    append_callback done;
+    wal_position end;
+  };
+
+  // One coalesced write: frames from `start` (block-aligned) on, then padding.
+  struct batch {
+    wal_position start = 0;
+    aligned_buffer buf;
+    uint64_t used = 0;    // bytes of frames (and of a rewritten tail) from start
+    uint32_t copies = 0;  // appenders still copying their frame in
+    bool sealed = false;  // takes no more frames
+    std::vector<pending_append> appends;
+    // The I/O thread's, once submitted.
+    uint32_t ops_left = 0;
+    bool failed = false;
+    uint64_t write_bytes = 0;
+    std::array<io_op, 3> ops{};  // up to two writes (wrapping the ring end) and a sync
+  };
+
+  uring_wal(ring_file file, const wal_options& options, const initial_state& state);
+
+  [[nodiscard]] tl::expected<void, wal_error> init_ring();
+  void run();
+  void reap();
+  void finish_batches();
+  void finish_header();
+  void submit_batch(batch& b);
+  void submit_header(wal_position trim);
+  void arm_wake();
+  void signal();
+  void seal(batch& b);
+  [[nodiscard]] bool has_work_to_drain() const;
+  [[nodiscard]] aligned_buffer take_buffer(uint64_t size);
+  static void fail_appends(batch& b, wal_error e);
+  [[nodiscard]] io_uring_sqe* next_sqe();
+
+  // Fixed after start().
+  ring_file file_;
+  const uint64_t capacity_;
+  const uint32_t iodepth_;
+  const uint64_t standard_buffer_;
+  const bool fdatasync_;
+  const uint32_t epoch_;
+  const uint64_t wake_bytes_;
+
+  // Shared, guarded by mu_.
+  mutable std::mutex mu_;
+  std::condition_variable room_cv_;           // appenders waiting for ring room or a queue slot
+  std::deque<std::unique_ptr<batch>> queue_;  // unsubmitted, in position order; back may be open
+  wal_position next_start_ = 0;               // start of the batch after the last sealed one
+  wal_position persisted_trim_ = 0;
+  wal_position requested_trim_ = 0;
+  uint32_t room_waiters_ = 0;
+  // What the I/O thread, about to sleep, wants to be woken for.
+  enum class wake_on : uint8_t {
+    nothing,    // it will wake anyway: its write slots are full, or it paces for the IOPS cap
+    any_work,   // it is idle: any append (or trim) is worth a write now
+    big_batch,  // writes are in flight and slots free: wake it for a batch of wake_bytes_,
+                // smaller ones wait for the next completion and grow meanwhile
+  };
+  wake_on wake_on_ = wake_on::nothing;
+  bool closing_ = false;
+  bool failed_ = false;
+  bool stopped_ = false;
+  std::vector<aligned_buffer> free_buffers_;
+
+  // The I/O thread's.
+  io_uring ring_{};
+  bool ring_ready_ = false;
+  int wake_fd_ = -1;
+  io_op wake_op_{};
+  uint64_t wake_value_ = 0;
+  bool wake_armed_ = false;
+  std::deque<std::unique_ptr<batch>> inflight_;  // in position order
+  bool io_failed_ = false;                       // a popped batch failed: fail all after it
+  token_bucket bucket_;
+  aligned_buffer header_buf_;
+  format::header_slot header_;  // the last slot written
+  int next_header_index_ = 0;
+  bool header_inflight_ = false;
+  bool header_failed_ = false;
+  uint32_t header_ops_left_ = 0;
+  wal_position header_trim_ = 0;
+  std::array<io_op, 2> header_ops_{};
+
+  std::thread thread_;
+  std::mutex close_mu_;  // serializes close()
+
+  // Readable from any thread.
+  std::atomic<wal_position> durable_end_{0};
+  std::atomic<wal_position> trim_point_{0};
+  std::atomic<uint64_t> appends_{0};
+  std::atomic<uint64_t> writes_{0};
+  std::atomic<uint64_t> write_bytes_{0};
+  std::atomic<uint64_t> syncs_{0};
+  std::atomic<uint64_t> header_writes_{0};
+  std::atomic<uint64_t> paced_{0};
+};
+
+}  // namespace silt::storage::wal
