@@ -4,10 +4,16 @@
 #include <stdexcept>
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "storage/wal/tests/test_util.h"
 #include "storage/wal/wal_format.h"
+
+extern char** environ;
 
 namespace silt::storage::wal::testing {
 
@@ -127,6 +133,51 @@ void flip_byte(const std::string& path, uint64_t offset) {
 
 uint64_t file_offset(wal_position pos, uint64_t capacity) {
   return format::file_offset(pos, capacity);
+}
+
+run_result run_and_kill(const std::vector<std::string>& args, std::chrono::milliseconds lifetime) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  if (rc != 0) {
+    ::close(fds[0]);
+    throw std::runtime_error("spawn");
+  }
+  run_result result;
+  char buf[65536];
+  const auto deadline = std::chrono::steady_clock::now() + lifetime;
+  bool killed = false;
+  for (;;) {
+    int timeout = -1;
+    if (!killed) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        ::kill(pid, SIGKILL);
+        killed = true;
+      } else {
+        timeout = static_cast<int>(left.count());
+      }
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    if (::poll(&p, 1, timeout) <= 0) continue;
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;  // every writer of the pipe is gone
+    result.output.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  ::waitpid(pid, &result.status, 0);
+  return result;
 }
 
 }  // namespace silt::storage::wal::testing

@@ -2,6 +2,7 @@
 // deterministic payloads, replay collection, synchronous appends and raw file edits.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -76,6 +77,16 @@ class callback_counter {
 
 // Raw edits of a (closed) WAL file, through the page cache.
 [[nodiscard]] std::vector<uint8_t> read_bytes(const std::string& path, uint64_t offset, size_t len);
+// What a process printed before it was killed, and how it ended.
+struct run_result {
+  std::string output;
+  int status = 0;
+};
+
+// Runs args[0] with args until `lifetime` has passed, then SIGKILLs it and returns what it
+// printed on stdout (for crash tests).
+run_result run_and_kill(const std::vector<std::string>& args, std::chrono::milliseconds lifetime);
+
 void write_bytes(const std::string& path, uint64_t offset, const std::vector<uint8_t>& bytes);
 void flip_byte(const std::string& path, uint64_t offset);
 
