@@ -8,6 +8,8 @@
 
 #include <sqlite3.h>
 
+#include "base/clock.h"
+
 namespace silt::metadata {
 
 namespace {
@@ -16,11 +18,7 @@ tl::unexpected<catalog_error> fail(catalog_error e) {
   return tl::make_unexpected(e);
 }
 
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+using base::now_ms;
 
 // One prepared statement, finalized on scope exit.
 class statement {

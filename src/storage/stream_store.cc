@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "base/clock.h"
 #include "base/endian.h"
 
 namespace silt::storage {
@@ -15,11 +16,7 @@ tl::unexpected<stream_error> fail(stream_error e) {
   return tl::make_unexpected(e);
 }
 
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+using base::now_ms;
 
 // The fields of a Kafka v2 record batch header the store needs (see protocol/record_batch.h
 // for the layout): the store keeps batches as sent and only assigns their base offsets.
@@ -57,6 +54,23 @@ bool for_each_batch(std::span<const uint8_t> data, F&& f) {
     pos += size;
   }
   return true;
+}
+
+// Adds the batches of `data` that end after `offset` to `out`, while they fit in max_bytes
+// (the first batch of a read always fits). `bytes` counts what `out` holds. Returns false when
+// `data` is not whole batches; sets `full` when a batch did not fit.
+bool add_batches(read_result& out, size_t& bytes, std::span<const uint8_t> data, int64_t offset,
+                 size_t max_bytes, bool& full) {
+  return for_each_batch(data, [&](const batch_view& b) {
+    if (full || b.end_offset <= offset) return;
+    if (!out.chunks.empty() && bytes + b.bytes.size() > max_bytes) {
+      full = true;
+      return;
+    }
+    out.chunks.push_back(b.bytes);
+    out.next_offset = b.end_offset;
+    bytes += b.bytes.size();
+  });
 }
 
 std::string object_key(uint64_t id, metadata::object_kind kind) {
@@ -282,7 +296,6 @@ stream_offsets stream_store::offsets(uint64_t stream_id) {
 
 tl::expected<read_result, stream_error> stream_store::read(uint64_t stream_id, int64_t offset,
                                                            size_t max_bytes) {
-  int64_t cache_start;
   for (int attempt = 0;; ++attempt) {
     {
       std::lock_guard lock(state_mu_);
@@ -293,29 +306,20 @@ tl::expected<read_result, stream_error> stream_store::read(uint64_t stream_id, i
       read_result out;
       out.next_offset = offset;
       if (offset == st.durable_end) return out;
-      cache_start = st.cache.empty() ? st.durable_end : st.cache.front()->base_offset;
+      const int64_t cache_start = st.cache.empty() ? st.durable_end : st.cache.front()->base_offset;
       if (offset >= cache_start) {
         auto it = std::upper_bound(st.cache.begin(), st.cache.end(), offset,
                                    [](int64_t o, const auto& e) { return o < e->end_offset; });
-        for (; it != st.cache.end() && (*it)->durable; ++it) {
-          const auto& e = *it;
-          bool full = false;
-          for_each_batch(*e->data, [&](const batch_view& b) {
-            if (full || b.end_offset <= offset) return;
-            if (!out.chunks.empty() && out.bytes() + b.bytes.size() > max_bytes) {
-              full = true;
-              return;
-            }
-            out.chunks.push_back(b.bytes);
-            out.next_offset = b.end_offset;
-          });
-          out.owners.push_back(e->data);
-          if (full || out.bytes() >= max_bytes) break;
+        size_t bytes = 0;
+        bool full = false;
+        for (; it != st.cache.end() && (*it)->durable && !full && bytes < max_bytes; ++it) {
+          add_batches(out, bytes, *(*it)->data, offset, max_bytes, full);
+          out.owners.push_back((*it)->data);
         }
         return out;
       }
     }
-    auto cold = read_cold(stream_id, offset, max_bytes, cache_start);
+    auto cold = read_cold(stream_id, offset, max_bytes);
     // An object that compaction or retention removed in the meantime: look again.
     if (cold || cold.error() != stream_error::object_store || attempt >= 2) return cold;
   }
@@ -348,8 +352,7 @@ stream_store::object_index(const std::string& key) {
 }
 
 tl::expected<read_result, stream_error> stream_store::read_cold(uint64_t stream_id, int64_t offset,
-                                                                size_t max_bytes,
-                                                                int64_t cache_start) {
+                                                                size_t max_bytes) {
   auto ranges = catalog_->find(stream_id, offset, 1);
   if (!ranges) return fail(stream_error::catalog);
   if (ranges->empty() || (*ranges)[0].range.start_offset > offset) {
@@ -416,24 +419,15 @@ tl::expected<read_result, stream_error> stream_store::read_cold(uint64_t stream_
   }
   read_result out;
   out.next_offset = offset;
+  size_t out_bytes = 0;
   bool full = false;
   for (size_t i = 0; i < wanted.size() && !full; ++i) {
     auto batches = open_block(*wanted[i], *data[i]);
-    if (!batches) return fail(stream_error::corrupt_object);
-    const bool whole = for_each_batch(*batches, [&](const batch_view& b) {
-      if (full || b.end_offset <= offset) return;
-      if (!out.chunks.empty() && out.bytes() + b.bytes.size() > max_bytes) {
-        full = true;
-        return;
-      }
-      out.chunks.push_back(b.bytes);
-      out.next_offset = b.end_offset;
-    });
-    if (!whole) return fail(stream_error::corrupt_object);
+    if (!batches || !add_batches(out, out_bytes, *batches, offset, max_bytes, full)) {
+      return fail(stream_error::corrupt_object);
+    }
     out.owners.push_back(data[i]);
   }
-  // Never hand out data the cache also holds past its start: the cache is authoritative there.
-  (void)cache_start;
   {
     std::lock_guard lock(state_mu_);
     stream_locked(stream_id).last_cold_end = out.next_offset;

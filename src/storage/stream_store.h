@@ -159,7 +159,7 @@ class stream_store {
                   tl::expected<wal::wal_position, wal::wal_error> r, const append_callback& done);
   void evict_locked();
   tl::expected<read_result, stream_error> read_cold(uint64_t stream_id, int64_t offset,
-                                                    size_t max_bytes, int64_t cache_start);
+                                                    size_t max_bytes);
   tl::expected<std::shared_ptr<const std::vector<block_entry>>, stream_error> object_index(
       const std::string& key);
   tl::expected<void, std::string> upload_object(metadata::object_kind kind,
