@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   }
   std::mutex out_mu;
   std::vector<std::thread> threads;
+  threads.reserve(streams);
   for (int t = 0; t < streams; ++t) {
     threads.emplace_back([&, t] {
       const auto stream = static_cast<uint64_t>(t);

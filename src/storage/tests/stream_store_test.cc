@@ -23,8 +23,7 @@ namespace fs = std::filesystem;
 class scratch_dir {
  public:
   scratch_dir() {
-    const char* base = std::getenv("SILT_TEST_TMPDIR");
-    path_ = fs::path(base ? base : SILT_TEST_SCRATCH) /
+    path_ = fs::path(SILT_TEST_SCRATCH) /
             ("stream-store-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
     fs::remove_all(path_);
     fs::create_directories(path_);

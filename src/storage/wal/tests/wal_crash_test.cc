@@ -33,7 +33,6 @@ using testing::crash_record_size;
 using testing::open_wal;
 using testing::payload_for;
 using testing::run_and_kill;
-using testing::run_result;
 using testing::test_dir;
 
 constexpr int rounds = 30;
