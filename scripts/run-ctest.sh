@@ -4,10 +4,12 @@
 set -euo pipefail
 build=${1:?usage: run-ctest.sh BUILD_DIR}
 cd "$(dirname "$0")/.."
-s3dir=$(pwd)/$build/s3-server
-cleanup() { scripts/s3-test-server.sh stop "$s3dir" >/dev/null 2>&1 || true; }
+root=$(pwd)
+s3dir=$root/$build/s3-server
+# The trap runs after the cd into the build folder below: absolute paths only.
+cleanup() { "$root/scripts/s3-test-server.sh" stop "$s3dir" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
-if env_lines=$(scripts/s3-test-server.sh start "$s3dir"); then
+if env_lines=$("$root/scripts/s3-test-server.sh" start "$s3dir"); then
   eval "$env_lines"
 elif [[ "${SILT_S3_OPTIONAL:-0}" == 1 ]]; then
   echo "run-ctest: the S3 test server did not start (log: $s3dir/log); S3 tests are skipped" >&2
