@@ -313,8 +313,9 @@ tl::expected<read_result, stream_error> stream_store::read(uint64_t stream_id, i
         size_t bytes = 0;
         bool full = false;
         for (; it != st.cache.end() && (*it)->durable && !full && bytes < max_bytes; ++it) {
+          const size_t before = out.chunks.size();
           add_batches(out, bytes, *(*it)->data, offset, max_bytes, full);
-          out.owners.push_back((*it)->data);
+          if (out.chunks.size() > before) out.owners.push_back((*it)->data);
         }
         return out;
       }

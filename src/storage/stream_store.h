@@ -14,7 +14,8 @@
 // Threads and ownership:
 //  - append() and read() may be called from any thread. append_mu_ serialises appends so
 //    that offsets are assigned in WAL order; state_mu_ guards the in-memory stream state and
-//    the log cache and is never held across I/O.
+//    the log cache and is held across I/O only once per stream: the first touch of a stream
+//    loads its offsets from the catalog (a SQLite read).
 //  - The WAL's I/O thread runs durability callbacks (marks entries durable, then calls the
 //    caller's callback).
 //  - One background thread runs upload, compaction, retention and object deletion in turn
