@@ -3,7 +3,7 @@
 
 The message layouts are not hand-written here: they are read from Apache
 Kafka's own message definitions (common/message/*.json inside the
-kafka-clients jar that scripts/kafka-reference.sh installs), so any API and
+kafka-clients jar that tests/kafka-reference.sh installs), so any API and
 version that jar knows can be decoded. Record batches (magic 2) carried in
 Produce and Fetch messages are decoded too, including gzip, snappy (raw and
 xerial-framed), lz4 (frame format) and zstd compression. gzip, snappy and lz4
@@ -591,14 +591,14 @@ def main(argv=None) -> int:
     p.add_argument("files", nargs="+")
     p.add_argument("--schemas", default=None,
                    help="kafka-clients jar or directory of message JSON files "
-                        "(default: the jar installed by scripts/kafka-reference.sh)")
+                        "(default: the jar installed by tests/kafka-reference.sh)")
     p.add_argument("--api-key", type=int)
     p.add_argument("--api-version", type=int)
     p.add_argument("--summary", action="store_true", help="one line per file")
     args = p.parse_args(argv)
     source = args.schemas or default_schema_source()
     if not source:
-        p.error("no message definitions: run scripts/kafka-reference.sh install or pass --schemas")
+        p.error("no message definitions: run tests/kafka-reference.sh install or pass --schemas")
     dec = Decoder(Schemas(source))
     for path in args.files:
         d = decode_file(dec, path, args.api_key, args.api_version)

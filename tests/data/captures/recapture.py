@@ -12,7 +12,7 @@
     recapture.py --check    decode every file listed in manifest.json and compare
                             with its "expect" block (no broker needed, only the
                             Kafka message definitions that
-                            `scripts/kafka-reference.sh install` fetches)
+                            `tests/kafka-reference.sh install` fetches)
 
 See README.md for what is captured and why.
 """
@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.join(REPO, "tools"))
 import capture_proxy  # noqa: E402
 import decode_capture as dc  # noqa: E402
 
-KAFKA_SH = os.path.join(REPO, "scripts", "kafka-reference.sh")
+KAFKA_SH = os.path.join(REPO, "tests", "kafka-reference.sh")
 PROXY = os.path.join(REPO, "tools", "capture_proxy.py")
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 CLIENTS = ["librdkafka", "java"]
@@ -565,7 +565,7 @@ def main() -> int:
         subprocess.run([KAFKA_SH, "install"], check=True)
     source = dc.default_schema_source()
     if not source:
-        raise SystemExit("recapture: run scripts/kafka-reference.sh install first")
+        raise SystemExit("recapture: run tests/kafka-reference.sh install first")
     dec = dc.Decoder(dc.Schemas(source))
     if args.check:
         return check(args, dec)

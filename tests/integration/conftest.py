@@ -1,0 +1,223 @@
+"""Black-box test harness: starts a broker on a free port and hands tests its address.
+
+Every test that takes the `broker` fixture runs against Silt (build/silt) and against the
+reference Apache Kafka broker (tests/kafka-reference.sh), so each scenario is checked to
+behave the same on both. SILT_TEST_BROKERS=silt (or kafka) limits the run to one of them.
+Tests that take `silt` run against Silt only (restarts, SIGKILL, malformed input).
+
+Environment:
+  SILT_BIN            the broker binary (default: build/silt of this checkout)
+  SILT_TEST_BROKERS   comma-separated subset of "silt,kafka" (default: both)
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SILT_BIN = Path(os.environ.get("SILT_BIN", ROOT / "build" / "silt"))
+KAFKA_REF = ROOT / "tests" / "kafka-reference.sh"
+
+
+def free_port(count=1):
+    """A port p such that p..p+count-1 were all free a moment ago."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port + count > 65535:
+            continue
+        ok = True
+        for p in range(port + 1, port + count):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", p))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return port
+    raise RuntimeError("no free port")
+
+
+def wait_port(port, proc=None, timeout=60.0, log=None):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc is not None and proc.poll() is not None:
+            tail = Path(log).read_text()[-4000:] if log and Path(log).exists() else ""
+            raise RuntimeError(f"broker exited with {proc.returncode} before listening:\n{tail}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"port {port} not open after {timeout}s")
+
+
+class SiltBroker:
+    """A Silt broker process with its own data directory."""
+
+    kind = "silt"
+
+    def __init__(self, workdir, extra_overrides=None):
+        self.workdir = Path(workdir)
+        self.data_dir = self.workdir / "data"
+        self.port = free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self.log = self.workdir / "silt.log"
+        self.overrides = {
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "data.dir": str(self.data_dir),
+            "wal.capacity.bytes": str(256 << 20),
+        }
+        self.overrides.update(extra_overrides or {})
+        self.proc = None
+
+    def command(self):
+        cmd = [str(SILT_BIN)]
+        for k, v in self.overrides.items():
+            cmd += ["--override", f"{k}={v}"]
+        return cmd
+
+    def start(self, timeout=60.0):
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        logf = open(self.log, "ab")
+        self.proc = subprocess.Popen(self.command(), stdout=logf, stderr=subprocess.STDOUT,
+                                     cwd=self.workdir)
+        logf.close()
+        wait_port(self.port, self.proc, timeout, self.log)
+
+    def stop(self, timeout=30.0):
+        """SIGTERM and wait: a clean shutdown must exit 0."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+    def kill(self):
+        """SIGKILL: a crash."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def restart(self):
+        self.stop()
+        self.start()
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_text(self):
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+class KafkaBroker:
+    """The reference Apache Kafka broker (single-node KRaft) in its own directory."""
+
+    kind = "kafka"
+
+    def __init__(self, workdir):
+        self.workdir = Path(workdir)
+        self.port = free_port(2)
+        self.bootstrap = f"127.0.0.1:{self.port}"
+
+    def start(self, timeout=120.0):
+        env = dict(os.environ, CONTROLLER_PORT=str(self.port + 1))
+        subprocess.run([str(KAFKA_REF), "start", str(self.workdir), str(self.port)], check=True,
+                       env=env, timeout=timeout)
+
+    def stop(self, timeout=60.0):
+        subprocess.run([str(KAFKA_REF), "stop", str(self.workdir)], check=False, timeout=timeout)
+        return 0
+
+    def kill(self):
+        pidf = self.workdir / "kafka.pid"
+        if pidf.exists():
+            try:
+                os.kill(int(pidf.read_text().strip()), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+            time.sleep(0.5)
+
+    def restart(self):
+        self.stop()
+        self.start()
+
+    def alive(self):
+        pidf = self.workdir / "kafka.pid"
+        if not pidf.exists():
+            return False
+        try:
+            os.kill(int(pidf.read_text().strip()), 0)
+            return True
+        except (ProcessLookupError, ValueError):
+            return False
+
+
+def selected_brokers():
+    names = os.environ.get("SILT_TEST_BROKERS", "silt,kafka").split(",")
+    return [n.strip() for n in names if n.strip()]
+
+
+@pytest.fixture(scope="session")
+def kafka_reference():
+    if "kafka" not in selected_brokers():
+        pytest.skip("reference Kafka not selected (SILT_TEST_BROKERS)")
+    workdir = Path(tempfile.mkdtemp(prefix="silt-kafka-ref-"))
+    broker = KafkaBroker(workdir)
+    broker.start()
+    yield broker
+    broker.stop()
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def silt_shared(tmp_path_factory):
+    """One Silt broker shared by the tests that do not restart or kill it."""
+    if "silt" not in selected_brokers():
+        pytest.skip("Silt not selected (SILT_TEST_BROKERS)")
+    broker = SiltBroker(tmp_path_factory.mktemp("silt-shared"))
+    broker.start()
+    yield broker
+    code = broker.stop()
+    assert code == 0, f"silt exited with {code} on SIGTERM:\n{broker.log_text()[-4000:]}"
+
+
+@pytest.fixture(params=["silt", "kafka"])
+def broker(request):
+    """The broker under test: the shared Silt broker, then the reference Kafka broker."""
+    if request.param == "silt":
+        b = request.getfixturevalue("silt_shared")
+        assert b.alive(), "the shared Silt broker died:\n" + b.log_text()[-4000:]
+        return b
+    return request.getfixturevalue("kafka_reference")
+
+
+@pytest.fixture
+def silt(tmp_path):
+    """A private Silt broker for tests that restart, kill or attack it."""
+    if "silt" not in selected_brokers():
+        pytest.skip("Silt not selected (SILT_TEST_BROKERS)")
+    b = SiltBroker(tmp_path)
+    b.start()
+    yield b
+    if b.alive():
+        code = b.stop()
+        assert code == 0, f"silt exited with {code} on SIGTERM:\n{b.log_text()[-4000:]}"
+
+
+@pytest.fixture
+def topic_name():
+    return "t-" + uuid.uuid4().hex[:12]
