@@ -119,7 +119,8 @@ struct stream_store::entry {
   int64_t base_offset = 0;
   int64_t end_offset = 0;
   int64_t max_timestamp = -1;
-  std::shared_ptr<const std::vector<uint8_t>> data;
+  std::shared_ptr<const void> owner;  // keeps `data` alive (a request frame, a WAL replay copy)
+  std::span<const uint8_t> data;
   wal::wal_position wal_end = 0;
   bool durable = false;
   bool uploaded = false;
@@ -172,13 +173,15 @@ tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
       if (replay_error.empty()) replay_error = "WAL record holds no whole record batches";
       return;
     }
-    e->data = std::make_shared<const std::vector<uint8_t>>(rec.payload.begin(), rec.payload.end());
+    auto copy = std::make_shared<const std::vector<uint8_t>>(rec.payload.begin(), rec.payload.end());
+    e->data = *copy;
+    e->owner = std::move(copy);
     e->wal_end = rec.end;
     e->durable = true;
     st.next_offset = st.durable_end = e->end_offset;
     st.cache.push_back(e);
-    s->cache_bytes_ += e->data->size();
-    s->pending_upload_bytes_ += e->data->size();
+    s->cache_bytes_ += e->data.size();
+    s->pending_upload_bytes_ += e->data.size();
   });
   if (!w)
     return tl::make_unexpected("cannot open the WAL " + options.wal.path + ": " +
@@ -217,48 +220,47 @@ stream_store::stream_state& stream_store::stream_locked(uint64_t stream_id) {
 }
 
 void stream_store::append(uint64_t stream_id, std::vector<uint8_t> batches, append_callback done) {
+  auto owner = std::make_shared<std::vector<uint8_t>>(std::move(batches));
+  const std::span<uint8_t> span(*owner);
+  auto r = append(stream_id, std::move(owner), span, done);
+  if (!r) done(fail(r.error()));
+}
+
+tl::expected<int64_t, stream_error> stream_store::append(uint64_t stream_id,
+                                                         std::shared_ptr<const void> owner,
+                                                         std::span<uint8_t> batches,
+                                                         append_callback done) {
   std::unique_lock append_lock(append_mu_);
   auto e = std::make_shared<entry>();
-  stream_error error{};
-  bool ok = true;
   {
     std::lock_guard lock(state_mu_);
-    if (failed_ || stopping_) {
-      ok = false;
-      error = stream_error::wal_failed;
-    } else {
-      auto& st = stream_locked(stream_id);
-      int64_t next = st.next_offset;
-      int64_t max_ts = -1;
-      // Assign offsets in place: the base offset is outside the batch CRC.
-      ok = !batches.empty() && for_each_batch(batches, [&](const batch_view& b) {
-        auto* p = const_cast<uint8_t*>(b.bytes.data());
-        base::store_be<int64_t>(p, next);
-        next += b.end_offset - b.base_offset;
-        max_ts = std::max(max_ts, b.max_timestamp);
-      });
-      if (!ok) {
-        error = stream_error::invalid_batch;
-      } else {
-        e->stream_id = stream_id;
-        e->base_offset = st.next_offset;
-        e->end_offset = next;
-        e->max_timestamp = max_ts;
-        e->data = std::make_shared<const std::vector<uint8_t>>(std::move(batches));
-        st.next_offset = next;
-        st.cache.push_back(e);
-        cache_bytes_ += e->data->size();
-      }
-    }
+    if (failed_ || stopping_) return fail(stream_error::wal_failed);
+    auto& st = stream_locked(stream_id);
+    int64_t next = st.next_offset;
+    int64_t max_ts = -1;
+    // Assign offsets in place: the base offset is outside the batch CRC.
+    const bool ok = !batches.empty() && for_each_batch(batches, [&](const batch_view& b) {
+      auto* p = const_cast<uint8_t*>(b.bytes.data());
+      base::store_be<int64_t>(p, next);
+      next += b.end_offset - b.base_offset;
+      max_ts = std::max(max_ts, b.max_timestamp);
+    });
+    if (!ok) return fail(stream_error::invalid_batch);
+    e->stream_id = stream_id;
+    e->base_offset = st.next_offset;
+    e->end_offset = next;
+    e->max_timestamp = max_ts;
+    e->owner = std::move(owner);
+    e->data = batches;
+    st.next_offset = next;
+    st.cache.push_back(e);
+    cache_bytes_ += e->data.size();
   }
-  if (!ok) {
-    append_lock.unlock();
-    done(fail(error));
-    return;
-  }
-  wal_->append(stream_id, e->base_offset, *e->data,
+  const int64_t base = e->base_offset;
+  wal_->append(stream_id, e->base_offset, e->data,
                [this, e, done = std::move(done)](
                    tl::expected<wal::wal_position, wal::wal_error> r) { on_durable(e, r, done); });
+  return base;
 }
 
 void stream_store::on_durable(const std::shared_ptr<entry>& e,
@@ -275,7 +277,7 @@ void stream_store::on_durable(const std::shared_ptr<entry>& e,
       durable_wal_end_ = std::max(durable_wal_end_, *r);
       auto& st = stream_locked(e->stream_id);
       st.durable_end = std::max(st.durable_end, e->end_offset);
-      pending_upload_bytes_ += e->data->size();
+      pending_upload_bytes_ += e->data.size();
       wake = pending_upload_bytes_ >= options_.upload_threshold_bytes ||
              cache_bytes_ >= options_.log_cache_bytes;
     }
@@ -286,6 +288,13 @@ void stream_store::on_durable(const std::shared_ptr<entry>& e,
   } else {
     done(fail(stream_error::wal_failed));
   }
+}
+
+bool stream_store::in_log_cache(uint64_t stream_id, int64_t offset) {
+  std::lock_guard lock(state_mu_);
+  const auto& st = stream_locked(stream_id);
+  const int64_t cache_start = st.cache.empty() ? st.durable_end : st.cache.front()->base_offset;
+  return offset >= cache_start || offset < st.start_offset;
 }
 
 stream_offsets stream_store::offsets(uint64_t stream_id) {
@@ -314,8 +323,8 @@ tl::expected<read_result, stream_error> stream_store::read(uint64_t stream_id, i
         bool full = false;
         for (; it != st.cache.end() && (*it)->durable && !full && bytes < max_bytes; ++it) {
           const size_t before = out.chunks.size();
-          add_batches(out, bytes, *(*it)->data, offset, max_bytes, full);
-          if (out.chunks.size() > before) out.owners.push_back((*it)->data);
+          add_batches(out, bytes, (*it)->data, offset, max_bytes, full);
+          if (out.chunks.size() > before) out.owners.push_back((*it)->owner);
         }
         return out;
       }
@@ -467,7 +476,7 @@ void stream_store::evict_locked() {
       }
     }
     if (victim == nullptr) return;
-    cache_bytes_ -= victim->cache.front()->data->size();
+    cache_bytes_ -= victim->cache.front()->data.size();
     victim->cache.pop_front();
   }
 }
@@ -478,7 +487,7 @@ tl::expected<void, std::string> stream_store::upload_object(
   std::vector<metadata::stream_range> ranges;
   for (const auto& e : entries) {
     if (auto r =
-            writer.add(e->stream_id, e->base_offset, e->end_offset, e->max_timestamp, *e->data);
+            writer.add(e->stream_id, e->base_offset, e->end_offset, e->max_timestamp, e->data);
         !r) {
       return tl::make_unexpected("object writer: " +
                                  std::string(object_format_error_name(r.error())));
@@ -488,10 +497,10 @@ tl::expected<void, std::string> stream_store::upload_object(
       auto& last = ranges.back();
       last.end_offset = e->end_offset;
       last.max_timestamp = std::max(last.max_timestamp, e->max_timestamp);
-      last.size += e->data->size();
+      last.size += e->data.size();
     } else {
       ranges.push_back(
-          {e->stream_id, e->base_offset, e->end_offset, e->max_timestamp, e->data->size()});
+          {e->stream_id, e->base_offset, e->end_offset, e->max_timestamp, e->data.size()});
     }
   }
   const std::vector<uint8_t> bytes = writer.finish();
@@ -510,7 +519,7 @@ tl::expected<void, std::string> stream_store::upload_object(
   std::lock_guard lock(state_mu_);
   for (const auto& e : entries) {
     e->uploaded = true;
-    pending_upload_bytes_ -= std::min<uint64_t>(pending_upload_bytes_, e->data->size());
+    pending_upload_bytes_ -= std::min<uint64_t>(pending_upload_bytes_, e->data.size());
     auto& st = stream_locked(e->stream_id);
     st.committed_end = std::max(st.committed_end, e->end_offset);
   }
@@ -544,7 +553,7 @@ tl::expected<void, std::string> stream_store::run_upload_once() {
   std::vector<std::shared_ptr<entry>> set_entries;
   for (auto& [id, entries] : by_stream) {
     uint64_t bytes = 0;
-    for (const auto& e : entries) bytes += e->data->size();
+    for (const auto& e : entries) bytes += e->data.size();
     if (bytes >= options_.stream_object_bytes) {
       if (auto r = upload_object(metadata::object_kind::stream, entries); !r) return r;
     } else {

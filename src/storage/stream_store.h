@@ -84,7 +84,7 @@ struct stream_store_options {
 // What read() returns: whole record batches in offset order, as views kept alive by owners.
 struct read_result {
   std::vector<std::span<const uint8_t>> chunks;
-  std::vector<std::shared_ptr<const std::vector<uint8_t>>> owners;
+  std::vector<std::shared_ptr<const void>> owners;
   int64_t next_offset = 0;  // the offset after the last batch returned
   [[nodiscard]] size_t bytes() const;
   // The chunks concatenated (for tests and small reads).
@@ -124,6 +124,15 @@ class stream_store {
   // Appends whole record batches (Kafka v2) to a stream: rewrites their base offsets to the
   // stream's next offsets and calls `done` with the first offset once they are durable.
   void append(uint64_t stream_id, std::vector<uint8_t> batches, append_callback done);
+  // The same without a copy: `batches` lie inside memory `owner` keeps alive (a request
+  // frame); they are modified in place and kept in the log cache until uploaded. Returns the
+  // first offset assigned, or an error (and then `done` is not called).
+  [[nodiscard]] tl::expected<int64_t, stream_error> append(uint64_t stream_id,
+                                                           std::shared_ptr<const void> owner,
+                                                           std::span<uint8_t> batches,
+                                                           append_callback done);
+  // Whether a read at `offset` is served from the log cache (no object store I/O).
+  [[nodiscard]] bool in_log_cache(uint64_t stream_id, int64_t offset);
 
   // Reads batches from `offset` (the batch holding it first), up to about max_bytes but at
   // least one batch when there is one. Empty at the end of the stream.

@@ -1,0 +1,230 @@
+#include "handlers/broker.h"
+
+#include <filesystem>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "base/endian.h"
+#include "handlers/handlers.h"
+#include "protocol/request_header.h"
+
+namespace silt::handlers {
+
+template <typename Resp>
+net::response encode_response(const protocol::parsed_request_header& h, const Resp& r,
+                              size_t zero_copy_threshold) {
+  const int16_t version = h.header.request_api_version;
+  const int16_t header_version =
+      protocol::response_header_version(h.header.request_api_key, version);
+  protocol::writer w(r.encoded_size(version) + 16);
+  w.set_zero_copy_threshold(zero_copy_threshold);
+  w.int32(0);  // size, patched below
+  w.int32(h.header.correlation_id);
+  if (header_version >= 1) w.uvarint(0);  // no tagged fields
+  r.encode(w, version);
+  net::response out;
+  if (!w.ok()) return net::response::close_connection();
+  out.segments = w.segments();
+  out.bytes = std::move(w.buffer());
+  base::store_be<int32_t>(out.bytes.data(), static_cast<int32_t>(out.size() - 4));
+  return out;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Decodes the request body at its version, runs the handler and encodes what it returns.
+// A body that does not decode closes the connection, as Kafka does.
+template <typename Req, typename Fn>
+asio::awaitable<net::response> serve(context& ctx, net::request& raw, Fn fn) {
+  const int16_t version = raw.header.header.request_api_version;
+  Req req;
+  protocol::reader r(raw.body());
+  req.decode(r, version);
+  if (!r.ok()) co_return net::response::close_connection();
+  auto resp = co_await fn(ctx, raw, req);
+  co_return encode_response(raw.header, resp);
+}
+
+}  // namespace
+
+broker::broker(const config::broker_config& config)
+    : config_(config), blocking_(std::max<uint32_t>(1, config.num_io_threads)) {}
+
+broker::~broker() {
+  close();
+  blocking_.join();
+}
+
+tl::expected<std::unique_ptr<broker>, std::string> broker::open(
+    const config::broker_config& config) {
+  std::unique_ptr<broker> b(new broker(config));
+  std::error_code ec;
+  fs::create_directories(config.data_dir, ec);
+  if (ec) return tl::make_unexpected("cannot create data.dir " + config.data_dir + ": " + ec.message());
+  for (const auto& p : {fs::path(config.wal_path).parent_path(), fs::path(config.metadata_path).parent_path()}) {
+    if (!p.empty()) fs::create_directories(p, ec);
+  }
+  auto objects = storage::open_object_store(config.object_store_uri);
+  if (!objects) return tl::make_unexpected("object.store.uri: " + objects.error());
+  b->objects_ = std::move(*objects);
+
+  storage::stream_store_options so;
+  so.wal.path = config.wal_path;
+  so.wal.capacity = config.wal_capacity_bytes;
+  so.wal.iodepth = config.wal_iodepth;
+  so.wal.iops = config.wal_iops;
+  so.wal.sync = config.wal_sync == "fdatasync" ? storage::wal::sync_mode::fdatasync
+                                               : storage::wal::sync_mode::dsync;
+  so.catalog_path = config.metadata_path;
+  so.log_cache_bytes = config.log_cache_bytes;
+  so.block_cache_bytes = config.block_cache_bytes;
+  so.upload_interval = std::chrono::milliseconds(config.upload_interval_ms);
+  so.upload_threshold_bytes = config.upload_threshold_bytes;
+  so.compaction_interval = std::chrono::milliseconds(config.compaction_interval_ms);
+  so.retention_interval = std::chrono::milliseconds(config.retention_check_interval_ms);
+  so.retention_ms = config.log_retention_ms;
+  so.retention_bytes = config.log_retention_bytes;
+  auto store = storage::stream_store::open(so, *b->objects_);
+  if (!store) return tl::make_unexpected(store.error());
+  b->store_ = std::move(*store);
+
+  auto registry = metadata::topic_registry::open(config.metadata_path);
+  if (!registry) return tl::make_unexpected(registry.error());
+  b->registry_ = std::move(*registry);
+  auto cluster_id = b->registry_->cluster_id(config.cluster_id);
+  if (!cluster_id) return tl::make_unexpected("cannot store the cluster id in " + config.metadata_path);
+  if (!config.cluster_id.empty() && *cluster_id != config.cluster_id) {
+    return tl::make_unexpected("cluster.id " + config.cluster_id + " does not match the id " +
+                               *cluster_id + " stored in " + config.metadata_path);
+  }
+  b->producers_ = std::make_unique<producer_state>(*b->registry_, *b->store_,
+                                                   config.producer_id_expiration_ms);
+  b->ctx_ = std::make_unique<context>(b->config_, *cluster_id, *b->store_, *b->registry_,
+                                      *b->producers_, b->blocking_);
+  for (const auto& t : b->registry_->all()) b->ctx_->refresh(t);
+  return b;
+}
+
+void broker::start_background(std::chrono::milliseconds period) {
+  snapshot_timer_ = std::make_unique<asio::steady_timer>(blocking_.get_executor());
+  asio::co_spawn(
+      blocking_.get_executor(),
+      [this, period]() -> asio::awaitable<void> {
+        for (;;) {
+          snapshot_timer_->expires_after(period);
+          boost::system::error_code ec;
+          co_await snapshot_timer_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+          if (ec || closed_) co_return;
+          if (auto r = producers_->snapshot(); !r) std::fprintf(stderr, "silt: %s\n", r.error().c_str());
+        }
+      },
+      asio::detached);
+}
+
+void broker::begin_shutdown() {
+  ctx_->stopping = true;
+  ctx_->waiters.notify_all();
+}
+
+void broker::close() {
+  if (closed_ || !store_) return;
+  closed_ = true;
+  if (snapshot_timer_) {
+    asio::post(blocking_.get_executor(), [this] { snapshot_timer_->cancel(); });
+  }
+  store_->close();
+  if (auto r = producers_->snapshot(); !r) std::fprintf(stderr, "silt: %s\n", r.error().c_str());
+}
+
+asio::awaitable<net::response> broker::handle(net::request req) {
+  const int16_t key = req.header.header.request_api_key;
+  const int16_t version = req.header.header.request_api_version;
+  const api_range* range = find_supported(key);
+  if (key == protocol::api_versions_request::api_key &&
+      (range == nullptr || version > range->max_version)) {
+    // A client newer than the broker: answer at v0 with UNSUPPORTED_VERSION and the
+    // supported list, so that it retries at a version both know (KIP-511).
+    protocol::api_versions_response resp;
+    resp.error_code = static_cast<int16_t>(protocol::error_code::unsupported_version);
+    for (const auto& a : supported_apis()) {
+      resp.api_keys.push_back({a.key, a.min_version, a.max_version, {}});
+    }
+    auto h = req.header;
+    h.header.request_api_version = 0;
+    co_return encode_response(h, resp);
+  }
+  if (range == nullptr || version < range->min_version || version > range->max_version) {
+    co_return net::response::close_connection();
+  }
+  context& c = *ctx_;
+  switch (key) {
+    case protocol::produce_request::api_key: {
+      const int16_t v = version;
+      protocol::produce_request pr;
+      protocol::reader r(req.body());
+      pr.decode(r, v);
+      if (!r.ok()) co_return net::response::close_connection();
+      const bool acks0 = pr.acks == 0;
+      auto resp = co_await handle_produce(c, req, pr);
+      if (acks0) {
+        // No answer for acks=0; an error closes the connection so the client notices.
+        for (const auto& t : resp.responses) {
+          for (const auto& p : t.partition_responses) {
+            if (p.error_code != 0) co_return net::response::close_connection();
+          }
+        }
+        co_return net::response::none();
+      }
+      co_return encode_response(req.header, resp);
+    }
+    case protocol::fetch_request::api_key: {
+      protocol::fetch_request fr;
+      protocol::reader r(req.body());
+      fr.decode(r, version);
+      if (!r.ok()) co_return net::response::close_connection();
+      auto result = co_await handle_fetch(c, req, fr);
+      auto out = encode_response(req.header, result.response, 4096);
+      out.owners = std::move(result.owners);
+      co_return out;
+    }
+    case protocol::api_versions_request::api_key:
+      co_return co_await serve<protocol::api_versions_request>(c, req, handle_api_versions);
+    case protocol::metadata_request::api_key:
+      co_return co_await serve<protocol::metadata_request>(c, req, handle_metadata);
+    case protocol::list_offsets_request::api_key:
+      co_return co_await serve<protocol::list_offsets_request>(c, req, handle_list_offsets);
+    case protocol::init_producer_id_request::api_key:
+      co_return co_await serve<protocol::init_producer_id_request>(c, req, handle_init_producer_id);
+    case protocol::offset_for_leader_epoch_request::api_key:
+      co_return co_await serve<protocol::offset_for_leader_epoch_request>(
+          c, req, handle_offset_for_leader_epoch);
+    case protocol::delete_records_request::api_key:
+      co_return co_await serve<protocol::delete_records_request>(c, req, handle_delete_records);
+    case protocol::create_topics_request::api_key:
+      co_return co_await serve<protocol::create_topics_request>(c, req, handle_create_topics);
+    case protocol::delete_topics_request::api_key:
+      co_return co_await serve<protocol::delete_topics_request>(c, req, handle_delete_topics);
+    case protocol::create_partitions_request::api_key:
+      co_return co_await serve<protocol::create_partitions_request>(c, req,
+                                                                     handle_create_partitions);
+    case protocol::describe_configs_request::api_key:
+      co_return co_await serve<protocol::describe_configs_request>(c, req, handle_describe_configs);
+    case protocol::alter_configs_request::api_key:
+      co_return co_await serve<protocol::alter_configs_request>(c, req, handle_alter_configs);
+    case protocol::incremental_alter_configs_request::api_key:
+      co_return co_await serve<protocol::incremental_alter_configs_request>(
+          c, req, handle_incremental_alter_configs);
+    case protocol::describe_cluster_request::api_key:
+      co_return co_await serve<protocol::describe_cluster_request>(c, req, handle_describe_cluster);
+    default:
+      co_return net::response::close_connection();
+  }
+}
+
+}  // namespace silt::handlers

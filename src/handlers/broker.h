@@ -1,0 +1,64 @@
+// The broker: opens storage and metadata from the configuration, and serves every request
+// the network server hands it by decoding it, running the API's handler and encoding the
+// response. Owns the context handlers share. Lifecycle: open(), serve (handle() from many
+// connections at once), then close() after the server stopped.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <tl/expected.hpp>
+
+#include "config/config.h"
+#include "handlers/context.h"
+#include "net/server.h"
+#include "storage/object/object_store.h"
+
+namespace silt::handlers {
+
+class broker final : public net::request_handler {
+ public:
+  // Creates the data directory, opens the object store, the stream store (replaying the
+  // WAL) and the topic registry.
+  [[nodiscard]] static tl::expected<std::unique_ptr<broker>, std::string> open(
+      const config::broker_config& config);
+  ~broker() override;
+  broker(const broker&) = delete;
+  broker& operator=(const broker&) = delete;
+
+  boost::asio::awaitable<net::response> handle(net::request req) override;
+
+  // Snapshots producer state every `period` on the blocking pool until close().
+  void start_background(std::chrono::milliseconds period);
+  // Wakes long polls and makes new ones return at once (shutdown has begun).
+  void begin_shutdown();
+  // Stores producer state and closes the stream store (pending appends finish, the WAL is
+  // synced). Call after the server stopped.
+  void close();
+
+  [[nodiscard]] context& ctx() { return *ctx_; }
+
+ private:
+  explicit broker(const config::broker_config& config);
+
+  config::broker_config config_;
+  std::unique_ptr<storage::object_store> objects_;
+  std::unique_ptr<storage::stream_store> store_;
+  std::unique_ptr<metadata::topic_registry> registry_;
+  std::unique_ptr<producer_state> producers_;
+  boost::asio::thread_pool blocking_;
+  std::unique_ptr<context> ctx_;
+  std::unique_ptr<boost::asio::steady_timer> snapshot_timer_;
+  bool closed_ = false;
+};
+
+// Encodes a response with the header version its request calls for (size prefix included).
+// Record data of `zero_copy_threshold` bytes or more is referenced, not copied.
+template <typename Resp>
+[[nodiscard]] net::response encode_response(const protocol::parsed_request_header& h,
+                                            const Resp& r, size_t zero_copy_threshold = SIZE_MAX);
+
+}  // namespace silt::handlers

@@ -1,0 +1,73 @@
+#include "handlers/context.h"
+
+#include <unistd.h>
+
+namespace silt::handlers {
+
+namespace {
+
+const config::endpoint& first_advertised(const config::broker_config& c) {
+  static const config::endpoint fallback{"PLAINTEXT", "localhost", 9092};
+  return c.advertised_listeners.empty() ? fallback : c.advertised_listeners.front();
+}
+
+}  // namespace
+
+context::context(const config::broker_config& config, std::string cluster_id,
+                 storage::stream_store& store, metadata::topic_registry& registry,
+                 producer_state& producers, boost::asio::thread_pool& blocking)
+    : config(config), cluster_id(std::move(cluster_id)), node_id(config.node_id),
+      advertised_host(first_advertised(config).host.empty() ? "localhost"
+                                                            : first_advertised(config).host),
+      advertised_port(first_advertised(config).port), store(store), registry(registry),
+      producers(producers), blocking(blocking),
+      sessions(config.max_incremental_fetch_session_cache_slots) {}
+
+topic_entry_ptr context::topic(std::string_view name) const {
+  std::lock_guard lock(mu_);
+  auto it = by_name_.find(std::string(name));
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+topic_entry_ptr context::topic(const metadata::topic_id& id) const {
+  auto info = registry.find(id);
+  return info ? topic(info->name) : nullptr;
+}
+
+std::vector<topic_entry_ptr> context::topics() const {
+  std::vector<topic_entry_ptr> out;
+  for (const auto& t : registry.all()) {
+    if (auto e = topic(t->name)) out.push_back(std::move(e));
+  }
+  return out;
+}
+
+tl::expected<topic_entry_ptr, config::config_error> context::create_topic(
+    const std::string& name, int32_t partitions, const std::map<std::string, std::string>& configs) {
+  if (auto v = config::validate_topic_configs(configs); !v) return tl::make_unexpected(v.error());
+  auto info = registry.create(name, partitions, configs);
+  if (!info) {
+    if (info.error() == metadata::registry_error::exists) {
+      return tl::make_unexpected(config::config_error{36, "Topic '" + name + "' already exists."});
+    }
+    return tl::make_unexpected(config::config_error{-1, "cannot store topic " + name});
+  }
+  return refresh(*info);
+}
+
+topic_entry_ptr context::refresh(const metadata::topic_ptr& info) {
+  auto e = std::make_shared<topic_entry>();
+  e->info = info;
+  e->cfg = config::effective_topic_config(config, info->configs);
+  for (uint64_t s : info->streams) store.set_retention(s, e->cfg.retention_ms, e->cfg.retention_bytes);
+  std::lock_guard lock(mu_);
+  by_name_[info->name] = e;
+  return e;
+}
+
+void context::forget(const metadata::topic_ptr& info) {
+  std::lock_guard lock(mu_);
+  by_name_.erase(info->name);
+}
+
+}  // namespace silt::handlers

@@ -1,0 +1,73 @@
+// What every request handler works with: the broker's configuration, its storage, its topics
+// and the producer and fetch state, owned by the broker (handlers/broker.h) for its lifetime.
+// Thread-safe: handlers of many connections use it at once.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <tl/expected.hpp>
+
+#include "config/config.h"
+#include "config/topic_config.h"
+#include "handlers/data_waiters.h"
+#include "handlers/fetch_sessions.h"
+#include "handlers/producer_state.h"
+#include "metadata/topic_registry.h"
+#include "storage/stream_store.h"
+
+namespace silt::handlers {
+
+// A topic as the request path sees it: the registry's snapshot and its effective config.
+struct topic_entry {
+  metadata::topic_ptr info;
+  config::topic_config cfg;
+};
+using topic_entry_ptr = std::shared_ptr<const topic_entry>;
+
+class context {
+ public:
+  context(const config::broker_config& config, std::string cluster_id,
+          storage::stream_store& store, metadata::topic_registry& registry,
+          producer_state& producers, boost::asio::thread_pool& blocking);
+
+  [[nodiscard]] topic_entry_ptr topic(std::string_view name) const;
+  [[nodiscard]] topic_entry_ptr topic(const metadata::topic_id& id) const;
+  [[nodiscard]] std::vector<topic_entry_ptr> topics() const;
+
+  // Creates a topic (config overrides validated here) and applies its retention.
+  [[nodiscard]] tl::expected<topic_entry_ptr, config::config_error> create_topic(
+      const std::string& name, int32_t partitions,
+      const std::map<std::string, std::string>& configs);
+  // Takes a changed registry snapshot (configs, partitions) into use.
+  topic_entry_ptr refresh(const metadata::topic_ptr& info);
+  // Forgets a deleted topic.
+  void forget(const metadata::topic_ptr& info);
+
+  const config::broker_config& config;
+  const std::string cluster_id;
+  const int32_t node_id;
+  const std::string advertised_host;
+  const int32_t advertised_port;
+  storage::stream_store& store;
+  metadata::topic_registry& registry;
+  producer_state& producers;
+  boost::asio::thread_pool& blocking;  // for calls that may block (cold reads)
+  data_waiters waiters;
+  fetch_sessions sessions;
+  std::atomic<bool> stopping{false};
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, topic_entry_ptr> by_name_;  // guarded by mu_
+};
+
+}  // namespace silt::handlers

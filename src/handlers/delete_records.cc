@@ -1,0 +1,42 @@
+// DeleteRecords (key 21): moves partitions' log start offsets forward. -1 means the high
+// watermark; an offset above it is OFFSET_OUT_OF_RANGE. Whole objects are freed later.
+#include "handlers/handlers.h"
+
+namespace silt::handlers {
+
+asio::awaitable<protocol::delete_records_response> handle_delete_records(
+    context& ctx, const net::request& /*raw*/, const protocol::delete_records_request& req) {
+  using protocol::error_code;
+  protocol::delete_records_response resp;
+  for (const auto& t : req.topics) {
+    auto& rt = resp.topics.emplace_back();
+    rt.name = t.name;
+    auto topic = ctx.topic(t.name);
+    for (const auto& p : t.partitions) {
+      auto& rp = rt.partitions.emplace_back();
+      rp.partition_index = p.partition_index;
+      rp.low_watermark = -1;
+      if (!topic || p.partition_index < 0 || p.partition_index >= topic->info->partitions()) {
+        rp.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
+        continue;
+      }
+      const uint64_t stream = topic->info->streams[static_cast<size_t>(p.partition_index)];
+      const auto offs = ctx.store.offsets(stream);
+      const int64_t target = p.offset == -1 ? offs.end_offset : p.offset;
+      if (target < 0 || target > offs.end_offset) {
+        rp.error_code = static_cast<int16_t>(error_code::offset_out_of_range);
+        continue;
+      }
+      if (target > offs.start_offset) {
+        if (auto r = ctx.store.trim(stream, target); !r) {
+          rp.error_code = static_cast<int16_t>(error_code::kafka_storage_error);
+          continue;
+        }
+      }
+      rp.low_watermark = ctx.store.offsets(stream).start_offset;
+    }
+  }
+  co_return resp;
+}
+
+}  // namespace silt::handlers

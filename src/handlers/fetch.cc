@@ -1,0 +1,225 @@
+// Fetch (key 1): reads record batches from partitions' streams, long-polling up to
+// max_wait_ms until min_bytes are there, within max_bytes per response and per partition
+// (at least one batch, as KIP-74 asks), with incremental fetch sessions (KIP-227).
+// Log-cache reads run on the connection; reads that need the object store run on the
+// blocking pool.
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "base/clock.h"
+#include "handlers/handlers.h"
+
+namespace silt::handlers {
+
+namespace {
+
+using protocol::error_code;
+using protocol::fetch_response;
+
+struct wanted {
+  std::string topic;
+  protocol::uuid topic_id;
+  int32_t partition = 0;
+  int64_t fetch_offset = 0;
+  int32_t max_bytes = 0;
+  int32_t current_leader_epoch = -1;
+  session_partition* session = nullptr;  // the session's entry, for incremental fetches
+};
+
+struct gathered {
+  fetch_response::PartitionData data;
+  std::vector<std::shared_ptr<const void>> owners;
+  uint64_t stream_id = 0;
+  bool found = false;
+};
+
+asio::awaitable<tl::expected<storage::read_result, storage::stream_error>> read(
+    context& ctx, uint64_t stream, int64_t offset, size_t max_bytes) {
+  if (ctx.store.in_log_cache(stream, offset)) co_return ctx.store.read(stream, offset, max_bytes);
+  co_return co_await asio::co_spawn(
+      ctx.blocking,
+      [&ctx, stream, offset, max_bytes]()
+          -> asio::awaitable<tl::expected<storage::read_result, storage::stream_error>> {
+        co_return ctx.store.read(stream, offset, max_bytes);
+      },
+      asio::use_awaitable);
+}
+
+// One pass over the partitions: what each has from its fetch offset on.
+asio::awaitable<size_t> gather(context& ctx, std::vector<wanted>& ws, int32_t max_bytes,
+                               std::vector<gathered>& out) {
+  out.clear();
+  out.resize(ws.size());
+  size_t total = 0;
+  size_t budget = static_cast<size_t>(std::max(max_bytes, 0));
+  for (size_t i = 0; i < ws.size(); ++i) {
+    auto& w = ws[i];
+    auto& g = out[i];
+    g.data.partition_index = w.partition;
+    auto t = w.topic.empty() ? ctx.topic(w.topic_id.bytes) : ctx.topic(w.topic);
+    if (!t || w.partition < 0 || w.partition >= t->info->partitions()) {
+      g.data.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
+      continue;
+    }
+    if (w.current_leader_epoch > leader_epoch) {
+      g.data.error_code = static_cast<int16_t>(error_code::unknown_leader_epoch);
+      continue;
+    }
+    if (w.current_leader_epoch >= 0 && w.current_leader_epoch < leader_epoch) {
+      g.data.error_code = static_cast<int16_t>(error_code::fenced_leader_epoch);
+      continue;
+    }
+    g.found = true;
+    g.stream_id = t->info->streams[static_cast<size_t>(w.partition)];
+    const auto offs = ctx.store.offsets(g.stream_id);
+    g.data.high_watermark = offs.end_offset;
+    g.data.last_stable_offset = offs.end_offset;
+    g.data.log_start_offset = offs.start_offset;
+    if (w.fetch_offset < offs.start_offset || w.fetch_offset > offs.end_offset) {
+      g.data.error_code = static_cast<int16_t>(error_code::offset_out_of_range);
+      g.data.high_watermark = offs.end_offset;
+      continue;
+    }
+    if (w.fetch_offset == offs.end_offset) continue;
+    // The first partition with data gets at least one batch whatever the limits.
+    const size_t limit = std::min(static_cast<size_t>(std::max(w.max_bytes, 0)), budget);
+    if (limit == 0 && total > 0) continue;
+    auto r = co_await read(ctx, g.stream_id, w.fetch_offset, std::max<size_t>(limit, 1));
+    if (!r) {
+      g.data.error_code = static_cast<int16_t>(
+          r.error() == storage::stream_error::offset_out_of_range ? error_code::offset_out_of_range
+                                                                  : error_code::kafka_storage_error);
+      continue;
+    }
+    if (r->chunks.empty()) continue;
+    const size_t n = r->bytes();
+    if (r->chunks.size() == 1) {
+      g.data.records = protocol::records_view(r->chunks.front());
+      g.owners = std::move(r->owners);
+    } else {
+      auto joined = std::make_shared<std::vector<uint8_t>>(r->concatenate());
+      g.data.records = protocol::records_view(*joined);
+      g.owners.push_back(std::move(joined));
+    }
+    total += n;
+    budget = budget > n ? budget - n : 0;
+  }
+  co_return total;
+}
+
+}  // namespace
+
+asio::awaitable<with_owners<fetch_response>> handle_fetch(context& ctx, const net::request& raw,
+                                                          const protocol::fetch_request& req) {
+  const int16_t version = raw.header.header.request_api_version;
+  with_owners<fetch_response> result;
+  auto& resp = result.response;
+
+  // Sessions: id 0 epoch -1 is sessionless; id 0 epoch 0 opens one; id N epoch -1 closes N;
+  // id N epoch E continues N.
+  std::shared_ptr<fetch_session> session;
+  bool incremental = false;
+  if (version >= 7) {
+    if (req.session_id == 0 && req.session_epoch == 0) {
+      session = ctx.sessions.create();
+    } else if (req.session_id != 0) {
+      if (req.session_epoch == -1) {
+        ctx.sessions.remove(req.session_id);
+      } else {
+        session = ctx.sessions.find(req.session_id);
+        if (!session) {
+          resp.error_code = static_cast<int16_t>(error_code::fetch_session_id_not_found);
+          co_return result;
+        }
+        if (req.session_epoch != session->next_epoch) {
+          resp.error_code = static_cast<int16_t>(error_code::invalid_fetch_session_epoch);
+          co_return result;
+        }
+        incremental = true;
+      }
+    }
+  }
+  if (session) {
+    session->next_epoch = session->next_epoch == INT32_MAX ? 1 : session->next_epoch + 1;
+    resp.session_id = session->id;
+    if (!incremental) session->partitions.clear();
+    for (const auto& ft : req.forgotten_topics_data) {
+      for (int32_t p : ft.partitions) session->partitions.erase({ft.topic, p});
+    }
+  }
+
+  std::vector<wanted> ws;
+  if (session) {
+    for (const auto& t : req.topics) {
+      for (const auto& p : t.partitions) {
+        auto& sp = session->partitions[{t.topic, p.partition}];
+        sp.fetch_offset = p.fetch_offset;
+        sp.max_bytes = p.partition_max_bytes;
+        sp.log_start_offset = p.log_start_offset;
+      }
+    }
+    for (auto& [key, sp] : session->partitions) {
+      ws.push_back({key.first, {}, key.second, sp.fetch_offset, sp.max_bytes, -1, &sp});
+    }
+  } else {
+    for (const auto& t : req.topics) {
+      for (const auto& p : t.partitions) {
+        ws.push_back({t.topic, t.topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
+                      p.current_leader_epoch, nullptr});
+      }
+    }
+  }
+
+  std::vector<uint64_t> streams;
+  for (const auto& w : ws) {
+    if (auto t = ctx.topic(w.topic); t && w.partition >= 0 && w.partition < t->info->partitions()) {
+      streams.push_back(t->info->streams[static_cast<size_t>(w.partition)]);
+    }
+  }
+  const int64_t deadline = base::now_ms() + std::max(req.max_wait_ms, 0);
+  const auto ex = co_await asio::this_coro::executor;
+  std::vector<gathered> got;
+  for (;;) {
+    data_waiters::waiter_ptr waiter;
+    if (!ctx.stopping && req.max_wait_ms > 0) waiter = ctx.waiters.subscribe(ex, streams);
+    const size_t bytes = co_await gather(ctx, ws, req.max_bytes, got);
+    bool error = false;
+    for (const auto& g : got) error |= g.data.error_code != 0;
+    const int64_t left = deadline - base::now_ms();
+    if (!waiter || error || bytes >= static_cast<size_t>(std::max(req.min_bytes, 1)) || left <= 0 ||
+        ctx.stopping) {
+      if (waiter) ctx.waiters.unsubscribe(waiter);
+      break;
+    }
+    (void)co_await data_waiters::wait(waiter, std::chrono::milliseconds(left));
+    ctx.waiters.unsubscribe(waiter);
+  }
+
+  // Group the partitions by topic, in request (or session) order.
+  for (size_t i = 0; i < ws.size(); ++i) {
+    auto& w = ws[i];
+    auto& g = got[i];
+    if (w.session) {
+      const bool news = g.data.records.has_value() || g.data.error_code != 0 ||
+                        g.data.high_watermark != w.session->last_high_watermark ||
+                        g.data.log_start_offset != w.session->last_log_start;
+      w.session->last_high_watermark = g.data.high_watermark;
+      w.session->last_log_start = g.data.log_start_offset;
+      if (incremental && !news) continue;
+    }
+    if (!g.data.records) g.data.records = protocol::records_view();
+    if (req.isolation_level == 0) g.data.aborted_transactions.reset();
+    if (resp.responses.empty() || resp.responses.back().topic != w.topic ||
+        !(resp.responses.back().topic_id == w.topic_id)) {
+      auto& rt = resp.responses.emplace_back();
+      rt.topic = w.topic;
+      rt.topic_id = w.topic_id;
+    }
+    resp.responses.back().partitions.push_back(std::move(g.data));
+    for (auto& o : g.owners) result.owners.push_back(std::move(o));
+  }
+  co_return result;
+}
+
+}  // namespace silt::handlers

@@ -1,0 +1,100 @@
+// One function per Kafka API, each in its own file (handlers/<api>.cc), and the table of
+// versions the broker honours. A handler gets the decoded request and returns the response;
+// the broker (handlers/broker.cc) decodes, dispatches and encodes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "handlers/context.h"
+#include "net/server.h"
+#include "protocol/generated/api_versions_request.h"
+#include "protocol/generated/api_versions_response.h"
+#include "protocol/generated/alter_configs_request.h"
+#include "protocol/generated/alter_configs_response.h"
+#include "protocol/generated/create_partitions_request.h"
+#include "protocol/generated/create_partitions_response.h"
+#include "protocol/generated/create_topics_request.h"
+#include "protocol/generated/create_topics_response.h"
+#include "protocol/generated/delete_records_request.h"
+#include "protocol/generated/delete_records_response.h"
+#include "protocol/generated/delete_topics_request.h"
+#include "protocol/generated/delete_topics_response.h"
+#include "protocol/generated/describe_cluster_request.h"
+#include "protocol/generated/describe_cluster_response.h"
+#include "protocol/generated/describe_configs_request.h"
+#include "protocol/generated/describe_configs_response.h"
+#include "protocol/generated/fetch_request.h"
+#include "protocol/generated/fetch_response.h"
+#include "protocol/generated/incremental_alter_configs_request.h"
+#include "protocol/generated/incremental_alter_configs_response.h"
+#include "protocol/generated/init_producer_id_request.h"
+#include "protocol/generated/init_producer_id_response.h"
+#include "protocol/generated/list_offsets_request.h"
+#include "protocol/generated/list_offsets_response.h"
+#include "protocol/generated/metadata_request.h"
+#include "protocol/generated/metadata_response.h"
+#include "protocol/generated/offset_for_leader_epoch_request.h"
+#include "protocol/generated/offset_for_leader_epoch_response.h"
+#include "protocol/generated/produce_request.h"
+#include "protocol/generated/produce_response.h"
+
+namespace silt::handlers {
+
+namespace asio = boost::asio;
+
+// The versions of one API the broker honours (and ApiVersions advertises).
+struct api_range {
+  int16_t key;
+  int16_t min_version;
+  int16_t max_version;
+};
+[[nodiscard]] std::span<const api_range> supported_apis();
+[[nodiscard]] const api_range* find_supported(int16_t key);
+
+// The leader epoch of every partition: one broker owns everything, from epoch 0 on.
+inline constexpr int32_t leader_epoch = 0;
+
+// Response plus the memory its record views point into (Fetch).
+template <typename Resp>
+struct with_owners {
+  Resp response;
+  std::vector<std::shared_ptr<const void>> owners;
+};
+
+asio::awaitable<protocol::api_versions_response> handle_api_versions(
+    context& ctx, const net::request& raw, const protocol::api_versions_request& req);
+asio::awaitable<protocol::metadata_response> handle_metadata(
+    context& ctx, const net::request& raw, const protocol::metadata_request& req);
+asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::request& raw,
+                                                           protocol::produce_request& req);
+asio::awaitable<with_owners<protocol::fetch_response>> handle_fetch(
+    context& ctx, const net::request& raw, const protocol::fetch_request& req);
+asio::awaitable<protocol::list_offsets_response> handle_list_offsets(
+    context& ctx, const net::request& raw, const protocol::list_offsets_request& req);
+asio::awaitable<protocol::init_producer_id_response> handle_init_producer_id(
+    context& ctx, const net::request& raw, const protocol::init_producer_id_request& req);
+asio::awaitable<protocol::offset_for_leader_epoch_response> handle_offset_for_leader_epoch(
+    context& ctx, const net::request& raw, const protocol::offset_for_leader_epoch_request& req);
+asio::awaitable<protocol::delete_records_response> handle_delete_records(
+    context& ctx, const net::request& raw, const protocol::delete_records_request& req);
+asio::awaitable<protocol::create_topics_response> handle_create_topics(
+    context& ctx, const net::request& raw, const protocol::create_topics_request& req);
+asio::awaitable<protocol::delete_topics_response> handle_delete_topics(
+    context& ctx, const net::request& raw, const protocol::delete_topics_request& req);
+asio::awaitable<protocol::create_partitions_response> handle_create_partitions(
+    context& ctx, const net::request& raw, const protocol::create_partitions_request& req);
+asio::awaitable<protocol::describe_configs_response> handle_describe_configs(
+    context& ctx, const net::request& raw, const protocol::describe_configs_request& req);
+asio::awaitable<protocol::alter_configs_response> handle_alter_configs(
+    context& ctx, const net::request& raw, const protocol::alter_configs_request& req);
+asio::awaitable<protocol::incremental_alter_configs_response> handle_incremental_alter_configs(
+    context& ctx, const net::request& raw, const protocol::incremental_alter_configs_request& req);
+asio::awaitable<protocol::describe_cluster_response> handle_describe_cluster(
+    context& ctx, const net::request& raw, const protocol::describe_cluster_request& req);
+
+}  // namespace silt::handlers

@@ -1,0 +1,122 @@
+// ListOffsets (key 2): earliest (-2), latest (-1), max timestamp (-3), earliest local (-4,
+// the same as earliest: every offset is served), latest tiered (-5: none, as in Kafka without
+// tiered storage), and by timestamp: the first offset whose record timestamp is at or after
+// the target. Timestamp searches scan the partition's batches on the blocking pool (there is
+// no time index yet; batches whose max timestamp is below the target are skipped unread).
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "handlers/handlers.h"
+#include "protocol/record_batch.h"
+
+namespace silt::handlers {
+
+namespace {
+
+using protocol::error_code;
+
+struct found {
+  int64_t offset = -1;
+  int64_t timestamp = -1;
+};
+
+// Scans a stream for the first record with timestamp >= target (target >= 0), or for the
+// record with the largest timestamp (target == -3, the first one of equals).
+found scan(storage::stream_store& store, uint64_t stream, int64_t target) {
+  const auto offs = store.offsets(stream);
+  found best;
+  int64_t offset = offs.start_offset;
+  while (offset < offs.end_offset) {
+    auto r = store.read(stream, offset, size_t{1} << 20);
+    if (!r || r->chunks.empty()) break;
+    for (auto chunk : r->chunks) {
+      protocol::batch_reader br(chunk);
+      for (;;) {
+        auto b = br.next();
+        if (!b || !*b) break;
+        const auto& h = (*b)->header;
+        const bool wanted = target >= 0 ? h.max_timestamp >= target : h.max_timestamp > best.timestamp;
+        if (!wanted) continue;
+        if (h.log_append_time()) {
+          // Every record of a log-append-time batch carries the batch's max timestamp.
+          if (h.last_offset() >= offset) return target >= 0 ? found{std::max(h.base_offset, offset), h.max_timestamp}
+                                                            : (best = {h.base_offset, h.max_timestamp}, best);
+          continue;
+        }
+        auto records = protocol::decode_records(**b);
+        if (!records) continue;
+        for (const auto& rec : *records) {
+          const int64_t o = h.base_offset + rec.offset_delta;
+          const int64_t ts = h.base_timestamp + rec.timestamp_delta;
+          if (o < offset) continue;
+          if (target >= 0 && ts >= target) return {o, ts};
+          if (target < 0 && ts > best.timestamp) best = {o, ts};
+        }
+      }
+    }
+    if (r->next_offset <= offset) break;
+    offset = r->next_offset;
+  }
+  return best;
+}
+
+}  // namespace
+
+asio::awaitable<protocol::list_offsets_response> handle_list_offsets(
+    context& ctx, const net::request& /*raw*/, const protocol::list_offsets_request& req) {
+  protocol::list_offsets_response resp;
+  for (const auto& t : req.topics) {
+    auto& rt = resp.topics.emplace_back();
+    rt.name = t.name;
+    auto topic = ctx.topic(t.name);
+    for (const auto& p : t.partitions) {
+      auto& rp = rt.partitions.emplace_back();
+      rp.partition_index = p.partition_index;
+      if (!topic || p.partition_index < 0 || p.partition_index >= topic->info->partitions()) {
+        rp.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
+        continue;
+      }
+      if (p.current_leader_epoch > leader_epoch) {
+        rp.error_code = static_cast<int16_t>(error_code::unknown_leader_epoch);
+        continue;
+      }
+      const uint64_t stream = topic->info->streams[static_cast<size_t>(p.partition_index)];
+      const auto offs = ctx.store.offsets(stream);
+      rp.leader_epoch = leader_epoch;
+      switch (p.timestamp) {
+        case -1:  // latest
+          rp.offset = offs.end_offset;
+          break;
+        case -2:  // earliest
+        case -4:  // earliest local
+          rp.offset = offs.start_offset;
+          break;
+        case -5:  // latest tiered: nothing is tiered in Kafka's sense
+          rp.offset = -1;
+          rp.leader_epoch = -1;
+          break;
+        default: {
+          if (p.timestamp < -5) {
+            rp.error_code = static_cast<int16_t>(error_code::invalid_request);
+            break;
+          }
+          auto& store = ctx.store;
+          const int64_t target = p.timestamp;
+          const found f = co_await asio::co_spawn(
+              ctx.blocking,
+              [&store, stream, target]() -> asio::awaitable<found> {
+                co_return scan(store, stream, target);
+              },
+              asio::use_awaitable);
+          rp.offset = f.offset;
+          rp.timestamp = f.timestamp;
+          if (f.offset < 0) rp.leader_epoch = -1;
+          break;
+        }
+      }
+    }
+  }
+  co_return resp;
+}
+
+}  // namespace silt::handlers

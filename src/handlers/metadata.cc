@@ -1,0 +1,97 @@
+// Metadata (key 3): brokers (this one), the controller (this one: the Java admin client sends
+// admin requests to it) and topics, auto-creating requested topics when allowed.
+#include "handlers/handlers.h"
+
+namespace silt::handlers {
+
+namespace {
+
+using protocol::error_code;
+using protocol::metadata_response;
+
+protocol::uuid to_uuid(const metadata::topic_id& id) {
+  protocol::uuid u;
+  u.bytes = id;
+  return u;
+}
+
+metadata_response::MetadataResponseTopic describe(const context& ctx, const topic_entry& t) {
+  metadata_response::MetadataResponseTopic out;
+  out.name = t.info->name;
+  out.topic_id = to_uuid(t.info->id);
+  out.partitions.reserve(t.info->streams.size());
+  for (int32_t p = 0; p < t.info->partitions(); ++p) {
+    metadata_response::MetadataResponsePartition mp;
+    mp.partition_index = p;
+    mp.leader_id = ctx.node_id;
+    mp.leader_epoch = leader_epoch;
+    mp.replica_nodes = {ctx.node_id};
+    mp.isr_nodes = {ctx.node_id};
+    out.partitions.push_back(std::move(mp));
+  }
+  return out;
+}
+
+metadata_response::MetadataResponseTopic topic_error(std::optional<std::string> name,
+                                                     protocol::uuid id, error_code e) {
+  metadata_response::MetadataResponseTopic out;
+  out.name = std::move(name);
+  out.topic_id = id;
+  out.error_code = static_cast<int16_t>(e);
+  return out;
+}
+
+}  // namespace
+
+asio::awaitable<metadata_response> handle_metadata(context& ctx, const net::request& raw,
+                                                   const protocol::metadata_request& req) {
+  const int16_t version = raw.header.header.request_api_version;
+  metadata_response resp;
+  resp.brokers.push_back({ctx.node_id, ctx.advertised_host, ctx.advertised_port, std::nullopt, {}});
+  resp.cluster_id = ctx.cluster_id;
+  resp.controller_id = ctx.node_id;
+  // v0 has no null topics: an empty list means all topics. From v1 on, null means all.
+  const bool all = !req.topics || (version == 0 && req.topics->empty());
+  if (all) {
+    for (const auto& t : ctx.topics()) resp.topics.push_back(describe(ctx, *t));
+    co_return resp;
+  }
+  // Auto-creation: v4+ carries the client's wish; earlier versions always allow it.
+  const bool may_create =
+      ctx.config.auto_create_topics_enable && (version < 4 || req.allow_auto_topic_creation);
+  for (const auto& rt : *req.topics) {
+    topic_entry_ptr t;
+    if (rt.name) {
+      t = ctx.topic(*rt.name);
+    } else if (!rt.topic_id.is_zero()) {
+      t = ctx.topic(rt.topic_id.bytes);
+      if (!t) {
+        resp.topics.push_back(topic_error(std::nullopt, rt.topic_id, error_code::unknown_topic_id));
+        continue;
+      }
+    } else {
+      resp.topics.push_back(topic_error(std::nullopt, {}, error_code::invalid_request));
+      continue;
+    }
+    if (!t && may_create) {
+      if (!metadata::check_topic_name(*rt.name).empty()) {
+        resp.topics.push_back(topic_error(rt.name, {}, error_code::invalid_topic_exception));
+        continue;
+      }
+      auto created = ctx.create_topic(*rt.name, ctx.config.num_partitions, {});
+      if (created) {
+        t = *created;
+      } else {
+        t = ctx.topic(*rt.name);  // created by a concurrent request
+      }
+    }
+    if (!t) {
+      resp.topics.push_back(topic_error(rt.name, {}, error_code::unknown_topic_or_partition));
+      continue;
+    }
+    resp.topics.push_back(describe(ctx, *t));
+  }
+  co_return resp;
+}
+
+}  // namespace silt::handlers

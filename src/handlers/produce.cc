@@ -1,0 +1,262 @@
+// Produce (key 0): validates each partition's record batches, assigns offsets, appends them
+// to the partition's stream without copying them out of the request, and answers once they
+// are durable in the WAL (acks 1 and all; acks 0 gets no answer).
+//
+// Checks, as Kafka's LogValidator does for message format v2: whole batches of magic 2 with
+// a valid CRC, a record count matching the offset range, no batch above max.message.bytes,
+// timestamps within message.timestamp.before/after.max.ms of now for CreateTime. Records
+// inside a batch are covered by its CRC and not decompressed. LogAppendTime topics get the
+// broker's clock written into each batch. Idempotent batches go through producer_state.
+#include <atomic>
+
+#include <boost/asio/experimental/concurrent_channel.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "base/clock.h"
+#include "base/endian.h"
+#include "handlers/handlers.h"
+#include "protocol/record_batch.h"
+
+namespace silt::handlers {
+
+namespace {
+
+using protocol::error_code;
+using protocol::produce_response;
+using partition_response = produce_response::PartitionProduceResponse;
+
+// One partition's batches, checked and ready to append.
+struct checked {
+  partition_response* out = nullptr;
+  topic_entry_ptr topic;
+  uint64_t stream_id = 0;
+  std::span<uint8_t> records;
+  bool idempotent = false;
+  protocol::record_batch_header first;  // the (single) idempotent batch's header
+};
+
+void set_error(partition_response& p, error_code e, std::string message = {}) {
+  p.error_code = static_cast<int16_t>(e);
+  p.base_offset = -1;
+  if (!message.empty()) p.error_message = std::move(message);
+}
+
+// Validates the batches of one partition and rewrites what the broker owns in them (leader
+// epoch; max timestamp and CRC for LogAppendTime). Returns none or the partition's error.
+error_code validate(const config::topic_config& cfg, std::span<uint8_t> records, int64_t now,
+                    checked& c, std::string& message) {
+  if (records.empty()) return error_code::invalid_record;
+  protocol::batch_reader reader(records);
+  int batches = 0;
+  for (;;) {
+    auto next = reader.next();
+    if (!next) return protocol::to_error_code(next.error());
+    if (!*next) break;
+    const auto& b = **next;
+    const auto& h = b.header;
+    ++batches;
+    if (b.bytes.size() > static_cast<size_t>(std::max(cfg.max_message_bytes, 0))) {
+      message = "the record batch is " + std::to_string(b.bytes.size()) +
+                " bytes, larger than max.message.bytes " + std::to_string(cfg.max_message_bytes);
+      return error_code::message_too_large;
+    }
+    if (h.records_count <= 0 || h.last_offset_delta < 0 ||
+        static_cast<int64_t>(h.last_offset_delta) + 1 != h.records_count) {
+      message = "inconsistent batch offset range and record count";
+      return error_code::invalid_record;
+    }
+    if (h.is_control()) {
+      message = "clients may not produce control batches";
+      return error_code::invalid_record;
+    }
+    if (h.is_transactional()) {
+      message = "transactions are not supported yet";
+      return error_code::invalid_record;
+    }
+    if (h.producer_id >= 0) {
+      if (batches > 1 || h.producer_epoch < 0 || h.base_sequence < 0) {
+        message = "an idempotent produce carries one batch with an epoch and a sequence";
+        return error_code::invalid_record;
+      }
+      c.idempotent = true;
+      c.first = h;
+    }
+    auto* p = const_cast<uint8_t*>(b.bytes.data());
+    const std::span<uint8_t> mutable_batch(p, b.bytes.size());
+    protocol::set_partition_leader_epoch(mutable_batch, leader_epoch);
+    if (cfg.message_timestamp_type == config::timestamp_type::log_append_time) {
+      const auto attributes = static_cast<int16_t>(h.attributes |
+                                                   protocol::record_batch_header::log_append_time_flag);
+      base::store_be<int16_t>(p + 21, attributes);
+      base::store_be<int64_t>(p + 35, now);
+      protocol::update_crc(mutable_batch);
+    } else {
+      if (h.max_timestamp > now && h.max_timestamp - now > cfg.message_timestamp_after_max_ms) {
+        message = "timestamp " + std::to_string(h.max_timestamp) +
+                  " is more than message.timestamp.after.max.ms ahead of the broker's clock";
+        return error_code::invalid_timestamp;
+      }
+      if (h.base_timestamp >= 0 && h.base_timestamp < now &&
+          now - h.base_timestamp > cfg.message_timestamp_before_max_ms) {
+        message = "timestamp " + std::to_string(h.base_timestamp) +
+                  " is more than message.timestamp.before.max.ms behind the broker's clock";
+        return error_code::invalid_timestamp;
+      }
+    }
+  }
+  if (batches > 1 && c.idempotent) {
+    message = "an idempotent produce carries one batch per partition";
+    return error_code::invalid_record;
+  }
+  return error_code::none;
+}
+
+// Completion of a produce's appends: the WAL thread fills partition responses, the last one
+// wakes the handler.
+struct pending {
+  explicit pending(const asio::any_io_executor& ex) : done(ex, 1) {}
+  std::atomic<int> remaining{1};  // 1 for the handler itself until it has issued everything
+  asio::experimental::concurrent_channel<void(boost::system::error_code)> done;
+  void finish_one() {
+    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      done.try_send(boost::system::error_code{});
+    }
+  }
+};
+
+// Waits until offsets up to `last_offset` of a stream are durable (a retried duplicate of a
+// batch still being written).
+asio::awaitable<void> wait_durable(context& ctx, uint64_t stream_id, int64_t last_offset) {
+  const auto ex = co_await asio::this_coro::executor;
+  for (int i = 0; i < 300 && !ctx.stopping; ++i) {
+    auto w = ctx.waiters.subscribe(ex, {stream_id});
+    if (ctx.store.offsets(stream_id).end_offset > last_offset) {
+      ctx.waiters.unsubscribe(w);
+      co_return;
+    }
+    (void)co_await data_waiters::wait(w, std::chrono::milliseconds(100));
+    ctx.waiters.unsubscribe(w);
+  }
+}
+
+}  // namespace
+
+asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::request& raw,
+                                                           protocol::produce_request& req) {
+  const int16_t version = raw.header.header.request_api_version;
+  produce_response resp;
+  resp.responses.reserve(req.topic_data.size());
+  for (const auto& t : req.topic_data) {
+    auto& rt = resp.responses.emplace_back();
+    rt.name = t.name;
+    rt.partition_responses.resize(t.partition_data.size());
+    for (size_t i = 0; i < t.partition_data.size(); ++i) {
+      rt.partition_responses[i].index = t.partition_data[i].index;
+    }
+  }
+  // Message format v0/v1 producers (Produce v0-2) are gone in Kafka 4.
+  const bool bad_version = version < 3;
+  const bool bad_acks = req.acks != 0 && req.acks != 1 && req.acks != -1;
+  const int64_t now = base::now_ms();
+
+  std::vector<checked> work;
+  for (size_t ti = 0; ti < req.topic_data.size(); ++ti) {
+    const auto& t = req.topic_data[ti];
+    auto topic = ctx.topic(t.name);
+    for (size_t pi = 0; pi < t.partition_data.size(); ++pi) {
+      const auto& pd = t.partition_data[pi];
+      auto& out = resp.responses[ti].partition_responses[pi];
+      if (bad_version) {
+        set_error(out, error_code::unsupported_version);
+        continue;
+      }
+      if (bad_acks) {
+        set_error(out, error_code::invalid_required_acks);
+        continue;
+      }
+      if (!topic || pd.index < 0 || pd.index >= topic->info->partitions()) {
+        set_error(out, error_code::unknown_topic_or_partition);
+        continue;
+      }
+      if (req.transactional_id) {
+        set_error(out, error_code::transactional_id_authorization_failed,
+                  "transactions are not supported yet");
+        continue;
+      }
+      checked c;
+      c.out = &out;
+      c.topic = topic;
+      c.stream_id = topic->info->streams[static_cast<size_t>(pd.index)];
+      if (pd.records) {
+        // The records view points into the request frame, which this handler may modify.
+        const auto bytes = pd.records->bytes();
+        c.records = std::span<uint8_t>(const_cast<uint8_t*>(bytes.data()), bytes.size());
+      }
+      std::string message;
+      const error_code e = validate(topic->cfg, c.records, now, c, message);
+      if (e != error_code::none) {
+        set_error(out, e, std::move(message));
+        continue;
+      }
+      out.log_append_time_ms =
+          topic->cfg.message_timestamp_type == config::timestamp_type::log_append_time ? now : -1;
+      work.push_back(std::move(c));
+    }
+  }
+
+  auto p = std::make_shared<pending>(co_await asio::this_coro::executor);
+  std::vector<std::pair<uint64_t, int64_t>> duplicates;  // stream, last offset to wait for
+  for (auto& c : work) {
+    auto on_durable = [p, &ctx, out = c.out, stream = c.stream_id](
+                          tl::expected<int64_t, storage::stream_error> r) {
+      if (!r) {
+        // Only the error code: base_offset is the handler's to write (no shared field).
+        out->error_code = static_cast<int16_t>(error_code::kafka_storage_error);
+      } else {
+        ctx.waiters.notify(stream);
+      }
+      p->finish_one();
+    };
+    p->remaining.fetch_add(1, std::memory_order_relaxed);
+    tl::expected<int64_t, storage::stream_error> base;
+    if (c.idempotent) {
+      std::lock_guard lock(ctx.producers.lock_for(c.stream_id));
+      const auto verdict = ctx.producers.check(c.stream_id, c.first);
+      if (verdict.v == producer_state::verdict::reject) {
+        set_error(*c.out, verdict.error);
+        p->finish_one();
+        continue;
+      }
+      if (verdict.v == producer_state::verdict::duplicate) {
+        c.out->base_offset = verdict.duplicate.first_offset;
+        duplicates.emplace_back(c.stream_id, verdict.duplicate.last_offset);
+        p->finish_one();
+        continue;
+      }
+      base = ctx.store.append(c.stream_id, raw.frame, c.records, on_durable);
+      if (base) ctx.producers.record(c.stream_id, c.first, *base);
+    } else {
+      base = ctx.store.append(c.stream_id, raw.frame, c.records, on_durable);
+    }
+    if (!base) {
+      set_error(*c.out, error_code::kafka_storage_error);
+      p->finish_one();
+      continue;
+    }
+    c.out->base_offset = *base;
+  }
+  p->finish_one();
+  co_await p->done.async_receive(asio::use_awaitable);
+  for (const auto& [stream, last] : duplicates) co_await wait_durable(ctx, stream, last);
+  for (auto& c : work) {
+    if (c.out->error_code == 0) {
+      c.out->log_start_offset = ctx.store.offsets(c.stream_id).start_offset;
+    } else {
+      c.out->base_offset = -1;
+    }
+  }
+  co_return resp;
+}
+
+}  // namespace silt::handlers

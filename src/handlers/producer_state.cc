@@ -1,0 +1,271 @@
+#include "handlers/producer_state.h"
+
+#include <algorithm>
+
+#include "base/clock.h"
+#include "base/endian.h"
+
+namespace silt::handlers {
+
+namespace {
+
+using protocol::error_code;
+using protocol::record_batch_header;
+
+constexpr size_t max_batches = 5;  // Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
+constexpr int64_t id_block = 1000;
+constexpr uint8_t snapshot_version = 1;
+
+int32_t last_sequence(const record_batch_header& h) {
+  const int64_t last = static_cast<int64_t>(h.base_sequence) + h.last_offset_delta;
+  return static_cast<int32_t>(last > INT32_MAX ? last - INT32_MAX - 1 : last);
+}
+
+int32_t next_sequence(int32_t seq) {
+  return seq == INT32_MAX ? 0 : seq + 1;
+}
+
+std::string key_of(uint64_t stream_id) {
+  return "producers/" + std::to_string(stream_id);
+}
+
+// Snapshot layout (docs/formats/producer-snapshot.md), big-endian:
+//   version:u8 covered:i64 count:u32 producer*
+//   producer := id:i64 epoch:i16 last_timestamp:i64 n:u8 batch{n}
+//   batch    := first_seq:i32 last_seq:i32 first_offset:i64 last_offset:i64
+template <typename T>
+void put(std::vector<uint8_t>& out, T v) {
+  const size_t n = out.size();
+  out.resize(n + sizeof(T));
+  base::store_be(out.data() + n, v);
+}
+
+class cursor {
+ public:
+  explicit cursor(const std::vector<uint8_t>& b) : b_(b) {}
+  template <typename T>
+  bool get(T& v) {
+    if (b_.size() - pos_ < sizeof(T)) return false;
+    v = base::load_be<T>(b_.data() + pos_);
+    pos_ += sizeof(T);
+    return true;
+  }
+  [[nodiscard]] bool done() const { return pos_ == b_.size(); }
+
+ private:
+  const std::vector<uint8_t>& b_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+producer_state::producer_state(metadata::topic_registry& registry, storage::stream_store& store,
+                               int64_t expiration_ms)
+    : registry_(registry), store_(store), expiration_ms_(expiration_ms) {}
+
+tl::expected<std::pair<int64_t, int16_t>, error_code> producer_state::init_producer(
+    int64_t producer_id, int16_t producer_epoch) {
+  if (producer_id >= 0 && producer_epoch >= 0 && producer_epoch < INT16_MAX - 1) {
+    // KIP-360: an idempotent producer bumps its epoch to reset its sequences.
+    return std::pair{producer_id, static_cast<int16_t>(producer_epoch + 1)};
+  }
+  std::lock_guard lock(id_mu_);
+  if (next_id_ >= id_limit_) {
+    auto first = registry_.allocate_producer_ids(id_block);
+    if (!first) return tl::make_unexpected(error_code::unknown_server_error);
+    next_id_ = *first;
+    id_limit_ = *first + id_block;
+  }
+  return std::pair{next_id_++, int16_t{0}};
+}
+
+std::mutex& producer_state::lock_for(uint64_t stream_id) {
+  return stripe_mu_[stream_id % stripes];
+}
+
+producer_state::stream_producers& producer_state::stream_locked(uint64_t stream_id) {
+  stream_producers* sp;
+  {
+    std::lock_guard lock(map_mu_);
+    auto& slot = streams_[stream_id];
+    if (!slot) slot = std::make_unique<stream_producers>();
+    sp = slot.get();
+  }
+  if (!sp->loaded) {
+    load(stream_id, *sp);
+    sp->loaded = true;
+  }
+  return *sp;
+}
+
+const std::unordered_map<int64_t, producer_state::producer_entry>& producer_state::producers(
+    uint64_t stream_id) {
+  return stream_locked(stream_id).producers;
+}
+
+producer_state::check_result producer_state::check(uint64_t stream_id,
+                                                   const record_batch_header& h) {
+  auto& sp = stream_locked(stream_id);
+  auto it = sp.producers.find(h.producer_id);
+  if (it == sp.producers.end()) return {};  // a new (or expired) producer starts anywhere
+  const auto& e = it->second;
+  if (h.producer_epoch < e.epoch) {
+    return {verdict::reject, error_code::invalid_producer_epoch, {}};
+  }
+  const int32_t last = last_sequence(h);
+  if (h.producer_epoch == e.epoch) {
+    for (const auto& b : e.batches) {
+      if (b.first_seq == h.base_sequence && b.last_seq == last) {
+        return {verdict::duplicate, error_code::none, b};
+      }
+    }
+    if (!e.batches.empty() && h.base_sequence != next_sequence(e.batches.back().last_seq)) {
+      return {verdict::reject, error_code::out_of_order_sequence_number, {}};
+    }
+    return {};
+  }
+  // A new epoch starts its sequences at 0.
+  if (h.base_sequence != 0) {
+    return {verdict::reject, error_code::out_of_order_sequence_number, {}};
+  }
+  return {};
+}
+
+void producer_state::apply(std::unordered_map<int64_t, producer_entry>& m,
+                           const record_batch_header& h, int64_t base_offset) {
+  auto& e = m[h.producer_id];
+  if (h.producer_epoch != e.epoch) {
+    e.epoch = h.producer_epoch;
+    e.batches.clear();
+  }
+  e.batches.push_back({h.base_sequence, last_sequence(h), base_offset,
+                       base_offset + h.last_offset_delta});
+  while (e.batches.size() > max_batches) e.batches.pop_front();
+  e.last_timestamp = std::max(h.max_timestamp, base::now_ms());
+}
+
+void producer_state::record(uint64_t stream_id, const record_batch_header& h,
+                            int64_t base_offset) {
+  auto& sp = stream_locked(stream_id);
+  apply(sp.producers, h, base_offset);
+  sp.dirty = true;
+}
+
+void producer_state::load(uint64_t stream_id, stream_producers& sp) {
+  const auto offsets = store_.offsets(stream_id);
+  int64_t from = offsets.start_offset;
+  auto blob = registry_.get_blob(key_of(stream_id));
+  if (blob && !blob->empty()) {
+    cursor c(*blob);
+    uint8_t version = 0;
+    int64_t covered = 0;
+    uint32_t count = 0;
+    std::unordered_map<int64_t, producer_entry> m;
+    bool ok = c.get(version) && version == snapshot_version && c.get(covered) && c.get(count);
+    for (uint32_t i = 0; ok && i < count; ++i) {
+      int64_t id = 0;
+      producer_entry e;
+      uint8_t n = 0;
+      ok = c.get(id) && c.get(e.epoch) && c.get(e.last_timestamp) && c.get(n) && n <= max_batches;
+      for (uint8_t j = 0; ok && j < n; ++j) {
+        batch_meta b;
+        ok = c.get(b.first_seq) && c.get(b.last_seq) && c.get(b.first_offset) &&
+             c.get(b.last_offset);
+        e.batches.push_back(b);
+      }
+      if (ok) m[id] = std::move(e);
+    }
+    if (ok && c.done() && covered >= from) {
+      sp.producers = std::move(m);
+      from = covered;
+    } else if (!ok || !c.done()) {
+      std::fprintf(stderr, "producer state: snapshot of stream %llu is corrupt; rebuilding it\n",
+                   static_cast<unsigned long long>(stream_id));
+    }
+  }
+  // Replay the batch headers written after the snapshot.
+  int64_t offset = from;
+  while (offset < offsets.end_offset) {
+    auto r = store_.read(stream_id, offset, size_t{4} << 20);
+    if (!r || r->chunks.empty()) break;
+    for (auto chunk : r->chunks) {
+      protocol::batch_reader br(chunk);
+      for (;;) {
+        auto b = br.next();
+        if (!b || !*b) break;
+        const auto& h = (*b)->header;
+        if (h.producer_id >= 0 && h.last_offset() >= offset) apply(sp.producers, h, h.base_offset);
+      }
+    }
+    if (r->next_offset <= offset) break;
+    offset = r->next_offset;
+  }
+}
+
+tl::expected<void, std::string> producer_state::snapshot() {
+  std::vector<uint64_t> ids;
+  {
+    std::lock_guard lock(map_mu_);
+    for (auto& [id, sp] : streams_) ids.push_back(id);
+  }
+  const int64_t now = base::now_ms();
+  for (uint64_t stream_id : ids) {
+    std::vector<uint8_t> out;
+    {
+      std::lock_guard lock(lock_for(stream_id));
+      stream_producers* sp;
+      {
+        std::lock_guard map_lock(map_mu_);
+        sp = streams_[stream_id].get();
+      }
+      if (!sp->loaded || !sp->dirty) continue;
+      const int64_t covered = store_.offsets(stream_id).end_offset;
+      // Expire idle producers, as Kafka does after producer.id.expiration.ms.
+      for (auto it = sp->producers.begin(); it != sp->producers.end();) {
+        if (expiration_ms_ >= 0 && now - it->second.last_timestamp > expiration_ms_) {
+          it = sp->producers.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      put<uint8_t>(out, snapshot_version);
+      put<int64_t>(out, covered);
+      const size_t count_at = out.size();
+      put<uint32_t>(out, 0);
+      uint32_t count = 0;
+      bool pending = false;
+      for (const auto& [id, e] : sp->producers) {
+        // Only what is durable: batches at or above `covered` are replayed (or lost) later.
+        std::vector<batch_meta> durable;
+        for (const auto& b : e.batches) {
+          if (b.last_offset < covered) {
+            durable.push_back(b);
+          } else {
+            pending = true;
+          }
+        }
+        if (durable.empty()) continue;
+        put<int64_t>(out, id);
+        put<int16_t>(out, e.epoch);
+        put<int64_t>(out, e.last_timestamp);
+        put<uint8_t>(out, static_cast<uint8_t>(durable.size()));
+        for (const auto& b : durable) {
+          put<int32_t>(out, b.first_seq);
+          put<int32_t>(out, b.last_seq);
+          put<int64_t>(out, b.first_offset);
+          put<int64_t>(out, b.last_offset);
+        }
+        ++count;
+      }
+      base::store_be<uint32_t>(out.data() + count_at, count);
+      sp->dirty = pending;
+    }
+    if (!registry_.put_blob(key_of(stream_id), out)) {
+      return tl::make_unexpected("cannot store the producer state of stream " +
+                                 std::to_string(stream_id));
+    }
+  }
+  return {};
+}
+
+}  // namespace silt::handlers

@@ -1,0 +1,103 @@
+// Idempotent producers: producer ids and, per partition (stream), the sequence numbers of each
+// producer's last five batches, as Kafka keeps them (ProducerStateManager).
+//
+// A produce of an idempotent batch takes the stream's lock (lock_for()), check()s the batch,
+// appends it to the stream store if it is new and record()s its offsets, so that check and
+// offset assignment are one step. A retried batch that matches one of the last five is a
+// duplicate: it is answered with the first write's offsets and not written again. A gap in
+// the sequence is OUT_OF_ORDER_SEQUENCE_NUMBER; an old epoch INVALID_PRODUCER_EPOCH.
+//
+// Restarts: snapshot() stores, per stream, the state as of the stream's durable end (in the
+// registry's blob table); the first use of a stream after a restart loads that snapshot and
+// replays the batch headers written after it from the stream store, as Kafka rebuilds producer
+// state from its log. Snapshots are taken periodically and at shutdown.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <tl/expected.hpp>
+
+#include "metadata/topic_registry.h"
+#include "protocol/generated/error_code.h"
+#include "protocol/record_batch.h"
+#include "storage/stream_store.h"
+
+namespace silt::handlers {
+
+class producer_state {
+ public:
+  struct batch_meta {
+    int32_t first_seq = 0;
+    int32_t last_seq = 0;
+    int64_t first_offset = 0;
+    int64_t last_offset = 0;
+  };
+  struct producer_entry {
+    int16_t epoch = -1;
+    std::deque<batch_meta> batches;  // the last five, oldest first
+    int64_t last_timestamp = -1;     // of its last batch (expiration)
+  };
+
+  enum class verdict : uint8_t { append, duplicate, reject };
+  struct check_result {
+    verdict v = verdict::append;
+    protocol::error_code error = protocol::error_code::none;
+    batch_meta duplicate;  // the first write's offsets, for a duplicate
+  };
+
+  producer_state(metadata::topic_registry& registry, storage::stream_store& store,
+                 int64_t expiration_ms);
+
+  // A new producer id (epoch 0) for InitProducerId without a transactional id, or a bumped
+  // epoch of `producer_id` when the client asks for one (KIP-360).
+  [[nodiscard]] tl::expected<std::pair<int64_t, int16_t>, protocol::error_code> init_producer(
+      int64_t producer_id, int16_t producer_epoch);
+
+  // The lock that makes check(), the append and record() one step for a stream.
+  [[nodiscard]] std::mutex& lock_for(uint64_t stream_id);
+
+  // Checks an idempotent batch against the stream's producer state. Caller holds lock_for().
+  [[nodiscard]] check_result check(uint64_t stream_id, const protocol::record_batch_header& h);
+  // Records an appended batch at its assigned base offset. Caller holds lock_for().
+  void record(uint64_t stream_id, const protocol::record_batch_header& h, int64_t base_offset);
+
+  // Stores the durable state of every stream touched since the last snapshot.
+  [[nodiscard]] tl::expected<void, std::string> snapshot();
+
+  // Producer entries of a stream (tests, DescribeProducers later). Caller holds lock_for().
+  [[nodiscard]] const std::unordered_map<int64_t, producer_entry>& producers(uint64_t stream_id);
+
+ private:
+  struct stream_producers {
+    bool loaded = false;
+    bool dirty = false;
+    std::unordered_map<int64_t, producer_entry> producers;
+  };
+
+  stream_producers& stream_locked(uint64_t stream_id);  // loads on first use
+  void load(uint64_t stream_id, stream_producers& sp);
+  static void apply(std::unordered_map<int64_t, producer_entry>& m,
+                    const protocol::record_batch_header& h, int64_t base_offset);
+
+  metadata::topic_registry& registry_;
+  storage::stream_store& store_;
+  const int64_t expiration_ms_;
+
+  static constexpr size_t stripes = 64;
+  std::array<std::mutex, stripes> stripe_mu_;
+  // Each stream's entry is guarded by its stripe; the map itself by map_mu_.
+  std::mutex map_mu_;
+  std::unordered_map<uint64_t, std::unique_ptr<stream_producers>> streams_;  // map_mu_
+
+  std::mutex id_mu_;
+  int64_t next_id_ = 0;   // guarded by id_mu_
+  int64_t id_limit_ = 0;  // guarded by id_mu_: ids below it are reserved in the registry
+};
+
+}  // namespace silt::handlers

@@ -1,0 +1,100 @@
+// The topic registry: topics, their partitions (each a stream of the stream store), their
+// config overrides, and the broker's own durable counters (cluster id, producer id blocks).
+//
+// Stored in SQLite (the broker's metadata file, next to the stream catalog's tables); every
+// change is one transaction, durable when the call returns. Readers get immutable snapshots
+// (shared_ptr<const topic_info>) so that the request path never holds a lock while it uses
+// one. Thread-safe: mu_ guards the database handle and the in-memory maps.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+struct sqlite3;
+
+namespace silt::metadata {
+
+using topic_id = std::array<uint8_t, 16>;
+
+struct topic_info {
+  std::string name;
+  topic_id id{};
+  std::vector<uint64_t> streams;  // stream id of each partition, by partition index
+  std::map<std::string, std::string> configs;  // overrides of the topic configs
+  int64_t created_ms = 0;
+  [[nodiscard]] int32_t partitions() const { return static_cast<int32_t>(streams.size()); }
+};
+
+enum class registry_error : uint8_t {
+  exists,         // a topic of that name exists
+  not_found,      // no topic of that name
+  invalid,        // e.g. fewer partitions than the topic has
+  io,             // SQLite failed (logged)
+};
+
+using topic_ptr = std::shared_ptr<const topic_info>;
+
+class topic_registry {
+ public:
+  // Opens (creating) the registry in the SQLite file at `path`.
+  [[nodiscard]] static tl::expected<std::unique_ptr<topic_registry>, std::string> open(
+      const std::string& path);
+  ~topic_registry();
+  topic_registry(const topic_registry&) = delete;
+  topic_registry& operator=(const topic_registry&) = delete;
+
+  [[nodiscard]] topic_ptr find(std::string_view name) const;
+  [[nodiscard]] topic_ptr find(const topic_id& id) const;
+  // Every topic, by name.
+  [[nodiscard]] std::vector<topic_ptr> all() const;
+
+  // Creates a topic with fresh streams for its partitions and a random id.
+  [[nodiscard]] tl::expected<topic_ptr, registry_error> create(
+      const std::string& name, int32_t partitions, const std::map<std::string, std::string>& configs);
+  // Grows a topic to `total` partitions (new streams for the new ones).
+  [[nodiscard]] tl::expected<topic_ptr, registry_error> add_partitions(const std::string& name,
+                                                                       int32_t total);
+  // Forgets a topic and returns what it was (its streams are the caller's to free).
+  [[nodiscard]] tl::expected<topic_ptr, registry_error> remove(const std::string& name);
+  // Replaces a topic's config overrides.
+  [[nodiscard]] tl::expected<topic_ptr, registry_error> set_configs(
+      const std::string& name, const std::map<std::string, std::string>& configs);
+
+  // The cluster id: `preferred` if not empty and none is stored yet, else the stored one,
+  // else a fresh random one (Kafka's 22-character base64 form); stored once.
+  [[nodiscard]] tl::expected<std::string, registry_error> cluster_id(const std::string& preferred);
+  // Reserves `count` producer ids and returns the first; never hands out an id twice.
+  [[nodiscard]] tl::expected<int64_t, registry_error> allocate_producer_ids(int64_t count);
+
+  // A small durable key-value table for other components (producer state snapshots).
+  [[nodiscard]] tl::expected<void, registry_error> put_blob(const std::string& key,
+                                                            const std::vector<uint8_t>& value);
+  [[nodiscard]] tl::expected<std::vector<uint8_t>, registry_error> get_blob(
+      const std::string& key);
+  [[nodiscard]] tl::expected<void, registry_error> erase_blob(const std::string& key);
+
+ private:
+  explicit topic_registry(sqlite3* db) : db_(db) {}
+  tl::expected<void, registry_error> load();
+  tl::expected<uint64_t, registry_error> next_counter_locked(const char* name, int64_t count);
+  void index_locked(topic_ptr t);
+
+  mutable std::mutex mu_;
+  sqlite3* db_;                                   // guarded by mu_
+  std::map<std::string, topic_ptr, std::less<>> by_name_;  // guarded by mu_
+  std::map<topic_id, topic_ptr> by_id_;           // guarded by mu_
+};
+
+// Kafka's rules for topic names: 1-249 characters of [a-zA-Z0-9._-], not "." or "..".
+// Returns an empty string when valid, else why not.
+[[nodiscard]] std::string check_topic_name(std::string_view name);
+
+}  // namespace silt::metadata

@@ -1,0 +1,422 @@
+#include "net/server.h"
+
+#include <atomic>
+#include <deque>
+#include <map>
+#include <mutex>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include "base/endian.h"
+
+namespace silt::net {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using strand_type = asio::strand<asio::io_context::executor_type>;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+size_t response::size() const {
+  size_t n = bytes.size();
+  for (const auto& s : segments) n += s.data.size();
+  return n;
+}
+
+namespace {
+
+// Bytes of requests in flight across all connections. A reader that finds no room polls
+// (backpressure is rare and short; a waiter list would cost every request a lock).
+class byte_budget {
+ public:
+  explicit byte_budget(int64_t limit) : limit_(limit) {}
+  bool try_acquire(int64_t n) {
+    int64_t used = used_.load(std::memory_order_relaxed);
+    for (;;) {
+      // A request bigger than the whole budget may run alone.
+      if (used > 0 && used + n > limit_) return false;
+      if (used_.compare_exchange_weak(used, used + n, std::memory_order_relaxed)) return true;
+    }
+  }
+  void release(int64_t n) { used_.fetch_sub(n, std::memory_order_relaxed); }
+
+ private:
+  const int64_t limit_;
+  std::atomic<int64_t> used_{0};
+};
+
+// A wake-up signal for one coroutine on a strand: wait() until notify(). Callers re-check
+// their condition after waking, so a notify with nobody waiting is harmless.
+class signal {
+ public:
+  explicit signal(const strand_type& ex) : timer_(ex) {}
+  asio::awaitable<void> wait() {
+    timer_.expires_at(asio::steady_timer::time_point::max());
+    co_await timer_.async_wait(use_tuple);
+  }
+  void notify() { timer_.cancel(); }
+
+ private:
+  asio::steady_timer timer_;
+};
+
+}  // namespace
+
+struct connection;
+
+struct server::impl : std::enable_shared_from_this<server::impl> {
+  impl(asio::io_context& io, server_options o, request_handler& h)
+      : io(io), options(o), handler(h), strand(asio::make_strand(io)),
+        budget(o.queued_max_bytes) {}
+
+  void remove(uint64_t id);
+
+  asio::io_context& io;
+  const server_options options;
+  request_handler& handler;
+  strand_type strand;  // owns acceptors and stop state
+  byte_budget budget;
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  bool stopping = false;
+  std::function<void()> on_stopped;
+
+  std::mutex mu;  // guards conns and the counters below
+  std::map<uint64_t, std::shared_ptr<connection>> conns;
+  uint64_t next_id = 1;
+  server_stats stats;
+  std::atomic<uint64_t> requests{0};
+};
+
+struct connection : std::enable_shared_from_this<connection> {
+  struct slot {
+    bool ready = false;
+    response resp;
+    int64_t budget_bytes = 0;
+  };
+
+  connection(std::shared_ptr<server::impl> srv, tcp::socket s, uint64_t id, std::string peer)
+      : srv(std::move(srv)), strand(asio::make_strand(this->srv->io)), sock(std::move(s)),
+        id(id), peer(std::move(peer)), writer_wake(strand), reader_wake(strand),
+        idle_timer(strand) {}
+
+  void start() {
+    auto self = shared_from_this();
+    asio::co_spawn(strand, reader(), asio::detached);
+    asio::co_spawn(strand, writer(), asio::detached);
+    asio::co_spawn(strand, watchdog(), asio::detached);
+  }
+
+  // Stops reading; what is in flight is still answered. Runs on the strand.
+  void stop_reading() {
+    if (read_stopped) return;
+    read_stopped = true;
+    boost::system::error_code ec;
+    sock.shutdown(tcp::socket::shutdown_receive, ec);
+    reader_wake.notify();
+    writer_wake.notify();
+  }
+
+  void close() {
+    if (closed) return;
+    closed = true;
+    read_stopped = true;
+    boost::system::error_code ec;
+    sock.shutdown(tcp::socket::shutdown_both, ec);
+    sock.close(ec);
+    idle_timer.cancel();
+    reader_wake.notify();
+    writer_wake.notify();
+  }
+
+  asio::awaitable<void> reader() {
+    auto self = shared_from_this();
+    const auto& opt = srv->options;
+    while (!read_stopped) {
+      while (static_cast<int32_t>(slots.size()) >= opt.max_inflight && !read_stopped) {
+        co_await reader_wake.wait();
+      }
+      if (read_stopped) break;
+      uint8_t size_buf[4];
+      auto [ec, n] = co_await asio::async_read(sock, asio::buffer(size_buf), use_tuple);
+      if (ec) break;
+      last_activity = std::chrono::steady_clock::now();
+      const auto size = base::load_be<int32_t>(size_buf);
+      if (size <= 0 || size > opt.max_request_bytes) {
+        // Kafka closes the connection on a frame it will not read (InvalidReceiveException).
+        std::lock_guard lock(srv->mu);
+        ++srv->stats.oversized_frames;
+        break;
+      }
+      for (int wait_ms = 1; !srv->budget.try_acquire(size); wait_ms = std::min(wait_ms * 2, 20)) {
+        asio::steady_timer t(strand, std::chrono::milliseconds(wait_ms));
+        co_await t.async_wait(use_tuple);
+        if (read_stopped) co_return;
+      }
+      auto frame = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(size));
+      auto [ec2, n2] = co_await asio::async_read(sock, asio::buffer(*frame), use_tuple);
+      if (ec2) {
+        srv->budget.release(size);
+        break;
+      }
+      last_activity = std::chrono::steady_clock::now();
+      srv->requests.fetch_add(1, std::memory_order_relaxed);
+      auto s = std::make_shared<slot>();
+      s->budget_bytes = size;
+      slots.push_back(s);
+      auto header = protocol::parse_request_header(*frame);
+      if (!header) {
+        // Unknown API key or a header that does not parse: nothing sensible can be answered.
+        srv->budget.release(size);
+        s->budget_bytes = 0;
+        s->ready = true;
+        s->resp = response::close_connection();
+        writer_wake.notify();
+        break;
+      }
+      request req{std::move(frame), *header, id, peer};
+      ++running;
+      asio::co_spawn(strand, run(s, std::move(req)), asio::detached);
+    }
+    reading_done = true;
+    writer_wake.notify();
+  }
+
+  asio::awaitable<void> run(std::shared_ptr<slot> s, request req) {
+    auto self = shared_from_this();
+    try {
+      s->resp = co_await srv->handler.handle(std::move(req));
+    } catch (const std::exception&) {
+      s->resp = response::close_connection();
+    }
+    srv->budget.release(s->budget_bytes);
+    s->budget_bytes = 0;
+    s->ready = true;
+    --running;
+    writer_wake.notify();
+    if (writer_done) maybe_remove();
+  }
+
+  // The server forgets the connection once nothing of it runs any more: the stop callback
+  // then knows no handler still uses the broker.
+  void maybe_remove() {
+    if (running == 0 && !removed) {
+      removed = true;
+      srv->remove(id);
+    }
+  }
+
+  asio::awaitable<void> writer() {
+    auto self = shared_from_this();
+    std::vector<asio::const_buffer> bufs;
+    std::vector<std::shared_ptr<slot>> batch;
+    while (!closed) {
+      if (slots.empty() || !slots.front()->ready) {
+        if (reading_done && slots.empty()) break;
+        co_await writer_wake.wait();
+        continue;
+      }
+      // Gather every ready response at the front into one write.
+      bufs.clear();
+      batch.clear();
+      bool close_after = false;
+      size_t bytes = 0;
+      while (!slots.empty() && slots.front()->ready && bytes < (size_t{4} << 20) && !close_after) {
+        auto s = std::move(slots.front());
+        slots.pop_front();
+        if (s->resp.send) {
+          add_buffers(s->resp, bufs);
+          bytes += s->resp.size();
+        }
+        close_after = s->resp.close;
+        batch.push_back(std::move(s));
+      }
+      reader_wake.notify();
+      if (!bufs.empty()) {
+        auto [ec, n] = co_await asio::async_write(sock, bufs, use_tuple);
+        if (ec) break;
+        last_activity = std::chrono::steady_clock::now();
+      }
+      batch.clear();
+      if (close_after) break;
+    }
+    // Requests still running answer into slots nobody sends; their budget is released when
+    // they finish.
+    close();
+    writer_done = true;
+    maybe_remove();
+  }
+
+  static void add_buffers(const response& r, std::vector<asio::const_buffer>& out) {
+    size_t pos = 0;
+    for (const auto& seg : r.segments) {
+      if (seg.offset > pos) out.emplace_back(r.bytes.data() + pos, seg.offset - pos);
+      out.emplace_back(seg.data.data(), seg.data.size());
+      pos = seg.offset;
+    }
+    if (pos < r.bytes.size()) out.emplace_back(r.bytes.data() + pos, r.bytes.size() - pos);
+  }
+
+  asio::awaitable<void> watchdog() {
+    auto self = shared_from_this();
+    const auto idle = srv->options.idle_timeout;
+    const auto period = std::max(std::chrono::milliseconds(10), idle / 4);
+    while (!closed) {
+      idle_timer.expires_after(period);
+      co_await idle_timer.async_wait(use_tuple);
+      if (closed) break;
+      if (slots.empty() && std::chrono::steady_clock::now() - last_activity >= idle) {
+        {
+          std::lock_guard lock(srv->mu);
+          ++srv->stats.idle_closed;
+        }
+        close();
+      }
+    }
+  }
+
+  std::shared_ptr<server::impl> srv;
+  strand_type strand;
+  tcp::socket sock;
+  const uint64_t id;
+  const std::string peer;
+  // All below owned by `strand`.
+  std::deque<std::shared_ptr<slot>> slots;  // requests in arrival order
+  signal writer_wake;
+  signal reader_wake;
+  asio::steady_timer idle_timer;
+  std::chrono::steady_clock::time_point last_activity = std::chrono::steady_clock::now();
+  bool read_stopped = false;
+  bool reading_done = false;
+  bool closed = false;
+  bool writer_done = false;
+  bool removed = false;
+  int running = 0;  // handler coroutines not finished
+};
+
+void server::impl::remove(uint64_t id) {
+  std::function<void()> done;
+  {
+    std::lock_guard lock(mu);
+    if (conns.erase(id) == 0) return;
+    --stats.connections_open;
+    if (conns.empty()) done = std::move(on_stopped);
+  }
+  if (done) asio::post(strand, std::move(done));
+}
+
+server::server(asio::io_context& io, server_options options, request_handler& handler)
+    : impl_(std::make_shared<impl>(io, options, handler)) {}
+
+server::~server() = default;
+
+tl::expected<uint16_t, std::string> server::listen(const std::string& host, uint16_t port) {
+  boost::system::error_code ec;
+  asio::ip::address addr;
+  if (host.empty()) {
+    addr = asio::ip::address_v6::any();
+  } else {
+    addr = asio::ip::make_address(host, ec);
+    if (ec) {
+      // A name: resolve it (localhost, the machine's name).
+      tcp::resolver resolver(impl_->io);
+      auto results = resolver.resolve(host, std::to_string(port), ec);
+      if (ec || results.empty()) {
+        return tl::unexpected("cannot resolve listener host '" + host + "': " + ec.message());
+      }
+      addr = results.begin()->endpoint().address();
+    }
+  }
+  auto acc = std::make_unique<tcp::acceptor>(impl_->strand);
+  tcp::endpoint ep(addr, port);
+  acc->open(ep.protocol(), ec);
+  if (!ec) acc->set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec && addr.is_v6() && host.empty()) acc->set_option(asio::ip::v6_only(false), ec);
+  if (!ec) acc->bind(ep, ec);
+  if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return tl::unexpected("cannot listen on " + (host.empty() ? std::string("*") : host) + ":" +
+                          std::to_string(port) + ": " + ec.message());
+  }
+  const uint16_t bound = acc->local_endpoint().port();
+  impl_->acceptors.push_back(std::move(acc));
+  return bound;
+}
+
+void server::start() {
+  for (auto& acc : impl_->acceptors) {
+    asio::co_spawn(
+        impl_->strand,
+        [srv = impl_, a = acc.get()]() -> asio::awaitable<void> {
+          while (!srv->stopping) {
+            auto [ec, sock] = co_await a->async_accept(use_tuple);
+            if (srv->stopping) break;
+            if (ec) {
+              if (ec == asio::error::operation_aborted) break;
+              // Out of file descriptors and the like: back off instead of spinning.
+              asio::steady_timer t(srv->strand, std::chrono::milliseconds(50));
+              co_await t.async_wait(use_tuple);
+              continue;
+            }
+            boost::system::error_code ignored;
+            sock.set_option(tcp::no_delay(true), ignored);
+            auto remote = sock.remote_endpoint(ignored);
+            std::string peer = remote.address().to_string() + ":" + std::to_string(remote.port());
+            std::shared_ptr<connection> c;
+            {
+              std::lock_guard lock(srv->mu);
+              if (static_cast<int32_t>(srv->conns.size()) >= srv->options.max_connections) {
+                sock.close(ignored);
+                continue;
+              }
+              const uint64_t id = srv->next_id++;
+              c = std::make_shared<connection>(srv, std::move(sock), id, std::move(peer));
+              srv->conns.emplace(id, c);
+              ++srv->stats.connections_accepted;
+              ++srv->stats.connections_open;
+            }
+            c->start();
+          }
+        },
+        asio::detached);
+  }
+}
+
+void server::stop(std::function<void()> done) {
+  asio::post(impl_->strand, [srv = impl_, done = std::move(done)]() mutable {
+    if (srv->stopping) return;
+    srv->stopping = true;
+    for (auto& acc : srv->acceptors) {
+      boost::system::error_code ec;
+      acc->close(ec);
+    }
+    std::vector<std::shared_ptr<connection>> conns;
+    {
+      std::lock_guard lock(srv->mu);
+      if (srv->conns.empty()) {
+        asio::post(srv->strand, std::move(done));
+        return;
+      }
+      srv->on_stopped = std::move(done);
+      for (auto& [id, c] : srv->conns) conns.push_back(c);
+    }
+    for (auto& c : conns) asio::post(c->strand, [c] { c->stop_reading(); });
+  });
+}
+
+server_stats server::stats() const {
+  std::lock_guard lock(impl_->mu);
+  auto s = impl_->stats;
+  s.requests = impl_->requests.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace silt::net
