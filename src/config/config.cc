@@ -1,0 +1,824 @@
+// Broker settings: one table (name, type, default, validation, documentation) drives parsing,
+// validation, DescribeConfigs on the broker and docs/configuration.md.
+#include "config/config.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <sstream>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "config/internal.h"
+#include "config/topic_config.h"
+
+namespace silt::config {
+namespace {
+
+using detail::parse_bool;
+using detail::parse_int;
+using detail::trim;
+
+// Parses and stores one value; the error says what was expected ("expected an integer ...").
+using setter = std::function<tl::expected<void, std::string>(broker_config&, std::string_view)>;
+// The effective value as text; nullopt when there is none (an alias that was not given).
+using getter = std::function<std::optional<std::string>(const broker_config&)>;
+
+struct setting {
+  std::string name;
+  config_type type = config_type::string;
+  std::string doc_default;  // the default as the docs show it; empty: none
+  std::string doc;
+  std::string valid;  // the valid values, for the docs ("an integer between 1 and 4096")
+  setter set;
+  getter get;
+};
+
+constexpr int64_t kMiB = 1024 * 1024;
+
+const broker_config& defaults() {
+  static const broker_config d;
+  return d;
+}
+
+std::string quote(std::string_view v) {
+  return "'" + std::string(v) + "'";
+}
+
+// "an integer between lo and hi", "an integer of at least lo", with ", a multiple of m".
+std::string integer_range(int64_t lo, int64_t hi, int64_t type_max, int64_t multiple) {
+  std::string s = hi >= type_max
+                      ? "an integer of at least " + std::to_string(lo)
+                      : "an integer between " + std::to_string(lo) + " and " + std::to_string(hi);
+  if (multiple > 1) s += " and a multiple of " + std::to_string(multiple);
+  return s;
+}
+
+template <typename T>
+constexpr config_type integer_type() {
+  if constexpr (sizeof(T) <= 2) {
+    return config_type::short_;
+  } else if constexpr (sizeof(T) <= 4) {
+    return config_type::int_;
+  } else {
+    return config_type::long_;
+  }
+}
+
+template <typename T>
+setting integer(std::string name, T broker_config::*field, int64_t lo, int64_t hi, std::string doc,
+                int64_t multiple = 1) {
+  constexpr auto kTypeMax = static_cast<int64_t>(
+      std::min<uint64_t>(std::numeric_limits<T>::max(), std::numeric_limits<int64_t>::max()));
+  if (hi > kTypeMax) hi = kTypeMax;
+  std::string valid = integer_range(lo, hi, kTypeMax, multiple);
+  setting s;
+  s.name = std::move(name);
+  s.type = integer_type<T>();
+  s.doc_default = std::to_string(defaults().*field);
+  s.doc = std::move(doc);
+  s.valid = valid;
+  s.set = [field, lo, hi, multiple, valid](broker_config& c,
+                                           std::string_view v) -> tl::expected<void, std::string> {
+    const auto n = parse_int(v);
+    if (!n || *n < lo || *n > hi || *n % multiple != 0) {
+      return tl::unexpected("expected " + valid);
+    }
+    c.*field = static_cast<T>(*n);
+    return {};
+  };
+  s.get = [field](const broker_config& c) { return std::to_string(c.*field); };
+  return s;
+}
+
+setting boolean(std::string name, bool broker_config::*field, std::string doc) {
+  setting s;
+  s.name = std::move(name);
+  s.type = config_type::boolean;
+  s.doc_default = defaults().*field ? "true" : "false";
+  s.doc = std::move(doc);
+  s.valid = "true or false";
+  s.set = [field](broker_config& c, std::string_view v) -> tl::expected<void, std::string> {
+    const auto b = parse_bool(v);
+    if (!b) return tl::unexpected(std::string("expected true or false"));
+    c.*field = *b;
+    return {};
+  };
+  s.get = [field](const broker_config& c) {
+    return std::optional<std::string>(c.*field ? "true" : "false");
+  };
+  return s;
+}
+
+// A string checked by `check` (nullptr: any string, even empty); the error is "expected <valid>".
+setting text(std::string name, std::string broker_config::*field, std::string doc_default,
+             std::string doc, const std::string& valid,
+             const std::function<bool(std::string_view)>& check) {
+  setting s;
+  s.name = std::move(name);
+  s.type = config_type::string;
+  s.doc_default = std::move(doc_default);
+  s.doc = std::move(doc);
+  s.valid = valid;
+  s.set = [field, valid, check](broker_config& c,
+                                std::string_view v) -> tl::expected<void, std::string> {
+    if (check && !check(v)) return tl::unexpected("expected " + valid);
+    c.*field = std::string(v);
+    return {};
+  };
+  s.get = [field](const broker_config& c) { return c.*field; };
+  return s;
+}
+
+bool non_empty(std::string_view v) {
+  return !v.empty();
+}
+
+std::function<bool(std::string_view)> one_of(std::vector<std::string> choices) {
+  return [choices = std::move(choices)](std::string_view v) {
+    for (const auto& c : choices) {
+      if (v == c) return true;
+    }
+    return false;
+  };
+}
+
+// An alias that stands in for another setting: checked here, applied after all values are
+// read (see resolve()), present in `values` only when given.
+setting alias(std::string name, config_type type, std::string doc, const std::string& valid,
+              const std::function<bool(std::string_view)>& check) {
+  setting s;
+  s.name = std::move(name);
+  s.type = type;
+  s.doc = std::move(doc);
+  s.valid = valid;
+  s.set = [valid, check](broker_config&, std::string_view v) -> tl::expected<void, std::string> {
+    if (!check(v)) return tl::unexpected("expected " + valid);
+    return {};
+  };
+  s.get = [](const broker_config&) { return std::optional<std::string>(); };
+  return s;
+}
+
+bool is_wildcard_host(std::string_view host) {
+  return host.empty() || host == "0.0.0.0" || host == "::";
+}
+
+// "NAME://host:port[,...]". The error says what is wrong with which item.
+tl::expected<std::vector<endpoint>, std::string> parse_listeners(std::string_view v,
+                                                                 bool advertised) {
+  std::vector<endpoint> out;
+  for (const auto& item : detail::split_list(v)) {
+    const auto sep = item.find("://");
+    if (sep == std::string::npos) {
+      return tl::unexpected("expected PLAINTEXT://host:port, got " + quote(item));
+    }
+    endpoint e;
+    e.listener_name = item.substr(0, sep);
+    if (e.listener_name != "PLAINTEXT") {
+      return tl::unexpected("listener " + quote(item) + ": " + e.listener_name +
+                            " is not supported yet (only PLAINTEXT)");
+    }
+    std::string_view rest = std::string_view(item).substr(sep + 3);
+    std::string_view port_text;
+    if (!rest.empty() && rest.front() == '[') {  // [IPv6]:port
+      const auto close = rest.find("]:");
+      if (close == std::string_view::npos) {
+        return tl::unexpected("expected [address]:port, got " + quote(item));
+      }
+      e.host = std::string(rest.substr(1, close - 1));
+      port_text = rest.substr(close + 2);
+    } else {
+      const auto colon = rest.rfind(':');
+      if (colon == std::string_view::npos || rest.substr(0, colon).find(':') != rest.npos) {
+        return tl::unexpected("expected PLAINTEXT://host:port, got " + quote(item));
+      }
+      e.host = std::string(rest.substr(0, colon));
+      port_text = rest.substr(colon + 1);
+    }
+    const auto port = parse_int(port_text);
+    if (!port || port_text.front() == '+' || port_text.front() == '-' || *port > 65535) {
+      return tl::unexpected("listener " + quote(item) + ": expected a port between 0 and 65535");
+    }
+    e.port = static_cast<uint16_t>(*port);
+    if (advertised && (e.host == "0.0.0.0" || e.host == "::")) {
+      return tl::unexpected("listener " + quote(item) + ": " + e.host +
+                            " cannot be advertised (clients cannot connect to it)");
+    }
+    for (const auto& other : out) {
+      if (other.listener_name == e.listener_name) {
+        return tl::unexpected("listener name " + e.listener_name + " appears twice");
+      }
+    }
+    out.push_back(std::move(e));
+  }
+  if (out.empty()) return tl::unexpected(std::string("expected at least one listener"));
+  return out;
+}
+
+std::string join(const std::vector<endpoint>& endpoints) {
+  std::string s;
+  for (const auto& e : endpoints) {
+    if (!s.empty()) s += ',';
+    s += to_string(e);
+  }
+  return s;
+}
+
+setting listeners_setting(std::string name, std::vector<endpoint> broker_config::*field,
+                          bool advertised, std::string doc_default, std::string doc) {
+  setting s;
+  s.name = std::move(name);
+  s.type = config_type::list;
+  s.doc_default = std::move(doc_default);
+  s.doc = std::move(doc);
+  s.valid = "comma-separated PLAINTEXT://host:port";
+  s.set = [field, advertised](broker_config& c,
+                              std::string_view v) -> tl::expected<void, std::string> {
+    auto parsed = parse_listeners(v, advertised);
+    if (!parsed) return tl::unexpected(parsed.error());
+    c.*field = std::move(*parsed);
+    return {};
+  };
+  s.get = [field](const broker_config& c) { return join(c.*field); };
+  return s;
+}
+
+bool is_base64url(std::string_view v) {
+  for (const char ch : v) {
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool is_object_store_uri(std::string_view v) {
+  return (v.starts_with("file://") && v.size() > 7) || (v.starts_with("s3://") && v.size() > 5);
+}
+
+bool is_retention_count(std::string_view v) {
+  const auto n = parse_int(v);
+  return n && *n >= -1 && *n <= INT32_MAX;
+}
+
+std::vector<setting> make_settings() {
+  using bc = broker_config;
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  std::vector<setting> t;
+  // Network
+  t.push_back(listeners_setting(
+      "listeners", &bc::listeners, false, "PLAINTEXT://localhost:9092",
+      "Where the broker accepts connections, as comma-separated `PLAINTEXT://host:port`. An "
+      "empty host means all interfaces; port 0 asks the system for a free port. Only the "
+      "PLAINTEXT protocol is supported so far, and each listener name once."));
+  t.push_back(listeners_setting(
+      "advertised.listeners", &bc::advertised_listeners, true, "`listeners`",
+      "What the broker tells clients to connect to (Metadata responses). Defaults to "
+      "`listeners`, with an empty, `0.0.0.0` or `::` host replaced by `localhost`; set it when "
+      "clients reach the broker under another name. Every name must also be in `listeners`."));
+  t.push_back(integer("node.id", &bc::node_id, 0, INT32_MAX, "The id of this broker."));
+  t.push_back(text("cluster.id", &bc::cluster_id, "",
+                   "The cluster id. Empty: the broker generates one on first start and stores it "
+                   "in the metadata store; a given id must match the stored one.",
+                   "letters, digits, '-' and '_'", is_base64url));
+  t.push_back(integer("num.network.threads", &bc::num_network_threads, 1, 1024,
+                      "Threads that read requests from and write responses to the sockets."));
+  t.push_back(integer("num.io.threads", &bc::num_io_threads, 1, 1024,
+                      "Threads for blocking work such as object store reads of cold data."));
+  t.push_back(integer("socket.request.max.bytes", &bc::socket_request_max_bytes, 1024, INT32_MAX,
+                      "The largest request the broker accepts, in bytes; a bigger one closes the "
+                      "connection."));
+  t.push_back(integer("queued.max.request.bytes", &bc::queued_max_request_bytes, 1024, kMax,
+                      "Bytes of requests read but not yet answered, over all connections; above "
+                      "it the broker stops reading. At least `socket.request.max.bytes`."));
+  t.push_back(integer("connections.max.inflight.requests", &bc::max_inflight_requests, 1, 65536,
+                      "Requests of one connection being handled at once; responses still go out "
+                      "in request order."));
+  t.push_back(integer("connections.max.idle.ms", &bc::connections_max_idle_ms, -1, kMax,
+                      "Idle connections are closed after this many milliseconds; -1: never."));
+  t.push_back(integer("max.connections", &bc::max_connections, 1, INT32_MAX,
+                      "Open client connections at most; more are refused."));
+  // Storage
+  t.push_back(text("data.dir", &bc::data_dir, "./data",
+                   "The directory of the broker's own files: the WAL, the metadata store and "
+                   "(with the default object store) the objects. Created if missing.",
+                   "a non-empty path", non_empty));
+  t.push_back(alias("log.dirs", config_type::string,
+                    "Kafka's name for the data directory: stands in for `data.dir` when that is "
+                    "not given (one directory only). Accepted so a Kafka server.properties loads.",
+                    "one directory",
+                    [](std::string_view v) { return detail::split_list(v).size() == 1; }));
+  t.push_back(text("wal.path", &bc::wal_path, "`<data.dir>/wal`",
+                   "The write-ahead log: a file (created with `wal.capacity.bytes`) or a block "
+                   "device.",
+                   "a non-empty path", non_empty));
+  t.push_back(integer("wal.capacity.bytes", &bc::wal_capacity_bytes, 4 * kMiB, kMax,
+                      "The size of the WAL ring when it is created, in bytes. An existing WAL "
+                      "keeps its size.",
+                      4096));
+  t.push_back(integer("wal.iodepth", &bc::wal_iodepth, 1, 4096, "WAL writes in flight at most."));
+  t.push_back(integer("wal.iops", &bc::wal_iops, 0, UINT32_MAX,
+                      "WAL writes per second at most; 0: no cap."));
+  t.push_back(text("wal.sync", &bc::wal_sync, "dsync",
+                   "How WAL writes become durable: `dsync` opens the WAL with O_DSYNC, "
+                   "`fdatasync` calls fdatasync after each group of writes.",
+                   "dsync or fdatasync", one_of({"dsync", "fdatasync"})));
+  t.push_back(text("object.store.uri", &bc::object_store_uri, "`file://<data.dir>/objects`",
+                   "Where the data lives: `file:///path` (a local directory) or "
+                   "`s3://bucket?endpoint=http://host:port&region=...&path_style=true`. The "
+                   "default is an absolute path under `data.dir`.",
+                   "a file:// or s3:// URI", is_object_store_uri));
+  t.push_back(text("metadata.path", &bc::metadata_path, "`<data.dir>/metadata.db`",
+                   "The metadata store (SQLite): topics, configs, the stream catalog.",
+                   "a non-empty path", non_empty));
+  t.push_back(integer("log.cache.bytes", &bc::log_cache_bytes, kMiB, kMax,
+                      "Memory for recent record batches (not yet uploaded, or tailing reads)."));
+  t.push_back(integer("block.cache.bytes", &bc::block_cache_bytes, kMiB, kMax,
+                      "Memory for blocks read from objects (cold reads)."));
+  t.push_back(integer("upload.interval.ms", &bc::upload_interval_ms, 1, kMax,
+                      "The WAL's data is uploaded to the object store at least this often."));
+  t.push_back(integer("upload.threshold.bytes", &bc::upload_threshold_bytes, 1, kMax,
+                      "Upload as soon as this many bytes wait in the WAL. Less than "
+                      "`wal.capacity.bytes`."));
+  t.push_back(integer("compaction.interval.ms", &bc::compaction_interval_ms, 1, kMax,
+                      "How often small objects are merged into bigger ones."));
+  t.push_back(integer("log.retention.check.interval.ms", &bc::retention_check_interval_ms, 1, kMax,
+                      "How often data past its retention is deleted."));
+  // Topics
+  t.push_back(integer("num.partitions", &bc::num_partitions, 1, INT32_MAX,
+                      "Partitions of a topic created without a partition count (including "
+                      "auto-created topics)."));
+  t.push_back(integer("default.replication.factor", &bc::default_replication_factor, 1, INT16_MAX,
+                      "Replication factor of topics created without one. Accepted for "
+                      "compatibility: data is replicated by the object store, not by brokers."));
+  t.push_back(boolean("auto.create.topics.enable", &bc::auto_create_topics_enable,
+                      "Create a topic when a client asks for metadata of one that does not "
+                      "exist (if the request allows it)."));
+  t.push_back(boolean("delete.topic.enable", &bc::delete_topic_enable,
+                      "Allow DeleteTopics; when false it fails with TOPIC_DELETION_DISABLED."));
+  t.push_back(integer("log.retention.ms", &bc::log_retention_ms, -1, kMax,
+                      "How long data is kept, in milliseconds; -1: forever. Topic config "
+                      "`retention.ms` overrides it. Takes precedence over "
+                      "`log.retention.minutes` and `log.retention.hours`."));
+  t.push_back(alias("log.retention.minutes", config_type::int_,
+                    "`log.retention.ms` in minutes, used when `log.retention.ms` is not given; "
+                    "-1: forever.",
+                    "an integer of at least -1", is_retention_count));
+  t.push_back(alias("log.retention.hours", config_type::int_,
+                    "`log.retention.ms` in hours, used when neither `log.retention.ms` nor "
+                    "`log.retention.minutes` is given; -1: forever.",
+                    "an integer of at least -1", is_retention_count));
+  t.push_back(integer("log.retention.bytes", &bc::log_retention_bytes, -1, kMax,
+                      "Bytes kept per partition at most; -1: no limit. Topic config "
+                      "`retention.bytes` overrides it."));
+  t.push_back(integer("message.max.bytes", &bc::message_max_bytes, 0, INT32_MAX,
+                      "The largest record batch a producer may send, in bytes. Topic config "
+                      "`max.message.bytes` overrides it."));
+  {
+    setting s;
+    s.name = "log.message.timestamp.type";
+    s.doc_default = "CreateTime";
+    s.doc =
+        "Which timestamp records keep: the producer's (`CreateTime`) or the broker's at "
+        "append (`LogAppendTime`). Topic config `message.timestamp.type` overrides it.";
+    s.valid = "CreateTime or LogAppendTime";
+    s.set = [](broker_config& c, std::string_view v) -> tl::expected<void, std::string> {
+      if (v == "CreateTime") {
+        c.log_message_timestamp_type = timestamp_type::create_time;
+      } else if (v == "LogAppendTime") {
+        c.log_message_timestamp_type = timestamp_type::log_append_time;
+      } else {
+        return tl::unexpected(std::string("expected CreateTime or LogAppendTime"));
+      }
+      return {};
+    };
+    s.get = [](const broker_config& c) {
+      return std::optional<std::string>(c.log_message_timestamp_type == timestamp_type::create_time
+                                            ? "CreateTime"
+                                            : "LogAppendTime");
+    };
+    t.push_back(std::move(s));
+  }
+  t.push_back(integer("log.message.timestamp.before.max.ms",
+                      &bc::log_message_timestamp_before_max_ms, 0, kMax,
+                      "With CreateTime, a batch whose timestamp is more than this many "
+                      "milliseconds in the past is refused. Topic config "
+                      "`message.timestamp.before.max.ms` overrides it."));
+  t.push_back(integer("log.message.timestamp.after.max.ms", &bc::log_message_timestamp_after_max_ms,
+                      0, kMax,
+                      "With CreateTime, a batch whose timestamp is more than this many "
+                      "milliseconds in the future is refused. Topic config "
+                      "`message.timestamp.after.max.ms` overrides it."));
+  t.push_back(integer("min.insync.replicas", &bc::min_insync_replicas, 1, INT32_MAX,
+                      "Replicas that must have a write for acks=all to succeed. Topic config "
+                      "`min.insync.replicas` overrides it."));
+  // Producers and fetch sessions
+  t.push_back(integer("producer.id.expiration.ms", &bc::producer_id_expiration_ms, 1, kMax,
+                      "Idempotent producer state is forgotten after this many milliseconds "
+                      "without a write from that producer."));
+  t.push_back(integer("max.incremental.fetch.session.cache.slots",
+                      &bc::max_incremental_fetch_session_cache_slots, 0, INT32_MAX,
+                      "Incremental fetch sessions kept at most; 0 disables them."));
+  // Kafka settings accepted so that a Kafka server.properties loads
+  t.push_back(text("process.roles", &bc::process_roles, "broker,controller",
+                   "Kafka's KRaft roles. Accepted for compatibility; Silt is always both.",
+                   "a list of broker and controller", [](std::string_view v) {
+                     const auto roles = detail::split_list(v);
+                     if (roles.empty()) return false;
+                     for (const auto& r : roles) {
+                       if (r != "broker" && r != "controller") return false;
+                     }
+                     return true;
+                   }));
+  t.push_back(integer("offsets.topic.replication.factor", &bc::offsets_topic_replication_factor, 1,
+                      INT16_MAX, "Accepted for compatibility; no effect."));
+  t.push_back(integer("transaction.state.log.replication.factor",
+                      &bc::transaction_state_log_replication_factor, 1, INT16_MAX,
+                      "Accepted for compatibility; no effect."));
+  t.push_back(integer("transaction.state.log.min.isr", &bc::transaction_state_log_min_isr, 1,
+                      INT32_MAX, "Accepted for compatibility; no effect."));
+  t.push_back(integer("group.initial.rebalance.delay.ms", &bc::group_initial_rebalance_delay_ms, 0,
+                      INT32_MAX,
+                      "How long the group coordinator waits for more members to join a new "
+                      "(empty) classic consumer group before its first rebalance."));
+  return t;
+}
+
+const std::vector<setting>& settings() {
+  static const std::vector<setting> table = make_settings();
+  return table;
+}
+
+const setting* find_setting(std::string_view name) {
+  for (const auto& s : settings()) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+// One key=value with where it came from ("server.properties:12", "--override"; empty: none).
+struct property {
+  std::string key;
+  std::string value;
+  std::string origin;
+};
+
+std::string at(const std::string& origin, const std::string& message) {
+  return origin.empty() ? message : origin + ": " + message;
+}
+
+// Derived defaults, aliases and checks across settings, once every given value is stored.
+tl::expected<void, std::string> resolve(broker_config& c,
+                                        const std::map<std::string, property>& given) {
+  auto given_value = [&given](const char* key) -> std::optional<int64_t> {
+    const auto it = given.find(key);
+    if (it == given.end()) return std::nullopt;
+    return parse_int(it->second.value);
+  };
+  // log.dirs stands in for data.dir.
+  if (!given.contains("data.dir")) {
+    if (const auto it = given.find("log.dirs"); it != given.end()) {
+      c.data_dir = detail::split_list(it->second.value).front();
+    }
+  }
+  // Kafka's precedence: log.retention.ms, then minutes, then hours; negative means forever.
+  if (!given.contains("log.retention.ms")) {
+    if (const auto minutes = given_value("log.retention.minutes")) {
+      c.log_retention_ms = *minutes < 0 ? -1 : *minutes * 60 * 1000;
+    } else if (const auto hours = given_value("log.retention.hours")) {
+      c.log_retention_ms = *hours < 0 ? -1 : *hours * 60 * 60 * 1000;
+    }
+  }
+  const std::filesystem::path data_dir(c.data_dir);
+  if (!given.contains("wal.path")) c.wal_path = (data_dir / "wal").string();
+  if (!given.contains("metadata.path")) c.metadata_path = (data_dir / "metadata.db").string();
+  if (!given.contains("object.store.uri")) {
+    std::error_code ec;
+    auto absolute = std::filesystem::absolute(data_dir, ec);
+    if (ec) return tl::unexpected("cannot make data.dir " + quote(c.data_dir) + " absolute");
+    c.object_store_uri = "file://" + (absolute.lexically_normal() / "objects").string();
+  }
+  if (!given.contains("advertised.listeners")) {
+    c.advertised_listeners = c.listeners;
+    for (auto& e : c.advertised_listeners) {
+      if (is_wildcard_host(e.host)) e.host = "localhost";
+    }
+  } else {
+    for (auto& e : c.advertised_listeners) {
+      if (e.host.empty()) e.host = "localhost";
+      bool known = false;
+      for (const auto& l : c.listeners) known = known || l.listener_name == e.listener_name;
+      if (!known) {
+        return tl::unexpected(
+            at(given.at("advertised.listeners").origin,
+               "advertised.listeners names " + e.listener_name + ", which is not in listeners"));
+      }
+    }
+  }
+  if (c.queued_max_request_bytes < c.socket_request_max_bytes) {
+    return tl::unexpected("queued.max.request.bytes (" +
+                          std::to_string(c.queued_max_request_bytes) +
+                          ") must be at least socket.request.max.bytes (" +
+                          std::to_string(c.socket_request_max_bytes) + ")");
+  }
+  if (c.upload_threshold_bytes >= c.wal_capacity_bytes) {
+    return tl::unexpected("upload.threshold.bytes (" + std::to_string(c.upload_threshold_bytes) +
+                          ") must be less than wal.capacity.bytes (" +
+                          std::to_string(c.wal_capacity_bytes) + ")");
+  }
+  return {};
+}
+
+tl::expected<broker_config, std::string> build(const std::vector<property>& properties) {
+  std::map<std::string, property> given;  // later ones win
+  for (const auto& p : properties) {
+    if (find_setting(p.key) == nullptr) {
+      return tl::unexpected(at(p.origin, "unknown setting " + quote(p.key)));
+    }
+    given[p.key] = p;
+  }
+  broker_config c;
+  for (const auto& s : settings()) {
+    const auto it = given.find(s.name);
+    if (it == given.end()) continue;
+    const auto& p = it->second;
+    if (auto ok = s.set(c, p.value); !ok) {
+      return tl::unexpected(
+          at(p.origin, "invalid value " + quote(p.value) + " for " + s.name + ": " + ok.error()));
+    }
+    c.given.insert(s.name);
+  }
+  if (auto ok = resolve(c, given); !ok) return tl::unexpected(ok.error());
+  for (const auto& s : settings()) {
+    if (auto v = s.get(c)) {
+      c.values[s.name] = std::move(*v);
+    } else if (const auto it = given.find(s.name); it != given.end()) {
+      c.values[s.name] = it->second.value;
+    }
+  }
+  return c;
+}
+
+// Java Properties basics: '#' and '!' comments, key=value, key: value or key value, trimmed
+// whitespace, backslash escapes and line continuation. Unlike Java, trailing whitespace of a
+// value is dropped too.
+void unescape_into(std::string_view s, std::string& out) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\' || i + 1 == s.size()) {
+      out += s[i];
+      continue;
+    }
+    const char e = s[++i];
+    switch (e) {
+      case 't':
+        out += '\t';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      default:
+        out += e;
+        break;
+    }
+  }
+}
+
+std::vector<property> parse_properties(std::string_view text, const std::string& file) {
+  std::vector<property> out;
+  size_t line_no = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    // One logical line: natural lines joined while they end in an odd number of backslashes.
+    std::string logical;
+    const size_t first_line = line_no + 1;
+    bool continued = true;
+    while (continued && pos <= text.size()) {
+      const auto nl = text.find('\n', pos);
+      std::string_view line = text.substr(pos, nl == std::string_view::npos ? nl : nl - pos);
+      pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
+      ++line_no;
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      // Continuation lines lose their leading whitespace; a comment is a comment only at the
+      // start of a logical line.
+      line = trim(line);
+      if (logical.empty() && (line.empty() || line.front() == '#' || line.front() == '!')) {
+        continued = false;
+        break;
+      }
+      size_t backslashes = 0;
+      while (backslashes < line.size() && line[line.size() - 1 - backslashes] == '\\') {
+        ++backslashes;
+      }
+      continued = backslashes % 2 == 1;
+      if (continued) line.remove_suffix(1);
+      logical += line;
+    }
+    if (logical.empty()) continue;
+    // The key ends at the first unescaped '=', ':' or whitespace.
+    size_t k = 0;
+    while (k < logical.size()) {
+      const char ch = logical[k];
+      if (ch == '\\') {
+        k += 2;
+        continue;
+      }
+      if (ch == '=' || ch == ':' || ch == ' ' || ch == '\t' || ch == '\f') break;
+      ++k;
+    }
+    k = std::min(k, logical.size());
+    property p;
+    unescape_into(std::string_view(logical).substr(0, k), p.key);
+    std::string_view rest = trim(std::string_view(logical).substr(k));
+    if (!rest.empty() && (rest.front() == '=' || rest.front() == ':')) {
+      rest = trim(rest.substr(1));
+    }
+    unescape_into(rest, p.value);
+    p.origin = file + ":" + std::to_string(first_line);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+tl::expected<property, std::string> parse_override(const std::string& text) {
+  const auto eq = text.find('=');
+  property p;
+  if (eq != std::string::npos) p.key = std::string(trim(std::string_view(text).substr(0, eq)));
+  if (eq == std::string::npos || p.key.empty()) {
+    return tl::unexpected("--override expects key=value, got " + quote(text));
+  }
+  p.value = std::string(trim(std::string_view(text).substr(eq + 1)));
+  p.origin = "--override";
+  return p;
+}
+
+std::string escape_cell(std::string_view s) {
+  std::string out;
+  for (const char ch : s) {
+    if (ch == '|') out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string to_string(const endpoint& e) {
+  const bool v6 = e.host.find(':') != std::string::npos;
+  return e.listener_name + "://" + (v6 ? "[" + e.host + "]" : e.host) + ":" +
+         std::to_string(e.port);
+}
+
+tl::expected<command_line, std::string> parse_command_line(int argc, const char* const* argv) {
+  command_line cmd;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      cmd.help = true;
+    } else if (arg == "--print-config-docs") {
+      cmd.print_config_docs = true;
+    } else if (arg == "--override") {
+      if (i + 1 == argc) return tl::unexpected(std::string("--override expects key=value"));
+      const std::string value = argv[++i];
+      if (auto p = parse_override(value); !p) return tl::unexpected(p.error());
+      cmd.overrides.push_back(value);
+    } else if (arg.starts_with("--override=")) {
+      const std::string value(arg.substr(11));
+      if (auto p = parse_override(value); !p) return tl::unexpected(p.error());
+      cmd.overrides.push_back(value);
+    } else if (arg.starts_with("-") && arg != "-") {
+      return tl::unexpected("unknown option " + quote(arg) + " (see --help)");
+    } else if (cmd.properties_file) {
+      return tl::unexpected("more than one properties file: " + quote(*cmd.properties_file) +
+                            " and " + quote(arg));
+    } else {
+      cmd.properties_file = std::string(arg);
+    }
+  }
+  return cmd;
+}
+
+tl::expected<broker_config, std::string> load(const command_line& cmd) {
+  std::vector<property> properties;
+  if (cmd.properties_file) {
+    std::ifstream in(*cmd.properties_file, std::ios::binary);
+    if (!in) {
+      return tl::unexpected("cannot read properties file " + quote(*cmd.properties_file) + ": " +
+                            std::error_code(errno, std::generic_category()).message());
+    }
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    properties = parse_properties(buffer.str(), *cmd.properties_file);
+  }
+  for (const auto& o : cmd.overrides) {
+    auto p = parse_override(o);
+    if (!p) return tl::unexpected(p.error());
+    properties.push_back(std::move(*p));
+  }
+  return build(properties);
+}
+
+tl::expected<broker_config, std::string> from_properties(
+    const std::vector<std::pair<std::string, std::string>>& properties) {
+  std::vector<property> props;
+  props.reserve(properties.size());
+  for (const auto& [k, v] : properties) props.push_back({k, v, ""});
+  return build(props);
+}
+
+std::vector<config_entry> describe_broker_configs(const broker_config& broker) {
+  std::vector<config_entry> out;
+  for (const auto& s : settings()) {
+    config_entry e;
+    e.name = s.name;
+    if (const auto it = broker.values.find(s.name); it != broker.values.end()) {
+      e.value = it->second;
+    }
+    e.read_only = true;
+    e.source = broker.given.contains(s.name) ? config_source::static_broker_config
+                                             : config_source::default_config;
+    e.is_default = e.source == config_source::default_config;
+    e.type = s.type;
+    e.documentation = s.doc;
+    e.synonyms.push_back({s.name, e.value, e.source});
+    out.push_back(std::move(e));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const config_entry& a, const config_entry& b) { return a.name < b.name; });
+  return out;
+}
+
+std::string config_docs_markdown() {
+  std::string md =
+      "# Configuration\n"
+      "\n"
+      "<!-- Generated from src/config (`silt --print-config-docs`); a test keeps this file and "
+      "the code equal. -->\n"
+      "\n"
+      "Silt runs with no configuration at all: every setting has a default, and the broker "
+      "listens on `localhost:9092` and keeps its files under `./data`. To change settings, give "
+      "a properties file (Kafka's `server.properties` format: `key=value` or `key: value`, `#` "
+      "and `!` comments, a backslash at the end of a line continues it) and/or "
+      "`--override key=value`, which may be repeated; overrides win over the file, and a later "
+      "value of the same key wins over an earlier one:\n"
+      "\n"
+      "```\n"
+      "silt [server.properties] [--override key=value]... [--help] [--print-config-docs]\n"
+      "```\n"
+      "\n"
+      "An unknown setting or an invalid value stops the broker with an error naming it (and the "
+      "file and line). Sizes are plain numbers of bytes, durations plain numbers of "
+      "milliseconds.\n"
+      "\n"
+      "## Broker settings\n"
+      "\n"
+      "| name | default | meaning |\n"
+      "|---|---|---|\n";
+  for (const auto& s : settings()) {
+    std::string def = s.doc_default.empty() ? "(none)" : s.doc_default;
+    if (!def.starts_with("`") && def != "(none)") def.insert(0, "`").append("`");
+    md += "| `" + s.name + "` | " + escape_cell(def) + " | " + escape_cell(s.doc) +
+          " Valid: " + escape_cell(s.valid) + ". |\n";
+  }
+  md +=
+      "\n"
+      "## Topic settings\n"
+      "\n"
+      "Set per topic with CreateTopics, AlterConfigs or IncrementalAlterConfigs (e.g. "
+      "`kafka-configs.sh --alter --entity-type topics`), listed by DescribeConfigs. A topic "
+      "without an override of a setting takes the broker setting named in the second column. "
+      "Every topic config of Kafka 4.1 is accepted and validated as Kafka does; those marked "
+      "\"no effect\" are stored and described but do not change how Silt behaves. An unknown "
+      "name fails with INVALID_CONFIG (\"Unknown topic config name: ...\").\n"
+      "\n";
+  md += detail::topic_docs_table();
+  return md;
+}
+
+namespace detail {
+
+std::optional<std::string> broker_default(std::string_view name) {
+  static const std::map<std::string, std::string> values = [] {
+    std::map<std::string, std::string> v;
+    auto c = from_properties({});
+    if (c.has_value()) v = std::move(c->values);
+    return v;
+  }();
+  const auto it = values.find(std::string(name));
+  if (it == values.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace detail
+}  // namespace silt::config

@@ -1,0 +1,114 @@
+// Broker configuration: a Kafka-style properties file plus --override key=value, checked
+// against one table of settings (name, type, default, validation, documentation). An unknown
+// key or an invalid value is an error naming it. docs/configuration.md is generated from the
+// same table (`silt --print-config-docs`) and a test keeps the two equal.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+namespace silt::config {
+
+struct endpoint {
+  std::string listener_name;  // e.g. PLAINTEXT
+  std::string host;           // empty: all interfaces
+  uint16_t port = 0;
+};
+
+enum class timestamp_type : uint8_t { create_time, log_append_time };
+
+struct broker_config {
+  // Network
+  std::vector<endpoint> listeners = {{"PLAINTEXT", "localhost", 9092}};  // listeners
+  std::vector<endpoint> advertised_listeners;    // advertised.listeners (default: listeners;
+                                                 // an empty, 0.0.0.0 or :: host becomes
+                                                 // "localhost")
+  int32_t node_id = 1;                           // node.id
+  std::string cluster_id;                        // cluster.id (default: generated once, stored)
+  uint32_t num_network_threads = 2;              // num.network.threads
+  uint32_t num_io_threads = 2;                   // num.io.threads (blocking object reads)
+  int32_t socket_request_max_bytes = 104857600;  // socket.request.max.bytes
+  int64_t queued_max_request_bytes = 268435456;  // queued.max.request.bytes (all conns)
+  int32_t max_inflight_requests = 64;        // connections.max.inflight.requests (per connection)
+  int64_t connections_max_idle_ms = 600000;  // connections.max.idle.ms
+  int32_t max_connections = 10000;           // max.connections
+  // Storage
+  std::string data_dir = "./data";           // data.dir
+  std::string wal_path;                      // wal.path (default: <data.dir>/wal)
+  uint64_t wal_capacity_bytes = 1ull << 30;  // wal.capacity.bytes
+  uint32_t wal_iodepth = 8;                  // wal.iodepth
+  uint32_t wal_iops = 0;                     // wal.iops (0: unlimited)
+  std::string wal_sync = "dsync";            // wal.sync: dsync | fdatasync
+  std::string object_store_uri;             // object.store.uri (default: file://<data.dir>/objects)
+  std::string metadata_path;                // metadata.path (default: <data.dir>/metadata.db)
+  uint64_t log_cache_bytes = 512ull << 20;  // log.cache.bytes
+  uint64_t block_cache_bytes = 256ull << 20;      // block.cache.bytes
+  int64_t upload_interval_ms = 1000;              // upload.interval.ms
+  uint64_t upload_threshold_bytes = 64ull << 20;  // upload.threshold.bytes
+  int64_t compaction_interval_ms = 60000;         // compaction.interval.ms
+  int64_t retention_check_interval_ms = 60000;    // log.retention.check.interval.ms
+  // Topics (broker-wide defaults of the topic configs)
+  int32_t num_partitions = 1;              // num.partitions
+  int16_t default_replication_factor = 1;  // default.replication.factor
+  bool auto_create_topics_enable = true;   // auto.create.topics.enable
+  bool delete_topic_enable = true;         // delete.topic.enable
+  int64_t log_retention_ms = 604800000;    // log.retention.ms
+  int64_t log_retention_bytes = -1;        // log.retention.bytes
+  int32_t message_max_bytes = 1048588;     // message.max.bytes
+  timestamp_type log_message_timestamp_type = timestamp_type::create_time;
+  // log.message.timestamp.type
+  int64_t log_message_timestamp_before_max_ms = INT64_MAX;  // log.message.timestamp.before.max.ms
+  int64_t log_message_timestamp_after_max_ms = 3600000;     // log.message.timestamp.after.max.ms
+  int32_t min_insync_replicas = 1;                          // min.insync.replicas
+  // Producers and fetch sessions
+  int64_t producer_id_expiration_ms = 86400000;  // producer.id.expiration.ms
+  int32_t max_incremental_fetch_session_cache_slots = 1000;
+  // max.incremental.fetch.session.cache.slots
+  // Accepted so that a Kafka server.properties loads; stored, no effect yet (single node).
+  std::string process_roles = "broker,controller";       // process.roles
+  int16_t offsets_topic_replication_factor = 1;          // offsets.topic.replication.factor
+  int16_t transaction_state_log_replication_factor = 1;  // transaction.state.log.replication.factor
+  int32_t transaction_state_log_min_isr = 1;             // transaction.state.log.min.isr
+  int32_t group_initial_rebalance_delay_ms = 3000;       // group.initial.rebalance.delay.ms
+  // Every setting as given or defaulted, by name (DescribeConfigs on the broker resource).
+  // Settings that only stand in for another (log.retention.hours, log.retention.minutes,
+  // log.dirs) appear only when given; their effect is in the setting they stand in for.
+  std::map<std::string, std::string> values;
+  // The names set in the properties file or by --override (the rest are defaults).
+  std::set<std::string> given;
+};
+
+// "PLAINTEXT://host:port" (an IPv6 host in brackets).
+[[nodiscard]] std::string to_string(const endpoint& e);
+
+// What the command line asked for.
+struct command_line {
+  std::optional<std::string> properties_file;
+  std::vector<std::string> overrides;  // "key=value", in order (later ones win)
+  bool help = false;
+  bool print_config_docs = false;
+};
+
+// Parses argv: [properties-file] [--override key=value]... [--help] [--print-config-docs].
+[[nodiscard]] tl::expected<command_line, std::string> parse_command_line(int argc,
+                                                                         const char* const* argv);
+
+// Reads the properties file (if any), applies the overrides, checks every key and value and
+// fills in derived defaults. The error names the bad key or value (and the file and line).
+[[nodiscard]] tl::expected<broker_config, std::string> load(const command_line& cmd);
+
+// Same, from already-parsed properties (tests).
+[[nodiscard]] tl::expected<broker_config, std::string> from_properties(
+    const std::vector<std::pair<std::string, std::string>>& properties);
+
+// docs/configuration.md: every broker setting and every topic setting with default and meaning.
+[[nodiscard]] std::string config_docs_markdown();
+
+}  // namespace silt::config

@@ -1,0 +1,476 @@
+#include "config/config.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "config/topic_config.h"
+
+namespace silt::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A properties file in a fresh temporary directory, removed at the end of the test.
+class temp_file {
+ public:
+  explicit temp_file(const std::string& text) {
+    dir_ =
+        fs::temp_directory_path() /
+        ("silt_config_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+         "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    path_ = (dir_ / "server.properties").string();
+    std::ofstream(path_) << text;
+  }
+  ~temp_file() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  temp_file(const temp_file&) = delete;
+  temp_file& operator=(const temp_file&) = delete;
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  fs::path dir_;
+  std::string path_;
+};
+
+tl::expected<broker_config, std::string> load_file(const std::string& text,
+                                                   std::vector<std::string> overrides = {}) {
+  temp_file f(text);
+  command_line cmd;
+  cmd.properties_file = f.path();
+  cmd.overrides = std::move(overrides);
+  return load(cmd);
+}
+
+broker_config props(const std::vector<std::pair<std::string, std::string>>& p) {
+  auto c = from_properties(p);
+  EXPECT_TRUE(c.has_value()) << c.error();
+  return c.value_or(broker_config{});
+}
+
+std::string error_of(const std::vector<std::pair<std::string, std::string>>& p) {
+  auto c = from_properties(p);
+  EXPECT_FALSE(c.has_value());
+  return c ? "" : c.error();
+}
+
+TEST(BrokerConfig, DefaultsNeedNoConfiguration) {
+  const auto c = props({});
+  ASSERT_EQ(c.listeners.size(), 1u);
+  EXPECT_EQ(c.listeners[0].listener_name, "PLAINTEXT");
+  EXPECT_EQ(c.listeners[0].host, "localhost");
+  EXPECT_EQ(c.listeners[0].port, 9092);
+  EXPECT_EQ(to_string(c.advertised_listeners.at(0)), "PLAINTEXT://localhost:9092");
+  EXPECT_EQ(c.node_id, 1);
+  EXPECT_EQ(c.cluster_id, "");
+  EXPECT_EQ(c.data_dir, "./data");
+  EXPECT_EQ(c.wal_sync, "dsync");
+  EXPECT_EQ(c.log_retention_ms, 604800000);
+  EXPECT_EQ(c.message_max_bytes, 1048588);
+  EXPECT_EQ(c.log_message_timestamp_type, timestamp_type::create_time);
+  EXPECT_TRUE(c.given.empty());
+  EXPECT_EQ(c.values.at("num.partitions"), "1");
+  EXPECT_EQ(c.values.at("listeners"), "PLAINTEXT://localhost:9092");
+  EXPECT_EQ(c.values.at("log.message.timestamp.type"), "CreateTime");
+  EXPECT_EQ(c.values.at("auto.create.topics.enable"), "true");
+  EXPECT_EQ(c.values.at("cluster.id"), "");
+  EXPECT_FALSE(c.values.contains("log.retention.hours"));
+}
+
+TEST(BrokerConfig, DerivedPathsFollowDataDir) {
+  const auto c = props({{"data.dir", "/var/lib/silt"}});
+  EXPECT_EQ(c.wal_path, "/var/lib/silt/wal");
+  EXPECT_EQ(c.metadata_path, "/var/lib/silt/metadata.db");
+  EXPECT_EQ(c.object_store_uri, "file:///var/lib/silt/objects");
+  EXPECT_EQ(c.values.at("wal.path"), "/var/lib/silt/wal");
+  EXPECT_EQ(c.values.at("object.store.uri"), "file:///var/lib/silt/objects");
+}
+
+TEST(BrokerConfig, DefaultObjectStoreIsAnAbsolutePath) {
+  const auto c = props({{"data.dir", "rel/dir"}});
+  const auto expected = (fs::absolute("rel/dir").lexically_normal() / "objects").string();
+  EXPECT_EQ(c.object_store_uri, "file://" + expected);
+  EXPECT_EQ(c.wal_path, "rel/dir/wal");
+}
+
+TEST(BrokerConfig, GivenPathsAreKept) {
+  const auto c = props({{"wal.path", "/dev/nvme0n1"},
+                        {"object.store.uri", "s3://bucket?endpoint=http://127.0.0.1:7480"},
+                        {"metadata.path", "/m.db"}});
+  EXPECT_EQ(c.wal_path, "/dev/nvme0n1");
+  EXPECT_EQ(c.object_store_uri, "s3://bucket?endpoint=http://127.0.0.1:7480");
+  EXPECT_EQ(c.metadata_path, "/m.db");
+  EXPECT_NE(error_of({{"object.store.uri", "http://x"}}).find("expected a file:// or s3:// URI"),
+            std::string::npos);
+}
+
+TEST(BrokerConfig, ReadsAPropertiesFile) {
+  const auto c = load_file(
+      "# a comment\n"
+      "! another comment\n"
+      "\n"
+      "node.id=7\n"
+      "  num.partitions : 3  \n"
+      "log.dirs /tmp/kafka-logs\n"
+      "listeners = PLAINTEXT://0.0.0.0:19092, \\\n"
+      "    \n"
+      "wal.sync=fdatasync\r\n"
+      "num.io.threads=\\\n"
+      "   4\n"
+      "log.message.timestamp.type=LogAppendTime\n");
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c->node_id, 7);
+  EXPECT_EQ(c->num_partitions, 3);
+  EXPECT_EQ(c->data_dir, "/tmp/kafka-logs");
+  EXPECT_EQ(c->wal_path, "/tmp/kafka-logs/wal");
+  EXPECT_EQ(c->wal_sync, "fdatasync");
+  EXPECT_EQ(c->num_io_threads, 4u);
+  EXPECT_EQ(c->log_message_timestamp_type, timestamp_type::log_append_time);
+  ASSERT_EQ(c->listeners.size(), 1u);
+  EXPECT_EQ(c->listeners[0].host, "0.0.0.0");
+  EXPECT_EQ(c->listeners[0].port, 19092);
+  EXPECT_EQ(to_string(c->advertised_listeners.at(0)), "PLAINTEXT://localhost:19092");
+  EXPECT_TRUE(c->given.contains("node.id"));
+  EXPECT_EQ(c->values.at("log.dirs"), "/tmp/kafka-logs");
+}
+
+TEST(BrokerConfig, DataDirWinsOverLogDirs) {
+  const auto c = props({{"log.dirs", "/a"}, {"data.dir", "/b"}});
+  EXPECT_EQ(c.data_dir, "/b");
+  EXPECT_NE(error_of({{"log.dirs", "/a,/b"}}).find("expected one directory"), std::string::npos);
+}
+
+TEST(BrokerConfig, OverridesWinOverTheFileAndLaterOnesWin) {
+  const auto c =
+      load_file("node.id=7\nnum.partitions=3\nnum.partitions=4\n", {"node.id=8", "node.id = 9"});
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c->node_id, 9);
+  EXPECT_EQ(c->num_partitions, 4);
+  EXPECT_EQ(c->values.at("node.id"), "9");
+}
+
+TEST(BrokerConfig, UnknownKeyIsNamedWithFileAndLine) {
+  temp_file f("node.id=1\n\nfoo.bar=2\n");
+  command_line cmd;
+  cmd.properties_file = f.path();
+  const auto c = load(cmd);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error(), f.path() + ":3: unknown setting 'foo.bar'");
+  EXPECT_EQ(error_of({{"foo.bar", "1"}}), "unknown setting 'foo.bar'");
+  command_line o;
+  o.overrides = {"foo.bar=1"};
+  EXPECT_EQ(load(o).error(), "--override: unknown setting 'foo.bar'");
+}
+
+TEST(BrokerConfig, InvalidValuesAreNamedWithWhatIsExpected) {
+  EXPECT_EQ(error_of({{"wal.iodepth", "abc"}}),
+            "invalid value 'abc' for wal.iodepth: expected an integer between 1 and 4096");
+  EXPECT_EQ(error_of({{"wal.iodepth", "0"}}),
+            "invalid value '0' for wal.iodepth: expected an integer between 1 and 4096");
+  EXPECT_EQ(error_of({{"node.id", "-1"}}),
+            "invalid value '-1' for node.id: expected an integer of at least 0");
+  EXPECT_EQ(error_of({{"num.partitions", "0"}}),
+            "invalid value '0' for num.partitions: expected an integer of at least 1");
+  EXPECT_EQ(error_of({{"wal.sync", "sync"}}),
+            "invalid value 'sync' for wal.sync: expected dsync or fdatasync");
+  EXPECT_EQ(error_of({{"auto.create.topics.enable", "yes"}}),
+            "invalid value 'yes' for auto.create.topics.enable: expected true or false");
+  EXPECT_EQ(error_of({{"log.message.timestamp.type", "Now"}}),
+            "invalid value 'Now' for log.message.timestamp.type: expected CreateTime or "
+            "LogAppendTime");
+  EXPECT_NE(error_of({{"wal.capacity.bytes", "5000000"}}).find("multiple of 4096"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"wal.capacity.bytes", "4096"}}).find("at least 4194304"), std::string::npos);
+  EXPECT_NE(error_of({{"socket.request.max.bytes", "1000"}}).find("socket.request.max.bytes"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"message.max.bytes", "99999999999"}}).find("message.max.bytes"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"upload.threshold.bytes", "2147483648"}}).find("wal.capacity.bytes"),
+            std::string::npos);
+  EXPECT_TRUE(
+      from_properties({{"wal.capacity.bytes", "4194304"}, {"upload.threshold.bytes", "1048576"}}));
+}
+
+TEST(BrokerConfig, ParsesListeners) {
+  auto c = props({{"listeners", "PLAINTEXT://:9093"}});
+  ASSERT_EQ(c.listeners.size(), 1u);
+  EXPECT_EQ(c.listeners[0].host, "");
+  EXPECT_EQ(c.listeners[0].port, 9093);
+  EXPECT_EQ(to_string(c.advertised_listeners.at(0)), "PLAINTEXT://localhost:9093");
+  c = props({{"listeners", "PLAINTEXT://[::1]:0"}});
+  EXPECT_EQ(c.listeners.at(0).host, "::1");
+  EXPECT_EQ(c.listeners.at(0).port, 0);
+  EXPECT_EQ(c.values.at("listeners"), "PLAINTEXT://[::1]:0");
+  c = props({{"listeners", "PLAINTEXT://0.0.0.0:9092"},
+             {"advertised.listeners", "PLAINTEXT://broker1.example.com:19092"}});
+  EXPECT_EQ(c.advertised_listeners.at(0).host, "broker1.example.com");
+  EXPECT_EQ(c.advertised_listeners.at(0).port, 19092);
+  EXPECT_EQ(c.values.at("advertised.listeners"), "PLAINTEXT://broker1.example.com:19092");
+
+  EXPECT_NE(error_of({{"listeners", "SSL://:9093"}}).find("SSL is not supported yet"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"listeners", "PLAINTEXT://:65536"}}).find("port between 0 and 65535"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"listeners", "PLAINTEXT://:-1"}}).find("port"), std::string::npos);
+  EXPECT_NE(error_of({{"listeners", "localhost:9092"}}).find("PLAINTEXT://host:port"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"listeners", ""}}).find("at least one listener"), std::string::npos);
+  EXPECT_NE(error_of({{"listeners", "PLAINTEXT://:1,PLAINTEXT://:2"}}).find("twice"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of({{"advertised.listeners", "PLAINTEXT://0.0.0.0:9092"}}).find("cannot be advertised"),
+      std::string::npos);
+}
+
+TEST(BrokerConfig, RetentionMsWinsOverMinutesOverHours) {
+  EXPECT_EQ(props({{"log.retention.hours", "24"}}).log_retention_ms, 86400000);
+  EXPECT_EQ(
+      props({{"log.retention.hours", "24"}, {"log.retention.minutes", "10"}}).log_retention_ms,
+      600000);
+  EXPECT_EQ(props({{"log.retention.hours", "24"},
+                   {"log.retention.minutes", "10"},
+                   {"log.retention.ms", "1234"}})
+                .log_retention_ms,
+            1234);
+  EXPECT_EQ(props({{"log.retention.hours", "-1"}}).log_retention_ms, -1);
+  const auto c = props({{"log.retention.hours", "1"}});
+  EXPECT_EQ(c.values.at("log.retention.ms"), "3600000");
+  EXPECT_EQ(c.values.at("log.retention.hours"), "1");
+  EXPECT_NE(error_of({{"log.retention.hours", "x"}}).find("log.retention.hours"),
+            std::string::npos);
+}
+
+TEST(BrokerConfig, AcceptsCommonKafkaKeys) {
+  const auto c = props({{"process.roles", "broker,controller"},
+                        {"default.replication.factor", "1"},
+                        {"offsets.topic.replication.factor", "1"},
+                        {"transaction.state.log.replication.factor", "1"},
+                        {"transaction.state.log.min.isr", "1"},
+                        {"group.initial.rebalance.delay.ms", "0"}});
+  EXPECT_EQ(c.group_initial_rebalance_delay_ms, 0);
+  EXPECT_EQ(c.values.at("process.roles"), "broker,controller");
+  EXPECT_NE(error_of({{"process.roles", "observer"}}).find("process.roles"), std::string::npos);
+}
+
+TEST(CommandLine, ParsesFileOverridesAndFlags) {
+  const char* argv[] = {
+      "silt",   "server.properties",  "--override", "node.id=2", "--override=num.partitions=3",
+      "--help", "--print-config-docs"};
+  const auto cmd = parse_command_line(7, argv);
+  ASSERT_TRUE(cmd) << cmd.error();
+  EXPECT_EQ(cmd->properties_file, "server.properties");
+  EXPECT_EQ(cmd->overrides, (std::vector<std::string>{"node.id=2", "num.partitions=3"}));
+  EXPECT_TRUE(cmd->help);
+  EXPECT_TRUE(cmd->print_config_docs);
+}
+
+TEST(CommandLine, RejectsUnknownFlagsAndBadOverrides) {
+  const char* unknown[] = {"silt", "--verbose"};
+  EXPECT_EQ(parse_command_line(2, unknown).error(), "unknown option '--verbose' (see --help)");
+  const char* missing[] = {"silt", "--override"};
+  EXPECT_FALSE(parse_command_line(2, missing));
+  const char* no_equals[] = {"silt", "--override", "node.id"};
+  EXPECT_FALSE(parse_command_line(3, no_equals));
+  const char* two_files[] = {"silt", "a.properties", "b.properties"};
+  EXPECT_FALSE(parse_command_line(3, two_files));
+  const char* none[] = {"silt"};
+  const auto cmd = parse_command_line(1, none);
+  ASSERT_TRUE(cmd);
+  EXPECT_FALSE(cmd->properties_file);
+  EXPECT_TRUE(load(*cmd));
+}
+
+TEST(CommandLine, MissingFileIsAnError) {
+  command_line cmd;
+  cmd.properties_file = "/nonexistent/server.properties";
+  const auto c = load(cmd);
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().find("/nonexistent/server.properties"), std::string::npos);
+}
+
+TEST(TopicConfig, AcceptsKnownNamesAndValidValues) {
+  EXPECT_TRUE(validate_topic_configs({{"retention.ms", "-1"},
+                                      {"retention.bytes", "1000"},
+                                      {"segment.bytes", "1048576"},
+                                      {"cleanup.policy", "delete"},
+                                      {"preallocate", "TRUE"},
+                                      {"compression.type", "zstd"},
+                                      {"min.cleanable.dirty.ratio", "0.3"},
+                                      {"leader.replication.throttled.replicas", "0:1, 1:2"},
+                                      {"message.timestamp.type", "LogAppendTime"}}));
+}
+
+TEST(TopicConfig, UnknownNameIsInvalidConfig) {
+  const auto r = validate_topic_configs({{"foo", "1"}});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().error_code, 40);
+  EXPECT_EQ(r.error().message, "Unknown topic config name: foo");
+}
+
+TEST(TopicConfig, BadValuesAreInvalidConfigInKafkasWords) {
+  auto message = [](const std::string& name, const std::string& value) {
+    const auto r = validate_topic_configs({{name, value}});
+    EXPECT_FALSE(r) << name << "=" << value;
+    if (r) return std::string();
+    EXPECT_EQ(r.error().error_code, 40);
+    return r.error().message;
+  };
+  EXPECT_EQ(message("retention.ms", "abc"),
+            "Invalid value abc for configuration retention.ms: Not a number of type LONG");
+  EXPECT_EQ(message("retention.ms", "-5"),
+            "Invalid value -5 for configuration retention.ms: Value must be at least -1");
+  EXPECT_EQ(message("min.insync.replicas", "0"),
+            "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1");
+  EXPECT_EQ(message("max.message.bytes", "99999999999"),
+            "Invalid value 99999999999 for configuration max.message.bytes: Not a number of type "
+            "INT");
+  EXPECT_EQ(message("message.timestamp.type", "Foo"),
+            "Invalid value Foo for configuration message.timestamp.type: String must be one of: "
+            "CreateTime, LogAppendTime");
+  EXPECT_EQ(message("preallocate", "yes"),
+            "Invalid value yes for configuration preallocate: Expected value to be either true or "
+            "false");
+  EXPECT_EQ(message("min.cleanable.dirty.ratio", "2"),
+            "Invalid value 2 for configuration min.cleanable.dirty.ratio: Value must be no more "
+            "than 1");
+  EXPECT_NE(message("segment.bytes", "1000").find("at least 1048576"), std::string::npos);
+  EXPECT_NE(message("compression.gzip.level", "0").find("between 1 and 9 or equal to -1"),
+            std::string::npos);
+  EXPECT_NE(message("cleanup.policy", "foo").find("String must be one of: compact, delete"),
+            std::string::npos);
+  EXPECT_NE(message("leader.replication.throttled.replicas", "x").find("literal '*'"),
+            std::string::npos);
+  const auto lag =
+      validate_topic_configs({{"min.compaction.lag.ms", "10"}, {"max.compaction.lag.ms", "5"}});
+  ASSERT_FALSE(lag);
+  EXPECT_EQ(lag.error().message,
+            "conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)");
+}
+
+TEST(TopicConfig, CompactIsRefused) {
+  for (const auto* policy : {"compact", "compact,delete", "delete, compact"}) {
+    const auto r = validate_topic_configs({{"cleanup.policy", policy}});
+    ASSERT_FALSE(r) << policy;
+    EXPECT_EQ(r.error().error_code, 40);
+    EXPECT_NE(r.error().message.find("is not supported: Silt has no log compaction yet"),
+              std::string::npos);
+  }
+  EXPECT_FALSE(validate_topic_configs({{"remote.storage.enable", "true"}}));
+  EXPECT_TRUE(validate_topic_configs({{"remote.storage.enable", "false"}}));
+}
+
+TEST(TopicConfig, EffectiveConfigTakesBrokerDefaultsAndOverrides) {
+  const auto broker = props({{"log.retention.hours", "48"},
+                             {"message.max.bytes", "2000000"},
+                             {"log.message.timestamp.type", "LogAppendTime"}});
+  auto t = effective_topic_config(broker, {});
+  EXPECT_EQ(t.retention_ms, 48 * 3600000LL);
+  EXPECT_EQ(t.max_message_bytes, 2000000);
+  EXPECT_EQ(t.message_timestamp_type, timestamp_type::log_append_time);
+  t = effective_topic_config(broker, {{"retention.ms", "1000"},
+                                      {"max.message.bytes", "10"},
+                                      {"message.timestamp.type", "CreateTime"},
+                                      {"min.insync.replicas", "2"},
+                                      {"retention.bytes", "-7"},
+                                      {"message.timestamp.after.max.ms", "5"},
+                                      {"message.timestamp.before.max.ms", "6"}});
+  EXPECT_EQ(t.retention_ms, 1000);
+  EXPECT_EQ(t.retention_bytes, -1);
+  EXPECT_EQ(t.max_message_bytes, 10);
+  EXPECT_EQ(t.message_timestamp_type, timestamp_type::create_time);
+  EXPECT_EQ(t.min_insync_replicas, 2);
+  EXPECT_EQ(t.message_timestamp_after_max_ms, 5);
+  EXPECT_EQ(t.message_timestamp_before_max_ms, 6);
+  t = effective_topic_config(broker, {{"cleanup.policy", ""}, {"retention.ms", "1000"}});
+  EXPECT_EQ(t.retention_ms, -1);
+}
+
+const config_entry& entry(const std::vector<config_entry>& entries, const std::string& name) {
+  for (const auto& e : entries) {
+    if (e.name == name) return e;
+  }
+  ADD_FAILURE() << name << " not described";
+  static const config_entry none;
+  return none;
+}
+
+TEST(TopicConfig, DescribeGivesValueAndSource) {
+  const auto defaults = props({});
+  auto entries = describe_topic_configs(defaults, {});
+  EXPECT_EQ(entries.size(), 33u);
+  EXPECT_TRUE(
+      std::is_sorted(entries.begin(), entries.end(),
+                     [](const config_entry& a, const config_entry& b) { return a.name < b.name; }));
+  auto e = entry(entries, "retention.ms");
+  EXPECT_EQ(e.value, "604800000");
+  EXPECT_EQ(e.source, config_source::default_config);
+  EXPECT_TRUE(e.is_default);
+  EXPECT_EQ(e.type, config_type::long_);
+  ASSERT_EQ(e.synonyms.size(), 1u);
+  EXPECT_EQ(e.synonyms[0].name, "log.retention.ms");
+  EXPECT_EQ(entry(entries, "segment.bytes").value, "1073741824");
+  EXPECT_EQ(entry(entries, "cleanup.policy").value, "delete");
+
+  const auto broker = props({{"log.retention.hours", "1"}});
+  entries = describe_topic_configs(broker, {});
+  e = entry(entries, "retention.ms");
+  EXPECT_EQ(e.value, "3600000");
+  EXPECT_EQ(e.source, config_source::static_broker_config);
+  EXPECT_FALSE(e.is_default);
+  ASSERT_EQ(e.synonyms.size(), 2u);
+  EXPECT_EQ(e.synonyms[0].name, "log.retention.hours");
+  EXPECT_EQ(e.synonyms[0].value, "1");
+
+  entries = describe_topic_configs(broker, {{"retention.ms", "1000"}});
+  e = entry(entries, "retention.ms");
+  EXPECT_EQ(e.value, "1000");
+  EXPECT_EQ(e.source, config_source::dynamic_topic_config);
+  ASSERT_EQ(e.synonyms.size(), 3u);
+  EXPECT_EQ(e.synonyms[0].source, config_source::dynamic_topic_config);
+  EXPECT_EQ(e.synonyms[1].source, config_source::static_broker_config);
+  EXPECT_EQ(e.synonyms[2].source, config_source::default_config);
+}
+
+TEST(BrokerConfig, DescribeListsEverySettingReadOnly) {
+  const auto c = props({{"num.partitions", "3"}});
+  const auto entries = describe_broker_configs(c);
+  const auto& np = entry(entries, "num.partitions");
+  EXPECT_EQ(np.value, "3");
+  EXPECT_EQ(np.source, config_source::static_broker_config);
+  EXPECT_TRUE(np.read_only);
+  EXPECT_EQ(np.type, config_type::int_);
+  const auto& rm = entry(entries, "log.retention.ms");
+  EXPECT_EQ(rm.value, "604800000");
+  EXPECT_EQ(rm.source, config_source::default_config);
+  EXPECT_FALSE(entry(entries, "log.retention.hours").value);
+  for (const auto& [name, value] : c.values) {
+    EXPECT_EQ(entry(entries, name).value, value) << name;
+  }
+}
+
+// docs/configuration.md is generated from the table. To regenerate it:
+//   SILT_UPDATE_DOCS=1 build/src/config/config_tests --gtest_filter='Docs.*'
+TEST(Docs, ConfigurationMdMatchesTheTable) {
+  const std::string path = std::string(SILT_SOURCE_DIR) + "/docs/configuration.md";
+  const std::string generated = config_docs_markdown();
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): the test starts no threads
+  if (std::getenv("SILT_UPDATE_DOCS") != nullptr) std::ofstream(path) << generated;
+  std::ifstream in(path);
+  std::stringstream committed;
+  committed << in.rdbuf();
+  EXPECT_EQ(committed.str(), generated)
+      << "docs/configuration.md is out of date; regenerate it with SILT_UPDATE_DOCS=1";
+  for (const auto* name : {"`listeners`", "`wal.capacity.bytes`", "`retention.ms`",
+                           "`cleanup.policy`", "`log.retention.hours`"}) {
+    EXPECT_NE(generated.find(name), std::string::npos) << name;
+  }
+}
+
+}  // namespace
+}  // namespace silt::config
