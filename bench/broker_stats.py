@@ -192,6 +192,10 @@ def report(runs_dir, out_path, args):
                 for _, key, _ in COLUMNS) + " |")
         for broker in ("silt", "kafka"):
             r = res.get(broker)
+            if r and r.get("topic_auto_created"):
+                lines.append(f"\nNote: TopicCommand --create failed on {broker}; the topic "
+                             "was auto-created by the producer (the broker's default "
+                             "partition count).")
             if r and r.get("exceptions_logged"):
                 lines.append(f"\nNote: the {broker} run logged {r['exceptions_logged']} "
                              "exception line(s); see its perf log.")

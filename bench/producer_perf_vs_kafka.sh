@@ -184,6 +184,7 @@ create_topic() {
   cat "$dir/topic-$t.log" >&2
   [[ $broker == silt ]] || return 1
   log "silt: TopicCommand --create $t failed; relying on auto-creation of the topic"
+  [[ $t != "$topic" ]] || topic_auto=1
 }
 
 # ProducerPerformance, twice in one JVM: the warm-up run (to another topic), then a hook
@@ -244,6 +245,7 @@ run_seq=0
 run_one() {
   local broker=$1 workload=$2 title=$3 size=$4 n=$5 tput=$6
   local dir="$workdir/$broker-$workload" port out err= warm=0
+  topic_auto=0
   [[ $warmup -eq 0 ]] || warm=$((n / 4))
   run_seq=$((run_seq + 1))
   out="$workdir/runs/$(printf '%02d' "$run_seq")-$broker-$workload.json"
@@ -283,6 +285,7 @@ run_one() {
   [[ -z $err ]] || extra=("error=$err")
   python3 "$stats" record "$out" broker="$broker" workload="$workload" title="$title" \
     record_size="$size" records="$n" throughput_limit="$tput" warmup_records="$warm" \
+    topic_auto_created="$topic_auto" \
     port="$port" \
     cpu_seconds="$cpu" peak_rss_kib="$hwm" perf_log="$dir/perf.log" "${extra[@]}"
   [[ -z $err ]] || log "$broker, $title: FAILED: $err"
