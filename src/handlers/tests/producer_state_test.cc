@@ -1,0 +1,189 @@
+// Idempotent producer state over a real stream store (WAL file, local object store, SQLite):
+// duplicates, gaps, epochs, and the state surviving a restart through snapshots and replay.
+#include "handlers/producer_state.h"
+
+#include <future>
+
+#include <gtest/gtest.h>
+
+#include "metadata/topic_registry.h"
+#include "protocol/record_batch.h"
+#include "storage/object/local_store.h"
+#include "storage/wal/tests/test_util.h"
+
+namespace silt::handlers {
+namespace {
+
+using protocol::error_code;
+using verdict = producer_state::verdict;
+
+std::vector<uint8_t> idempotent_batch(int64_t pid, int16_t epoch, int32_t seq, int count) {
+  protocol::record_batch_builder b;
+  b.producer(pid, epoch, seq);
+  for (int i = 0; i < count; ++i) {
+    const std::string v = "v" + std::to_string(seq + i);
+    b.add(1700000000000 + i, std::nullopt,
+          std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(v.data()), v.size()));
+  }
+  return b.build();
+}
+
+protocol::record_batch_header header_of(const std::vector<uint8_t>& batch) {
+  protocol::batch_reader r(batch);
+  auto b = r.next();
+  EXPECT_TRUE(b && *b);
+  return (**b).header;
+}
+
+class ProducerStateTest : public ::testing::Test {
+ protected:
+  void open() {
+    auto objects = storage::local_store::open(dir_.path("objects"));
+    ASSERT_TRUE(objects);
+    objects_ = std::move(*objects);
+    storage::stream_store_options o;
+    o.wal.path = dir_.path("wal");
+    o.wal.capacity = 16u << 20;
+    o.catalog_path = dir_.path("meta.db");
+    o.background = false;
+    auto s = storage::stream_store::open(o, *objects_);
+    ASSERT_TRUE(s) << s.error();
+    store_ = std::move(*s);
+    auto r = metadata::topic_registry::open(dir_.path("meta.db"));
+    ASSERT_TRUE(r) << r.error();
+    registry_ = std::move(*r);
+    state_ = std::make_unique<producer_state>(*registry_, *store_, 86400000);
+  }
+  void close() {
+    store_->close();
+    ASSERT_TRUE(state_->snapshot());
+    state_.reset();
+    registry_.reset();
+    store_.reset();
+    objects_.reset();
+  }
+  // Checks and, when new, appends and records a batch; returns the verdict and base offset.
+  std::pair<producer_state::check_result, int64_t> produce(uint64_t stream, std::vector<uint8_t> b) {
+    const auto h = header_of(b);
+    std::lock_guard lock(state_->lock_for(stream));
+    auto c = state_->check(stream, h);
+    if (c.v != verdict::append) return {c, -1};
+    std::promise<void> done;
+    auto owner = std::make_shared<std::vector<uint8_t>>(std::move(b));
+    auto base = store_->append(stream, owner, *owner, [&](auto) { done.set_value(); });
+    EXPECT_TRUE(base);
+    done.get_future().wait();
+    state_->record(stream, h, *base);
+    return {c, *base};
+  }
+
+  storage::wal::testing::test_dir dir_;
+  std::unique_ptr<storage::object_store> objects_;
+  std::unique_ptr<storage::stream_store> store_;
+  std::unique_ptr<metadata::topic_registry> registry_;
+  std::unique_ptr<producer_state> state_;
+};
+
+TEST_F(ProducerStateTest, SequencesInOrderAreAppended) {
+  open();
+  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 0, 3)).second, 0);
+  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 3, 2)).second, 3);
+  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 5, 1)).second, 5);
+}
+
+TEST_F(ProducerStateTest, RetriedBatchIsADuplicateWithItsFirstOffsets) {
+  open();
+  produce(1, idempotent_batch(7, 0, 0, 3));
+  produce(1, idempotent_batch(7, 0, 3, 2));
+  auto [c, base] = produce(1, idempotent_batch(7, 0, 0, 3));
+  EXPECT_EQ(c.v, verdict::duplicate);
+  EXPECT_EQ(c.duplicate.first_offset, 0);
+  EXPECT_EQ(c.duplicate.last_offset, 2);
+  EXPECT_EQ(store_->offsets(1).end_offset, 5);  // not written twice
+}
+
+TEST_F(ProducerStateTest, GapIsOutOfOrder) {
+  open();
+  produce(1, idempotent_batch(7, 0, 0, 3));
+  auto [c, base] = produce(1, idempotent_batch(7, 0, 5, 1));
+  EXPECT_EQ(c.v, verdict::reject);
+  EXPECT_EQ(c.error, error_code::out_of_order_sequence_number);
+}
+
+TEST_F(ProducerStateTest, OldEpochIsRejectedAndNewEpochStartsAtZero) {
+  open();
+  produce(1, idempotent_batch(7, 1, 0, 1));
+  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 1, 1)).first.error, error_code::invalid_producer_epoch);
+  EXPECT_EQ(produce(1, idempotent_batch(7, 2, 4, 1)).first.error,
+            error_code::out_of_order_sequence_number);
+  EXPECT_EQ(produce(1, idempotent_batch(7, 2, 0, 1)).first.v, verdict::append);
+}
+
+TEST_F(ProducerStateTest, OnlyTheLastFiveBatchesAreRemembered) {
+  open();
+  for (int i = 0; i < 7; ++i) produce(1, idempotent_batch(7, 0, i, 1));
+  // Batch 0 is forgotten: a retry of it is out of order, batch 2 is still a duplicate.
+  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 0, 1)).first.v, verdict::reject);
+  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 2, 1)).first.v, verdict::duplicate);
+}
+
+TEST_F(ProducerStateTest, StateSurvivesARestartFromSnapshotAndReplay) {
+  open();
+  produce(1, idempotent_batch(7, 0, 0, 2));
+  ASSERT_TRUE(state_->snapshot());
+  // Written after the snapshot: found again by replaying the stream.
+  produce(1, idempotent_batch(7, 0, 2, 2));
+  produce(2, idempotent_batch(8, 0, 0, 1));
+  store_->close();
+  state_.reset();
+  registry_.reset();
+  store_.reset();
+  objects_.reset();
+  open();
+  auto [c1, b1] = produce(1, idempotent_batch(7, 0, 2, 2));
+  EXPECT_EQ(c1.v, verdict::duplicate);
+  EXPECT_EQ(c1.duplicate.first_offset, 2);
+  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 0, 2)).first.v, verdict::duplicate);
+  EXPECT_EQ(produce(2, idempotent_batch(8, 0, 0, 1)).first.v, verdict::duplicate);
+  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 4, 1)).second, 4);
+  close();
+}
+
+TEST_F(ProducerStateTest, CorruptSnapshotIsRebuiltFromTheStream) {
+  open();
+  produce(1, idempotent_batch(7, 0, 0, 2));
+  close();
+  {
+    auto r = metadata::topic_registry::open(dir_.path("meta.db"));
+    ASSERT_TRUE(r);
+    auto blob = (*r)->get_blob("producers/1");
+    ASSERT_TRUE(blob && blob->size() > 20);
+    blob->resize(blob->size() - 3);  // truncated
+    ASSERT_TRUE((*r)->put_blob("producers/1", *blob));
+  }
+  open();
+  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 0, 2)).first.v, verdict::duplicate);
+  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 2, 1)).second, 2);
+  close();
+}
+
+TEST_F(ProducerStateTest, ProducerIdsAreNeverHandedOutTwiceAcrossRestarts) {
+  open();
+  auto a = state_->init_producer(-1, -1);
+  auto b = state_->init_producer(-1, -1);
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(a->first, b->first);
+  close();
+  open();
+  auto c = state_->init_producer(-1, -1);
+  ASSERT_TRUE(c);
+  EXPECT_GT(c->first, b->first);
+  auto bumped = state_->init_producer(c->first, 0);
+  ASSERT_TRUE(bumped);
+  EXPECT_EQ(bumped->first, c->first);
+  EXPECT_EQ(bumped->second, 1);
+  close();
+}
+
+}  // namespace
+}  // namespace silt::handlers

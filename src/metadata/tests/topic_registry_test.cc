@@ -1,0 +1,109 @@
+// The topic registry on a real SQLite file: topics, partitions, configs and counters survive
+// reopening; names follow Kafka's rules.
+#include "metadata/topic_registry.h"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+namespace silt::metadata {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TopicRegistryTest : public ::testing::Test {
+ protected:
+  TopicRegistryTest()
+      : path_(fs::temp_directory_path() /
+              ("topic-registry-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++))) {
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TopicRegistryTest() override { fs::remove_all(path_); }
+  std::unique_ptr<topic_registry> open() {
+    auto r = topic_registry::open((path_ / "meta.db").string());
+    EXPECT_TRUE(r) << r.error();
+    return std::move(*r);
+  }
+  static inline int counter_ = 0;
+  fs::path path_;
+};
+
+TEST_F(TopicRegistryTest, TopicsSurviveReopening) {
+  topic_id id{};
+  {
+    auto r = open();
+    auto t = r->create("orders", 3, {{"retention.ms", "1000"}});
+    ASSERT_TRUE(t);
+    EXPECT_EQ((*t)->partitions(), 3);
+    id = (*t)->id;
+    ASSERT_TRUE(r->add_partitions("orders", 5));
+    ASSERT_TRUE(r->set_configs("orders", {{"retention.bytes", "10"}}));
+  }
+  auto r = open();
+  auto t = r->find("orders");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->partitions(), 5);
+  EXPECT_EQ(t->id, id);
+  EXPECT_EQ(r->find(id), t);
+  EXPECT_EQ(t->configs, (std::map<std::string, std::string>{{"retention.bytes", "10"}}));
+}
+
+TEST_F(TopicRegistryTest, StreamsAreDistinctAndNeverReused) {
+  auto r = open();
+  auto a = r->create("a", 2, {});
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(r->remove("a"));
+  auto b = r->create("a", 2, {});
+  ASSERT_TRUE(b);
+  for (uint64_t s : (*b)->streams) {
+    EXPECT_EQ(std::count((*a)->streams.begin(), (*a)->streams.end(), s), 0);
+  }
+  auto grown = r->add_partitions("a", 3);
+  ASSERT_TRUE(grown);
+  EXPECT_EQ((*grown)->streams[0], (*b)->streams[0]);
+  EXPECT_GT((*grown)->streams[2], (*b)->streams[1]);
+}
+
+TEST_F(TopicRegistryTest, ErrorsForExistingMissingAndShrinking) {
+  auto r = open();
+  ASSERT_TRUE(r->create("t", 2, {}));
+  EXPECT_EQ(r->create("t", 1, {}).error(), registry_error::exists);
+  EXPECT_EQ(r->remove("missing").error(), registry_error::not_found);
+  EXPECT_EQ(r->add_partitions("t", 2).error(), registry_error::invalid);
+  EXPECT_EQ(r->create("z", 0, {}).error(), registry_error::invalid);
+}
+
+TEST_F(TopicRegistryTest, ClusterIdIsStoredOnce) {
+  std::string id;
+  {
+    auto r = open();
+    auto a = r->cluster_id("");
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->size(), 22u);
+    id = *a;
+  }
+  auto r = open();
+  EXPECT_EQ(*r->cluster_id(""), id);
+}
+
+TEST_F(TopicRegistryTest, ProducerIdBlocksDoNotOverlap) {
+  auto r = open();
+  auto a = r->allocate_producer_ids(1000);
+  auto b = r->allocate_producer_ids(1000);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(*b, *a + 1000);
+}
+
+TEST(TopicName, KafkaRules) {
+  EXPECT_TRUE(check_topic_name("a.b_c-1").empty());
+  EXPECT_FALSE(check_topic_name("").empty());
+  EXPECT_FALSE(check_topic_name(".").empty());
+  EXPECT_FALSE(check_topic_name("..").empty());
+  EXPECT_FALSE(check_topic_name("has space").empty());
+  EXPECT_FALSE(check_topic_name(std::string(250, 'a')).empty());
+  EXPECT_TRUE(check_topic_name(std::string(249, 'a')).empty());
+}
+
+}  // namespace
+}  // namespace silt::metadata
