@@ -1,0 +1,194 @@
+// The network server over real sockets: in-order answers to concurrent requests, frame size
+// limits, idle reaping, and a stop that answers what is in flight.
+#include "net/server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <gtest/gtest.h>
+
+#include "base/endian.h"
+
+namespace silt::net {
+namespace {
+
+namespace asio = boost::asio;
+
+// Answers each request with its correlation id, after a delay that is longest for the first
+// requests, so that later requests finish first.
+class delaying_handler : public request_handler {
+ public:
+  asio::awaitable<response> handle(request req) override {
+    const int32_t id = req.header.header.correlation_id;
+    asio::steady_timer t(co_await asio::this_coro::executor,
+                         std::chrono::milliseconds(std::max(0, 50 - 5 * id)));
+    co_await t.async_wait(asio::use_awaitable);
+    response r;
+    r.bytes.resize(8);
+    base::store_be<int32_t>(r.bytes.data(), 4);
+    base::store_be<int32_t>(r.bytes.data() + 4, id);
+    co_return r;
+  }
+};
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void start(server_options o = {}) {
+    server_ = std::make_unique<server>(io_, o, handler_);
+    auto p = server_->listen("127.0.0.1", 0);
+    ASSERT_TRUE(p) << p.error();
+    port_ = *p;
+    server_->start();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  void TearDown() override {
+    if (thread_.joinable()) {
+      server_->stop([this] { io_.stop(); });
+      thread_.join();
+    }
+  }
+  int connect_client() const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port_);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+  }
+  // An ApiVersions v0 request frame (header v1, client id "t").
+  static std::vector<uint8_t> frame(int32_t correlation_id) {
+    std::vector<uint8_t> f(4 + 2 + 2 + 4 + 2 + 1);
+    base::store_be<int32_t>(f.data(), static_cast<int32_t>(f.size() - 4));
+    base::store_be<int16_t>(f.data() + 4, 18);
+    base::store_be<int16_t>(f.data() + 6, 0);
+    base::store_be<int32_t>(f.data() + 8, correlation_id);
+    base::store_be<int16_t>(f.data() + 12, 1);
+    f[14] = 't';
+    return f;
+  }
+  static void send_all(int fd, const std::vector<uint8_t>& b) {
+    ASSERT_EQ(::send(fd, b.data(), b.size(), MSG_NOSIGNAL), static_cast<ssize_t>(b.size()));
+  }
+  // The next response's correlation id, or -1 when the connection closed.
+  static int32_t read_response(int fd) {
+    uint8_t buf[8];
+    size_t got = 0;
+    while (got < sizeof buf) {
+      const ssize_t n = ::recv(fd, buf + got, sizeof buf - got, 0);
+      if (n <= 0) return -1;
+      got += static_cast<size_t>(n);
+    }
+    return base::load_be<int32_t>(buf + 4);
+  }
+
+  asio::io_context io_;
+  delaying_handler handler_;
+  std::unique_ptr<server> server_;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+TEST_F(ServerTest, ConcurrentRequestsAreAnsweredInOrder) {
+  start();
+  const int fd = connect_client();
+  std::vector<uint8_t> all;
+  for (int i = 0; i < 10; ++i) {
+    auto f = frame(i);
+    all.insert(all.end(), f.begin(), f.end());
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  send_all(fd, all);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(read_response(fd), i);
+  // They ran concurrently: far less than the sum of the delays (275 ms).
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(250));
+  ::close(fd);
+}
+
+TEST_F(ServerTest, OversizedFrameClosesTheConnectionAndOthersCarryOn) {
+  server_options o;
+  o.max_request_bytes = 1024;
+  start(o);
+  const int bad = connect_client();
+  std::vector<uint8_t> big(4);
+  base::store_be<int32_t>(big.data(), 4096);
+  send_all(bad, big);
+  EXPECT_EQ(read_response(bad), -1);
+  const int good = connect_client();
+  send_all(good, frame(7));
+  EXPECT_EQ(read_response(good), 7);
+  ::close(bad);
+  ::close(good);
+  EXPECT_EQ(server_->stats().oversized_frames, 1u);
+}
+
+TEST_F(ServerTest, NegativeSizeAndUnknownApiKeyClose) {
+  start();
+  const int a = connect_client();
+  std::vector<uint8_t> neg(4);
+  base::store_be<int32_t>(neg.data(), -5);
+  send_all(a, neg);
+  EXPECT_EQ(read_response(a), -1);
+  const int b = connect_client();
+  auto f = frame(3);
+  base::store_be<int16_t>(f.data() + 4, 999);
+  send_all(b, frame(1));
+  send_all(b, f);
+  EXPECT_EQ(read_response(b), 1);  // the earlier request is still answered
+  EXPECT_EQ(read_response(b), -1);
+  ::close(a);
+  ::close(b);
+}
+
+TEST_F(ServerTest, IdleConnectionsAreReaped) {
+  server_options o;
+  o.idle_timeout = std::chrono::milliseconds(100);
+  start(o);
+  const int fd = connect_client();
+  send_all(fd, frame(1));
+  EXPECT_EQ(read_response(fd), 1);
+  EXPECT_EQ(read_response(fd), -1);  // closed by the server once idle
+  ::close(fd);
+  EXPECT_EQ(server_->stats().idle_closed, 1u);
+}
+
+TEST_F(ServerTest, StopAnswersRequestsInFlight) {
+  start();
+  const int fd = connect_client();
+  send_all(fd, frame(0));  // answered after 50 ms
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  server_->stop([this] { io_.stop(); });
+  EXPECT_EQ(read_response(fd), 0);
+  EXPECT_EQ(read_response(fd), -1);
+  thread_.join();
+  ::close(fd);
+}
+
+TEST_F(ServerTest, InflightLimitAppliesBackpressureWithoutLosingRequests) {
+  server_options o;
+  o.max_inflight = 2;
+  o.queued_max_bytes = 64;  // about four requests' worth
+  start(o);
+  const int fd = connect_client();
+  std::vector<uint8_t> all;
+  for (int i = 0; i < 40; ++i) {
+    auto f = frame(i);
+    all.insert(all.end(), f.begin(), f.end());
+  }
+  send_all(fd, all);
+  for (int i = 0; i < 40; ++i) ASSERT_EQ(read_response(fd), i);
+  ::close(fd);
+}
+
+}  // namespace
+}  // namespace silt::net
