@@ -43,7 +43,7 @@ struct broker_config {
   std::string data_dir = "./data";           // data.dir
   std::string wal_path;                      // wal.path (default: <data.dir>/wal)
   uint64_t wal_capacity_bytes = 1ull << 30;  // wal.capacity.bytes
-  uint32_t wal_iodepth = 8;                  // wal.iodepth
+  uint32_t wal_iodepth = 32;                 // wal.iodepth
   uint32_t wal_iops = 0;                     // wal.iops (0: unlimited)
   std::string wal_sync = "dsync";            // wal.sync: dsync | fdatasync
   std::string object_store_uri;             // object.store.uri (default: file://<data.dir>/objects)
