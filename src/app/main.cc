@@ -1,6 +1,9 @@
 // silt: the broker. Reads its configuration (an optional properties file and --override
 // key=value), opens storage, serves Kafka clients on its listeners until SIGTERM or SIGINT,
 // then shuts down cleanly: stops accepting, answers what is in flight, syncs the WAL.
+#include <sys/resource.h>
+
+#include <csignal>
 #include <cstdio>
 #include <thread>
 #include <vector>
@@ -18,6 +21,15 @@ constexpr const char* usage =
     "usage: silt [server.properties] [--override key=value]... [--print-config-docs]\n"
     "Starts a Kafka-compatible broker; with no arguments it listens on localhost:9092 and\n"
     "keeps its data under ./data. Settings: docs/configuration.md.\n";
+
+// Every client connection is a file descriptor: take all the kernel allows.
+void raise_fd_limit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
 
 }  // namespace
 
@@ -41,6 +53,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "silt: %s\n", cfg.error().c_str());
     return 2;
   }
+  raise_fd_limit();
   auto broker = silt::handlers::broker::open(*cfg);
   if (!broker) {
     std::fprintf(stderr, "silt: %s\n", broker.error().c_str());
