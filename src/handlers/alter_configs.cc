@@ -1,11 +1,92 @@
-// AlterConfigs (key 33): not implemented yet; answers nothing useful.
+// AlterConfigs (key 33, v0-2), the legacy API: replaces a topic's whole set of config overrides
+// (keys not named go back to their defaults), as Kafka 4.1 (ConfigAdminManager.preprocess, then
+// ConfigurationControlManager.legacyAlterConfigs): a resource named twice, a key given twice or
+// a null value are INVALID_REQUEST; the new set is validated (INVALID_CONFIG) before the topic's
+// existence is checked (UNKNOWN_TOPIC_OR_PARTITION). validate_only checks and changes nothing.
+//
+// BROKER resources: Kafka lets some broker settings change at runtime (dynamic broker configs);
+// Silt's are all static (the properties file and --override). A change is answered as Kafka
+// answers a change to a setting that is not dynamically updatable: INVALID_REQUEST, with a
+// message saying the broker settings are read-only. An empty change (nothing to set) succeeds.
+#include <set>
+#include <utility>
+
+#include "handlers/admin_util.h"
 #include "handlers/handlers.h"
 
 namespace silt::handlers {
 
-asio::awaitable<protocol::alter_configs_response> handle_alter_configs(context& /*ctx*/, const net::request& /*raw*/,
-    const protocol::alter_configs_request& /*req*/) {
-  co_return protocol::alter_configs_response{};
+namespace {
+
+using admin::api_error;
+using protocol::alter_configs_request;
+using protocol::alter_configs_response;
+using protocol::error_code;
+
+api_error alter(context& ctx, const alter_configs_request::AlterConfigsResource& res,
+                bool validate_only) {
+  std::set<std::string> keys;
+  std::string nulls;
+  for (const auto& c : res.configs) {
+    if (!keys.insert(c.name).second) {
+      return {error_code::invalid_request, "Error due to duplicate config keys"};
+    }
+    if (!c.value) nulls += (nulls.empty() ? "" : ", ") + c.name;
+  }
+  if (!nulls.empty()) {
+    return {error_code::invalid_request, "Null value not supported for : " + nulls};
+  }
+  switch (res.resource_type) {
+    case admin::resource_topic: {
+      if (auto e = admin::check_topic_resource_name(res.resource_name); !e.ok()) return e;
+      std::map<std::string, std::string> configs;
+      for (const auto& c : res.configs) configs[c.name] = *c.value;
+      std::lock_guard lock(admin::topic_change_mutex());
+      return admin::replace_topic_configs(ctx, res.resource_name, configs, validate_only);
+    }
+    case admin::resource_broker: {
+      if (auto e = admin::check_broker_name(ctx, res.resource_name, true); !e.ok()) return e;
+      if (res.configs.empty()) return {};
+      std::string names;
+      for (const auto& k : keys) names += (names.empty() ? "" : ", ") + k;
+      return {error_code::invalid_request,
+              "Cannot update these configs dynamically: " + names +
+                  " (Silt's broker settings are read-only at runtime: set them in the properties "
+                  "file or with --override and restart)"};
+    }
+    default:
+      return {error_code::invalid_request,
+              "Unknown resource type " + std::to_string(res.resource_type)};
+  }
+}
+
+}  // namespace
+
+asio::awaitable<alter_configs_response> handle_alter_configs(context& ctx,
+                                                             const net::request& /*raw*/,
+                                                             const alter_configs_request& req) {
+  alter_configs_response resp;
+  std::set<std::pair<int8_t, std::string>> seen, duplicates;
+  for (const auto& r : req.resources) {
+    if (!seen.emplace(r.resource_type, r.resource_name).second) {
+      duplicates.emplace(r.resource_type, r.resource_name);
+    }
+  }
+  for (const auto& r : req.resources) {
+    api_error e;
+    if (duplicates.contains({r.resource_type, r.resource_name})) {
+      e = {error_code::invalid_request, "Each resource must appear at most once."};
+    } else {
+      e = alter(ctx, r, req.validate_only);
+    }
+    alter_configs_response::AlterConfigsResourceResponse out;
+    out.error_code = e.code;
+    out.error_message = e.ok() ? std::nullopt : e.message;
+    out.resource_type = r.resource_type;
+    out.resource_name = r.resource_name;
+    resp.responses.push_back(std::move(out));
+  }
+  co_return resp;
 }
 
 }  // namespace silt::handlers

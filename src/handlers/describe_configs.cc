@@ -1,11 +1,124 @@
-// DescribeConfigs (key 32): not implemented yet; answers nothing useful.
+// DescribeConfigs (key 32, v1-4): the configs of topics (every topic config with its effective
+// value and source) and of this broker (its settings, all read-only), as Kafka 4.1's
+// ConfigHelper describes them. configuration_keys null or empty asks for all; otherwise only
+// those named (unknown names are left out). Synonyms (v1+) only when asked, documentation
+// (v3+) only when asked, config_type from v3 (the encoder leaves out what a version lacks).
+// Errors per resource: an unknown topic (UNKNOWN_TOPIC_OR_PARTITION), an invalid topic name
+// (INVALID_TOPIC_EXCEPTION), a broker name that is not this node's id (INVALID_REQUEST; empty
+// means the cluster-wide dynamic defaults, of which Silt has none), BROKER_LOGGER and other
+// resource types (INVALID_REQUEST: Silt has no runtime-adjustable loggers).
+#include <algorithm>
+
+#include "handlers/admin_util.h"
 #include "handlers/handlers.h"
 
 namespace silt::handlers {
 
-asio::awaitable<protocol::describe_configs_response> handle_describe_configs(context& /*ctx*/, const net::request& /*raw*/,
-    const protocol::describe_configs_request& /*req*/) {
-  co_return protocol::describe_configs_response{};
+namespace {
+
+using admin::api_error;
+using protocol::describe_configs_request;
+using protocol::describe_configs_response;
+using protocol::error_code;
+
+bool wanted(const describe_configs_request::DescribeConfigsResource& r, const std::string& name) {
+  if (!r.configuration_keys || r.configuration_keys->empty()) return true;
+  return std::find(r.configuration_keys->begin(), r.configuration_keys->end(), name) !=
+         r.configuration_keys->end();
+}
+
+describe_configs_response::DescribeConfigsResourceResult to_result(const config::config_entry& e,
+                                                                   bool read_only, bool synonyms,
+                                                                   bool documentation) {
+  describe_configs_response::DescribeConfigsResourceResult r;
+  r.name = e.name;
+  r.value = e.sensitive ? std::nullopt : e.value;
+  r.read_only = read_only;
+  r.is_default = e.is_default;
+  r.config_source = static_cast<int8_t>(e.source);
+  r.is_sensitive = e.sensitive;
+  if (synonyms) {
+    for (const auto& s : e.synonyms) {
+      r.synonyms.push_back(
+          {s.name, e.sensitive ? std::nullopt : s.value, static_cast<int8_t>(s.source), {}});
+    }
+  }
+  r.config_type = static_cast<int8_t>(e.type);
+  if (documentation) {
+    r.documentation = e.documentation;
+  } else {
+    r.documentation = std::nullopt;
+  }
+  return r;
+}
+
+describe_configs_response::DescribeConfigsResult describe(
+    const context& ctx, const describe_configs_request::DescribeConfigsResource& res, bool synonyms,
+    bool documentation) {
+  describe_configs_response::DescribeConfigsResult out;
+  out.resource_type = res.resource_type;
+  out.resource_name = res.resource_name;
+  out.error_message = std::nullopt;
+  auto fail = [&out](const api_error& e) {
+    out.error_code = e.code;
+    out.error_message = e.message;
+    out.configs.clear();
+    return out;
+  };
+  switch (res.resource_type) {
+    case admin::resource_topic: {
+      if (auto why = metadata::check_topic_name(res.resource_name); !why.empty()) {
+        return fail({error_code::invalid_topic_exception, why});
+      }
+      auto t = ctx.topic(res.resource_name);
+      if (!t) {
+        // Kafka sends no message here.
+        out.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
+        return out;
+      }
+      for (const auto& e : config::describe_topic_configs(ctx.config, t->info->configs)) {
+        if (wanted(res, e.name))
+          out.configs.push_back(to_result(e, false, synonyms, documentation));
+      }
+      return out;
+    }
+    case admin::resource_broker: {
+      if (auto e = admin::check_broker_name(ctx, res.resource_name, true); !e.ok()) {
+        return fail({error_code::invalid_request,
+                     "Unexpected broker id, expected " + std::to_string(ctx.node_id) +
+                         " or empty string, but received " + res.resource_name});
+      }
+      // Empty: the cluster-wide dynamic defaults; Silt's settings are all static, so none.
+      if (res.resource_name.empty()) return out;
+      for (const auto& e : config::describe_broker_configs(ctx.config)) {
+        if (wanted(res, e.name)) {
+          out.configs.push_back(to_result(e, e.read_only, synonyms, documentation));
+        }
+      }
+      return out;
+    }
+    case admin::resource_broker_logger:
+      return fail({error_code::invalid_request,
+                   "Unsupported resource type: BROKER_LOGGER (Silt has no adjustable loggers)"});
+    default:
+      return fail({error_code::invalid_request,
+                   "Unsupported resource type: " + admin::resource_type_name(res.resource_type)});
+  }
+}
+
+}  // namespace
+
+asio::awaitable<describe_configs_response> handle_describe_configs(
+    context& ctx, const net::request& raw, const describe_configs_request& req) {
+  const int16_t version = raw.header.header.request_api_version;
+  // v0 has no include_synonyms: no synonyms; v1-2 no include_documentation.
+  const bool synonyms = version >= 1 && req.include_synonyms;
+  const bool documentation = version >= 3 && req.include_documentation;
+  describe_configs_response resp;
+  resp.results.reserve(req.resources.size());
+  for (const auto& r : req.resources)
+    resp.results.push_back(describe(ctx, r, synonyms, documentation));
+  co_return resp;
 }
 
 }  // namespace silt::handlers
