@@ -67,7 +67,9 @@ topic_entry_ptr context::refresh(const metadata::topic_ptr& info) {
 
 void context::forget(const metadata::topic_ptr& info) {
   std::lock_guard lock(mu_);
-  by_name_.erase(info->name);
+  // Only the deleted topic's entry: a topic created again under the name stays.
+  auto it = by_name_.find(info->name);
+  if (it != by_name_.end() && it->second->info->id == info->id) by_name_.erase(it);
 }
 
 }  // namespace silt::handlers

@@ -116,28 +116,26 @@ asio::awaitable<with_owners<fetch_response>> handle_fetch(context& ctx, const ne
   with_owners<fetch_response> result;
   auto& resp = result.response;
 
-  // Sessions: id 0 epoch -1 is sessionless; id 0 epoch 0 opens one; id N epoch -1 closes N;
-  // id N epoch E continues N.
+  // Sessions (Kafka's FetchManager.newContext): epoch -1 (final) closes the named session and
+  // fetches without one; epoch 0 (initial) closes the named session, if any, and opens a new
+  // one; any other epoch continues the named session.
   std::shared_ptr<fetch_session> session;
   bool incremental = false;
   if (version >= 7) {
-    if (req.session_id == 0 && req.session_epoch == 0) {
-      session = ctx.sessions.create();
-    } else if (req.session_id != 0) {
-      if (req.session_epoch == -1) {
-        ctx.sessions.remove(req.session_id);
-      } else {
-        session = ctx.sessions.find(req.session_id);
-        if (!session) {
-          resp.error_code = static_cast<int16_t>(error_code::fetch_session_id_not_found);
-          co_return result;
-        }
-        if (req.session_epoch != session->next_epoch) {
-          resp.error_code = static_cast<int16_t>(error_code::invalid_fetch_session_epoch);
-          co_return result;
-        }
-        incremental = true;
+    if (req.session_epoch == -1 || req.session_epoch == 0) {
+      if (req.session_id != 0) ctx.sessions.remove(req.session_id);
+      if (req.session_epoch == 0) session = ctx.sessions.create();
+    } else {
+      session = ctx.sessions.find(req.session_id);
+      if (!session) {
+        resp.error_code = static_cast<int16_t>(error_code::fetch_session_id_not_found);
+        co_return result;
       }
+      if (req.session_epoch != session->next_epoch) {
+        resp.error_code = static_cast<int16_t>(error_code::invalid_fetch_session_epoch);
+        co_return result;
+      }
+      incremental = true;
     }
   }
   if (session) {
