@@ -90,6 +90,16 @@ tl::expected<void, store_error> faulty_store::put(std::string_view key,
   return r;
 }
 
+tl::expected<void, store_error> faulty_store::put_parts(
+    std::string_view key, std::span<const std::span<const uint8_t>> parts) {
+  const auto d = next(store_operation::put);
+  if (auto e = before(d)) return tl::make_unexpected(*e);
+  if (d.f == fault::partial) return tl::make_unexpected(store_error::io);  // nothing written
+  auto r = inner_.put_parts(key, parts);
+  if (r && d.f == fault::lost_reply) return tl::make_unexpected(store_error::io);
+  return r;
+}
+
 tl::expected<std::vector<uint8_t>, store_error> faulty_store::get(std::string_view key,
                                                                   uint64_t offset,
                                                                   uint64_t length) {

@@ -66,6 +66,9 @@ class faulty_store final : public object_store {
 
   [[nodiscard]] tl::expected<void, store_error> put(std::string_view key,
                                                     std::span<const uint8_t> data) override;
+  // Faults as for put (drawn and scripted as store_operation::put).
+  [[nodiscard]] tl::expected<void, store_error> put_parts(
+      std::string_view key, std::span<const std::span<const uint8_t>> parts) override;
   [[nodiscard]] tl::expected<std::vector<uint8_t>, store_error> get(std::string_view key,
                                                                     uint64_t offset,
                                                                     uint64_t length) override;

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <random>
 #include <system_error>
 #include <utility>
@@ -10,6 +13,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 namespace silt::storage {
@@ -19,6 +23,8 @@ constexpr std::string_view temp_dir = ".silt-tmp";
 constexpr size_t max_key_bytes = 1024;
 constexpr size_t max_segment_bytes = 255;  // NAME_MAX of the usual file systems
 constexpr auto stale_temp_age = std::chrono::hours(1);
+// Idle chunk buffers kept for later puts (puts on more threads at once allocate more).
+constexpr size_t max_idle_chunks = 2;
 
 // An open file descriptor, closed on scope exit.
 class fd_guard {
@@ -80,6 +86,38 @@ bool write_all(int fd, std::span<const uint8_t> data) {
       return false;
     }
     data = data.subspan(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// Writes the parts with writev (buffered: no copy in user space).
+bool write_gathered(int fd, std::span<const std::span<const uint8_t>> parts) {
+  std::vector<iovec> iov;
+  iov.reserve(parts.size());
+  for (const auto& part : parts) {
+    if (part.empty()) continue;
+    iov.push_back({const_cast<uint8_t*>(part.data()), part.size()});
+  }
+  size_t next = 0;
+  while (next < iov.size()) {
+    const int count = static_cast<int>(std::min<size_t>(IOV_MAX, iov.size() - next));
+    const ssize_t n = ::writev(fd, &iov[next], count);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    // Skip what was written, resuming inside the part a short write stopped in.
+    auto left = static_cast<size_t>(n);
+    while (left > 0 && next < iov.size()) {
+      if (left >= iov[next].iov_len) {
+        left -= iov[next].iov_len;
+        ++next;
+      } else {
+        iov[next].iov_base = static_cast<uint8_t*>(iov[next].iov_base) + left;
+        iov[next].iov_len -= left;
+        left = 0;
+      }
+    }
   }
   return true;
 }
@@ -166,11 +204,15 @@ bool local_store::valid_key(std::string_view key) {
   }
 }
 
-local_store::local_store(std::filesystem::path root, uint64_t temp_salt)
-    : root_(std::move(root)), temp_salt_(temp_salt) {}
+void local_store::chunk_deleter::operator()(uint8_t* p) const noexcept {
+  std::free(p);  // NOLINT(cppcoreguidelines-no-malloc): from std::aligned_alloc
+}
+
+local_store::local_store(std::filesystem::path root, uint64_t temp_salt, bool direct_io)
+    : root_(std::move(root)), temp_salt_(temp_salt), direct_io_(direct_io) {}
 
 tl::expected<std::unique_ptr<local_store>, std::string> local_store::open(
-    const std::filesystem::path& root) {
+    const std::filesystem::path& root, bool direct_io) {
   if (root.empty()) return tl::make_unexpected(std::string("empty directory path"));
   std::error_code ec;
   std::filesystem::create_directories(root / temp_dir, ec);
@@ -189,7 +231,7 @@ tl::expected<std::unique_ptr<local_store>, std::string> local_store::open(
   // pruning reaches the root.
   auto normal = root.lexically_normal();
   if (!normal.has_filename() && normal.has_relative_path()) normal = normal.parent_path();
-  return std::unique_ptr<local_store>(new local_store(std::move(normal), salt));
+  return std::unique_ptr<local_store>(new local_store(std::move(normal), salt, direct_io));
 }
 
 std::string local_store::temp_path() {
@@ -218,20 +260,98 @@ tl::expected<void, store_error> local_store::make_parents(std::string_view key) 
   return {};
 }
 
-tl::expected<void, store_error> local_store::put(std::string_view key,
-                                                 std::span<const uint8_t> data) {
-  if (!valid_key(key)) return tl::make_unexpected(store_error::invalid_argument);
-  const std::string temp = temp_path();
+local_store::chunk local_store::take_chunk() {
   {
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) return fail_errno();
-    fd_guard file(fd);
-    if (!write_all(fd, data) || ::fsync(fd) != 0 || file.close() != 0) {
-      const int err = errno;
-      ::unlink(temp.c_str());
-      return tl::make_unexpected(error_from_errno(err));
+    std::lock_guard lock(chunks_mu_);
+    if (!idle_chunks_.empty()) {
+      chunk c = std::move(idle_chunks_.back());
+      idle_chunks_.pop_back();
+      return c;
     }
   }
+  // NOLINTNEXTLINE(cppcoreguidelines-no-malloc): O_DIRECT needs aligned memory
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(direct_alignment, write_chunk_size));
+  if (p == nullptr) throw std::bad_alloc();
+  return chunk(p);
+}
+
+void local_store::give_back(chunk c) {
+  std::lock_guard lock(chunks_mu_);
+  if (idle_chunks_.size() < max_idle_chunks) idle_chunks_.push_back(std::move(c));
+}
+
+bool local_store::write_direct(int fd, std::span<const std::span<const uint8_t>> parts) {
+  static_assert(write_chunk_size % direct_alignment == 0);
+  struct lease {
+    local_store& store;
+    chunk c;
+    ~lease() { store.give_back(std::move(c)); }
+  } buffer{*this, take_chunk()};
+  uint8_t* const chunk_data = buffer.c.get();
+  size_t fill = 0;
+  uint64_t size = 0;
+  for (auto part : parts) {
+    size += part.size();
+    while (!part.empty()) {
+      const size_t n = std::min(part.size(), write_chunk_size - fill);
+      std::memcpy(chunk_data + fill, part.data(), n);
+      fill += n;
+      part = part.subspan(n);
+      if (fill == write_chunk_size) {
+        if (!write_all(fd, {chunk_data, fill})) return false;
+        fill = 0;
+      }
+    }
+  }
+  if (fill == 0) return true;
+  // The tail, padded to the alignment; the padding is cut off again.
+  const size_t padded = (fill + direct_alignment - 1) / direct_alignment * direct_alignment;
+  std::memset(chunk_data + fill, 0, padded - fill);
+  if (!write_all(fd, {chunk_data, padded})) return false;
+  return padded == fill || ::ftruncate(fd, static_cast<off_t>(size)) == 0;
+}
+
+tl::expected<void, store_error> local_store::write_file(
+    const std::string& path, std::span<const std::span<const uint8_t>> parts) {
+  for (;;) {
+    const bool direct = direct_io_.load(std::memory_order_relaxed);
+    const int fd = ::open(path.c_str(),
+                          O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | (direct ? O_DIRECT : 0), 0644);
+    if (fd < 0) {
+      const int err = errno;
+      if (direct && err == EINVAL) {
+        // The file system refuses O_DIRECT (the file may exist already): buffered from now on.
+        ::unlink(path.c_str());
+        direct_io_.store(false, std::memory_order_relaxed);
+        continue;
+      }
+      return tl::make_unexpected(error_from_errno(err));
+    }
+    fd_guard file(fd);
+    const bool written = direct ? write_direct(fd, parts) : write_gathered(fd, parts);
+    if (written && ::fsync(fd) == 0 && file.close() == 0) return {};
+    const int err = errno;
+    ::unlink(path.c_str());
+    if (direct && !written && err == EINVAL) {
+      // Some file systems take O_DIRECT at open but refuse the writes.
+      direct_io_.store(false, std::memory_order_relaxed);
+      continue;
+    }
+    return tl::make_unexpected(error_from_errno(err));
+  }
+}
+
+tl::expected<void, store_error> local_store::put(std::string_view key,
+                                                 std::span<const uint8_t> data) {
+  const std::span<const uint8_t> parts[] = {data};
+  return put_parts(key, parts);
+}
+
+tl::expected<void, store_error> local_store::put_parts(
+    std::string_view key, std::span<const std::span<const uint8_t>> parts) {
+  if (!valid_key(key)) return tl::make_unexpected(store_error::invalid_argument);
+  const std::string temp = temp_path();
+  if (auto written = write_file(temp, parts); !written) return written;
   const auto target = root_ / key;
   // A concurrent remove may prune a parent directory between its creation and the rename;
   // the rename then fails with ENOENT and the directories are made again.

@@ -26,6 +26,17 @@ std::string_view store_error_name(store_error e) {
   return "unknown";
 }
 
+tl::expected<void, store_error> object_store::put_parts(
+    std::string_view key, std::span<const std::span<const uint8_t>> parts) {
+  if (parts.size() == 1) return put(key, parts.front());
+  size_t size = 0;
+  for (const auto& part : parts) size += part.size();
+  std::vector<uint8_t> data;
+  data.reserve(size);
+  for (const auto& part : parts) data.insert(data.end(), part.begin(), part.end());
+  return put(key, data);
+}
+
 tl::expected<std::unique_ptr<object_store>, std::string> open_object_store(std::string_view uri) {
   constexpr std::string_view file_scheme = "file://";
   if (uri.starts_with(file_scheme)) {

@@ -50,6 +50,11 @@ class object_store {
   // object may or may not have been written (a lost reply): callers retry with the same data.
   [[nodiscard]] virtual tl::expected<void, store_error> put(std::string_view key,
                                                             std::span<const uint8_t> data) = 0;
+  // The same with the object's bytes given as a gather list: `parts`, concatenated (empty
+  // parts allowed). The parts are only read during the call. The default concatenates them and
+  // calls put(); the local store writes them without that copy.
+  [[nodiscard]] virtual tl::expected<void, store_error> put_parts(
+      std::string_view key, std::span<const std::span<const uint8_t>> parts);
   // Reads `length` bytes from `offset`; fewer when the object ends first (none when `offset`
   // is its size); invalid_range when `offset` lies past its end. `to_end` reads the rest.
   // Stores check their transfers, but a caller that knows the size should still compare: a

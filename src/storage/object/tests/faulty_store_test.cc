@@ -57,6 +57,33 @@ TEST_F(FaultyStore, FailedPutsWriteNothing) {
   EXPECT_EQ(inner_->head("k").error(), store_error::not_found);
 }
 
+TEST_F(FaultyStore, GatherPutsTakeThePutFaults) {
+  faulty_store s(*inner_, {});
+  const auto a = bytes("ab");
+  const auto b = bytes("cd");
+  const std::span<const uint8_t> parts[] = {a, {}, b};
+  s.script(store_operation::put, {fault::io, fault::throttled, fault::timeout, fault::partial,
+                                  fault::none, fault::lost_reply});
+  EXPECT_EQ(s.put_parts("k", parts).error(), store_error::io);
+  EXPECT_EQ(s.put_parts("k", parts).error(), store_error::throttled);
+  EXPECT_EQ(s.put_parts("k", parts).error(), store_error::timeout);
+  EXPECT_EQ(s.put_parts("k", parts).error(), store_error::io) << "partial";
+  EXPECT_EQ(inner_->head("k").error(), store_error::not_found) << "failed puts write nothing";
+  ASSERT_TRUE(s.put_parts("k", parts));
+  EXPECT_EQ(inner_->get("k", 0, to_end).value(), bytes("abcd"));
+  ASSERT_TRUE(inner_->remove("k"));
+  EXPECT_EQ(s.put_parts("k", parts).error(), store_error::io) << "lost reply";
+  EXPECT_EQ(inner_->get("k", 0, to_end).value(), bytes("abcd")) << "but written";
+  EXPECT_EQ(s.injected(fault::none), 1u);
+  EXPECT_EQ(s.injected(fault::lost_reply), 1u);
+
+  faulty_store_options o;
+  o.error_probability = 1;
+  o.operations = 1u << static_cast<unsigned>(store_operation::put);
+  s.set_options(o);
+  EXPECT_EQ(s.put_parts("k", parts).error(), store_error::io) << "drawn by probability too";
+}
+
 TEST_F(FaultyStore, LostReplyWritesButReportsFailure) {
   faulty_store s(*inner_, {});
   s.script(store_operation::put, {fault::lost_reply});

@@ -1,6 +1,8 @@
 #include "storage/object/local_store.h"
 
+#include <atomic>
 #include <fstream>
+#include <random>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -201,6 +203,117 @@ TEST_F(LocalStore, ConcurrentPutsAndRemovesInOneDirectoryDoNotFail) {
   EXPECT_EQ(failures.load(), 0);
   EXPECT_TRUE(store_->list("").value().empty());
 }
+
+// Gather puts: the same object as a contiguous put, whatever the parts, with O_DIRECT (in
+// chunks, the tail padded then cut) and buffered.
+
+// `data` cut at random places into parts, with empty parts here and there.
+std::vector<std::span<const uint8_t>> random_parts(std::mt19937_64& rng,
+                                                   std::span<const uint8_t> data) {
+  std::vector<std::span<const uint8_t>> parts;
+  while (!data.empty()) {
+    if (rng() % 4 == 0) parts.emplace_back();
+    const size_t n =
+        std::min<size_t>(data.size(), 1 + rng() % (data.size() < 9000 ? 3000 : 1500000));
+    parts.push_back(data.first(n));
+    data = data.subspan(n);
+  }
+  if (rng() % 2 == 0) parts.emplace_back();
+  return parts;
+}
+
+class LocalStoreParts : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    auto opened = local_store::open(dir_.path() / "objects", GetParam());
+    ASSERT_TRUE(opened) << opened.error();
+    store_ = std::move(*opened);
+  }
+  [[nodiscard]] bool no_temporary_files() const {
+    return std::filesystem::is_empty(dir_.path() / "objects/.silt-tmp");
+  }
+  testing::scratch_dir dir_;
+  std::unique_ptr<local_store> store_;
+};
+
+TEST_P(LocalStoreParts, GatherPutEqualsContiguousPut) {
+  constexpr size_t chunk = local_store::write_chunk_size;
+  constexpr size_t align = local_store::direct_alignment;
+  std::mt19937_64 rng(42);
+  for (const size_t size :
+       {size_t{0}, size_t{1}, align - 1, align, align + 1, 2 * align - 1, 2 * align, 3 * align + 1,
+        chunk - align, chunk - 1, chunk, chunk + 1, chunk + align, 2 * chunk + align + 7}) {
+    std::vector<uint8_t> data(size);
+    for (auto& b : data) b = static_cast<uint8_t>(rng());
+    const auto parts = random_parts(rng, data);
+    const std::string n = std::to_string(size);
+    ASSERT_TRUE(store_->put_parts("g/" + n, parts)) << size;
+    ASSERT_TRUE(store_->put("c/" + n, data)) << size;
+    EXPECT_EQ(store_->head("g/" + n).value(), size);
+    EXPECT_EQ(store_->get("g/" + n, 0, to_end).value(), data) << size;
+    EXPECT_EQ(store_->get("c/" + n, 0, to_end).value(), data) << size;
+    if (size > 10) {
+      EXPECT_EQ(store_->get("g/" + n, size - 10, 10).value(),
+                std::vector<uint8_t>(data.end() - 10, data.end()));
+    }
+  }
+  EXPECT_TRUE(no_temporary_files());
+  if (!GetParam()) {
+    EXPECT_FALSE(store_->direct_io()) << "a buffered store stays buffered";
+  }
+}
+
+TEST_P(LocalStoreParts, GatherPutOfNoPartsOrEmptyPartsIsAnEmptyObject) {
+  ASSERT_TRUE(store_->put_parts("none", {}));
+  EXPECT_EQ(store_->head("none").value(), 0u);
+  const std::vector<std::span<const uint8_t>> empties(3);
+  ASSERT_TRUE(store_->put_parts("empties", empties));
+  EXPECT_EQ(store_->head("empties").value(), 0u);
+  EXPECT_TRUE(store_->get("empties", 0, to_end).value().empty());
+}
+
+TEST_P(LocalStoreParts, GatherPutReplacesALargerObject) {
+  const std::vector<uint8_t> big(3 * local_store::direct_alignment + 5, 7);
+  ASSERT_TRUE(store_->put("k", big));
+  const auto small = bytes("small");
+  const std::span<const uint8_t> parts[] = {std::span(small).first(2), std::span(small).subspan(2)};
+  ASSERT_TRUE(store_->put_parts("k", parts));
+  EXPECT_EQ(store_->get("k", 0, to_end).value(), small);
+}
+
+TEST_P(LocalStoreParts, GatherPutChecksTheKey) {
+  const auto v = bytes("v");
+  const std::span<const uint8_t> parts[] = {v};
+  EXPECT_EQ(store_->put_parts("../k", parts).error(), store_error::invalid_argument);
+  EXPECT_EQ(store_->put_parts(".silt-tmp/k", parts).error(), store_error::invalid_argument);
+  ASSERT_TRUE(store_->put_parts("a", parts));
+  EXPECT_EQ(store_->put_parts("a/b", parts).error(), store_error::invalid_argument);
+  EXPECT_TRUE(no_temporary_files());
+}
+
+TEST_P(LocalStoreParts, ConcurrentGatherPutsKeepTheirBytesApart) {
+  std::vector<std::thread> threads;
+  threads.reserve(4);
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(t);
+      for (int i = 0; i < 6; ++i) {
+        std::vector<uint8_t> data(rng() % (local_store::write_chunk_size + 10000));
+        for (auto& b : data) b = static_cast<uint8_t>(rng());
+        const auto parts = random_parts(rng, data);
+        const std::string key = std::to_string(t) + "/" + std::to_string(i);
+        if (!store_->put_parts(key, parts)) ++failures;
+        if (store_->get(key, 0, to_end).value_or(std::vector<uint8_t>{}) != data) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(DirectAndBuffered, LocalStoreParts, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Direct" : "Buffered"; });
 
 TEST(LocalStoreOpen, FailsOnAFile) {
   testing::scratch_dir dir;

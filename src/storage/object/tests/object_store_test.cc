@@ -20,6 +20,45 @@ TEST(StoreErrorName, NamesEveryError) {
   EXPECT_EQ(store_error_name(store_error::invalid_argument), "invalid_argument");
 }
 
+// A store that records its puts, for the default gather put.
+class recording_store final : public object_store {
+ public:
+  tl::expected<void, store_error> put(std::string_view key,
+                                      std::span<const uint8_t> data) override {
+    puts.emplace_back(key, std::vector<uint8_t>(data.begin(), data.end()));
+    return {};
+  }
+  tl::expected<std::vector<uint8_t>, store_error> get(std::string_view, uint64_t,
+                                                      uint64_t) override {
+    return tl::make_unexpected(store_error::io);
+  }
+  tl::expected<uint64_t, store_error> head(std::string_view) override {
+    return tl::make_unexpected(store_error::io);
+  }
+  tl::expected<void, store_error> remove(std::string_view) override { return {}; }
+  tl::expected<std::vector<object_info>, store_error> list(std::string_view) override {
+    return std::vector<object_info>{};
+  }
+  std::string describe() const override { return "recording"; }
+
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> puts;
+};
+
+TEST(ObjectStore, DefaultGatherPutConcatenatesTheParts) {
+  recording_store s;
+  const std::vector<uint8_t> a = {1, 2, 3};
+  const std::vector<uint8_t> b = {4};
+  const std::span<const uint8_t> parts[] = {a, {}, b, a};
+  ASSERT_TRUE(s.put_parts("k", parts));
+  ASSERT_TRUE(s.put_parts("none", {}));
+  ASSERT_TRUE(s.put_parts("one", std::span(parts).first(1)));
+  ASSERT_EQ(s.puts.size(), 3u);
+  EXPECT_EQ(s.puts[0].first, "k");
+  EXPECT_EQ(s.puts[0].second, (std::vector<uint8_t>{1, 2, 3, 4, 1, 2, 3}));
+  EXPECT_TRUE(s.puts[1].second.empty());
+  EXPECT_EQ(s.puts[2].second, a);
+}
+
 TEST(OpenObjectStore, OpensAbsoluteAndRelativeFileUris) {
   testing::scratch_dir dir;
   auto abs = open_object_store("file://" + (dir.path() / "abs").string());

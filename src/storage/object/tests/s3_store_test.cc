@@ -96,6 +96,14 @@ TEST_F(S3Store, PutReplacesTheObject) {
   EXPECT_EQ(store_->get("k", 0, to_end).value(), bytes("second"));
 }
 
+TEST_F(S3Store, GatherPut) {
+  const auto a = bytes("hello ");
+  const auto b = bytes("world");
+  const std::span<const uint8_t> parts[] = {a, {}, b};
+  ASSERT_TRUE(store_->put_parts("g", parts));
+  EXPECT_EQ(store_->get("g", 0, to_end).value(), bytes("hello world"));
+}
+
 TEST_F(S3Store, RangedGets) {
   ASSERT_TRUE(store_->put("r", bytes("0123456789")));
   EXPECT_EQ(store_->get("r", 2, 3).value(), bytes("234"));
