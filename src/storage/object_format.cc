@@ -105,10 +105,26 @@ object_writer::object_writer(uint32_t block_size)
     // Merged adds must leave room for the checksum within a block's 32-bit size.
     : block_size_(static_cast<uint32_t>(std::min<size_t>(block_size, max_block_batch_bytes))) {}
 
+std::vector<uint8_t> object_parts::concatenate() const {
+  std::vector<uint8_t> out;
+  out.reserve(size);
+  for (const auto& part : parts) out.insert(out.end(), part.begin(), part.end());
+  return out;
+}
+
 tl::expected<void, object_format_error> object_writer::add(uint64_t stream_id, int64_t start_offset,
                                                            int64_t end_offset,
                                                            int64_t max_timestamp,
                                                            std::span<const uint8_t> batches) {
+  if (batches.empty()) return fail(object_format_error::invalid_argument);
+  auto copy = std::make_shared<const std::vector<uint8_t>>(batches.begin(), batches.end());
+  const std::span<const uint8_t> view(*copy);
+  return add_view(stream_id, start_offset, end_offset, max_timestamp, view, std::move(copy));
+}
+
+tl::expected<void, object_format_error> object_writer::add_view(
+    uint64_t stream_id, int64_t start_offset, int64_t end_offset, int64_t max_timestamp,
+    std::span<const uint8_t> batches, std::shared_ptr<const void> owner) {
   if (batches.empty() || start_offset < 0 || end_offset <= start_offset ||
       batches.size() > max_block_batch_bytes) {
     return fail(object_format_error::invalid_argument);
@@ -129,10 +145,11 @@ tl::expected<void, object_format_error> object_writer::add(uint64_t stream_id, i
     block_entry entry{.stream_id = stream_id,
                       .start_offset = start_offset,
                       .end_offset = start_offset,
-                      .position = stream.bytes.size(),
+                      .position = 0,
                       .size = 0,
                       .max_timestamp = max_timestamp};
-    stream.blocks.push_back({.entry = entry, .crc = 0});
+    stream.blocks.push_back(
+        {.entry = entry, .crc = 0, .first_piece = stream.pieces.size(), .piece_count = 0});
     ++block_count_;
     size_ += block_trailer_size;
   }
@@ -141,56 +158,91 @@ tl::expected<void, object_format_error> object_writer::add(uint64_t stream_id, i
   block.entry.size += static_cast<uint32_t>(batches.size());
   block.entry.max_timestamp = std::max(block.entry.max_timestamp, max_timestamp);
   block.crc = base::crc32c(batches, block.crc);
-  stream.bytes.insert(stream.bytes.end(), batches.begin(), batches.end());
+  ++block.piece_count;
+  stream.pieces.push_back(batches);
   stream.last_block_full = block.entry.size >= block_size_;
   size_ += batches.size();
+  // Adds from one owner (a request frame, an object read back) tend to come in a row.
+  if (owner && (owners_.empty() || owners_.back() != owner)) owners_.push_back(std::move(owner));
   return {};
 }
 
-std::vector<uint8_t> object_writer::finish() {
+object_parts object_writer::finish_parts() {
   const size_t index_size = min_index_size + block_count_ * index_entry_size;
-  std::vector<uint8_t> out;
-  out.reserve(size_ + index_size + object_footer_size);
+  object_parts out;
+  std::vector<uint8_t>& owned = out.owned_;
+  // Sized once: the parts point into it.
+  owned.reserve(block_count_ * block_trailer_size + index_size + object_footer_size);
+
+  // The block checksums, in object order, and the index entries.
   index_.clear();
   index_.reserve(block_count_);
-  for (auto& [stream_id, stream] : streams_) {
+  uint64_t position = 0;
+  size_t piece_count = 0;
+  for (const auto& [stream_id, stream] : streams_) {
     for (const pending_block& block : stream.blocks) {
       block_entry entry = block.entry;
-      entry.position = out.size();
+      entry.position = position;
       entry.size += block_trailer_size;
-      const auto first = stream.bytes.begin() + static_cast<ptrdiff_t>(block.entry.position);
-      out.insert(out.end(), first, first + block.entry.size);
-      append_be<uint32_t>(out, block.crc);
+      position += entry.size;
+      append_be<uint32_t>(owned, block.crc);
       index_.push_back(entry);
     }
-    // Give back each stream's copy once it is in the object, so the peak stays near one copy.
-    std::vector<uint8_t>().swap(stream.bytes);
+    piece_count += stream.pieces.size();
   }
-  assert(out.size() == size_);
+  assert(position == size_);
 
-  const uint64_t index_position = out.size();
-  out.push_back(index_version);
-  out.insert(out.end(), 3, 0);
-  append_be<uint32_t>(out, static_cast<uint32_t>(index_.size()));
-  for (const block_entry& e : index_) append_entry(out, e);
-  const auto index_bytes = std::span<const uint8_t>(out).subspan(index_position);
-  append_be<uint32_t>(out, base::crc32c(index_bytes));
-  assert(out.size() - index_position == index_size);
+  const uint64_t index_position = position;
+  const size_t index_at = owned.size();
+  owned.push_back(index_version);
+  owned.insert(owned.end(), 3, 0);
+  append_be<uint32_t>(owned, static_cast<uint32_t>(index_.size()));
+  for (const block_entry& e : index_) append_entry(owned, e);
+  append_be<uint32_t>(owned, base::crc32c(std::span<const uint8_t>(owned).subspan(index_at)));
+  assert(owned.size() - index_at == index_size);
 
-  const size_t footer_position = out.size();
-  append_be<uint64_t>(out, index_position);
-  append_be<uint32_t>(out, static_cast<uint32_t>(index_size));
-  append_be<uint16_t>(out, object_format_version);
-  out.insert(out.end(), footer_crc_at - footer_reserved_at, 0);
-  const auto footer_bytes = std::span<const uint8_t>(out).subspan(footer_position);
-  append_be<uint32_t>(out, base::crc32c(footer_bytes));
-  out.insert(out.end(), object_magic.begin(), object_magic.end());
-  assert(out.size() - footer_position == object_footer_size);
+  const size_t footer_at = owned.size();
+  append_be<uint64_t>(owned, index_position);
+  append_be<uint32_t>(owned, static_cast<uint32_t>(index_size));
+  append_be<uint16_t>(owned, object_format_version);
+  owned.insert(owned.end(), footer_crc_at - footer_reserved_at, 0);
+  append_be<uint32_t>(owned, base::crc32c(std::span<const uint8_t>(owned).subspan(footer_at)));
+  owned.insert(owned.end(), object_magic.begin(), object_magic.end());
+  assert(owned.size() - footer_at == object_footer_size);
+  assert(owned.size() <= owned.capacity());
+
+  // The parts: each block's batches, then its checksum; then index and footer together.
+  // Views that touch in memory are merged.
+  const std::span<const uint8_t> owned_view(owned);
+  out.parts.reserve(piece_count + block_count_ + 1);
+  const auto push = [&out](std::span<const uint8_t> part) {
+    if (!out.parts.empty() && out.parts.back().data() + out.parts.back().size() == part.data()) {
+      out.parts.back() = {out.parts.back().data(), out.parts.back().size() + part.size()};
+    } else {
+      out.parts.push_back(part);
+    }
+  };
+  size_t crc_at = 0;
+  for (const auto& [stream_id, stream] : streams_) {
+    for (const pending_block& block : stream.blocks) {
+      for (size_t i = 0; i < block.piece_count; ++i) push(stream.pieces[block.first_piece + i]);
+      push(owned_view.subspan(crc_at, block_trailer_size));
+      crc_at += block_trailer_size;
+    }
+  }
+  push(owned_view.subspan(index_at));
+  out.size = size_ + index_size + object_footer_size;
+  out.owners = std::move(owners_);
 
   streams_.clear();
+  owners_.clear();
   size_ = 0;
   block_count_ = 0;
   return out;
+}
+
+std::vector<uint8_t> object_writer::finish() {
+  return finish_parts().concatenate();
 }
 
 tl::expected<object_footer, object_format_error> parse_footer(std::span<const uint8_t> footer) {

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -47,41 +48,79 @@ inline constexpr size_t object_footer_size = 48;
 // The checksum that ends every block.
 inline constexpr size_t block_trailer_size = 4;
 
-// Builds one object in memory. Within a stream, consecutive adds share a block while its
-// batches stay within block_size bytes; an add is never split, so one larger than block_size
-// is a block of its own. Blocks never mix streams. The data of one stream must be added in
-// offset order without gaps; the adds of different streams may interleave freely.
+// A finished object as a gather list: `parts`, concatenated, are the object's bytes. The
+// parts are views of the batches given to the writer (kept alive by `owners`, or by the caller
+// for add_view() without an owner) and of small pieces this value owns (block checksums, index,
+// footer). Move-only: a move keeps every view valid; a copy could not.
+struct object_parts {
+  std::vector<std::span<const uint8_t>> parts;
+  size_t size = 0;  // of the object: the parts' sizes added up
+  std::vector<std::shared_ptr<const void>> owners;
+
+  object_parts() = default;
+  object_parts(object_parts&&) = default;
+  object_parts& operator=(object_parts&&) = default;
+  object_parts(const object_parts&) = delete;
+  object_parts& operator=(const object_parts&) = delete;
+  ~object_parts() = default;
+
+  // The object as one contiguous buffer (a copy of every part).
+  [[nodiscard]] std::vector<uint8_t> concatenate() const;
+
+ private:
+  friend class object_writer;
+  std::vector<uint8_t> owned_;  // the checksums, index and footer the parts point into
+};
+
+// Builds one object. Within a stream, consecutive adds share a block while its batches stay
+// within block_size bytes; an add is never split, so one larger than block_size is a block of
+// its own. Blocks never mix streams. The data of one stream must be added in offset order
+// without gaps; the adds of different streams may interleave freely.
 //
-// Memory: the added bytes are held (once, per stream) until finish() copies them into the
-// object.
+// Memory: add() copies the batches it is given (into one buffer per add); add_view() keeps
+// only a view, so that building an object from data already in memory (the log cache, objects
+// read back by compaction) copies nothing until the object is written out. finish() copies
+// every byte once into one buffer; finish_parts() copies no batch at all.
 class object_writer {
  public:
   explicit object_writer(uint32_t block_size = 1u << 20);
 
   // Adds batches holding offsets [start_offset, end_offset) of stream_id. A stream's first add
   // in this object may start anywhere; later ones must start at the end of the one before
-  // (out_of_order otherwise). A failed add changes nothing.
+  // (out_of_order otherwise). A failed add changes nothing. The bytes are copied.
   [[nodiscard]] tl::expected<void, object_format_error> add(uint64_t stream_id,
                                                             int64_t start_offset,
                                                             int64_t end_offset,
                                                             int64_t max_timestamp,
                                                             std::span<const uint8_t> batches);
+  // The same without a copy: the writer keeps a view of `batches`, which `owner` keeps alive
+  // (the writer holds it until finish, then finish_parts() hands it on with the parts). With
+  // no owner the caller keeps the bytes alive and unchanged until it is done with what
+  // finish() or finish_parts() returns.
+  [[nodiscard]] tl::expected<void, object_format_error> add_view(
+      uint64_t stream_id, int64_t start_offset, int64_t end_offset, int64_t max_timestamp,
+      std::span<const uint8_t> batches, std::shared_ptr<const void> owner = {});
   // Bytes of blocks so far, checksums included (the object is this plus index and footer).
   [[nodiscard]] size_t size() const { return size_; }
-  // The finished object; the writer is then empty again, ready for the next object.
+  // The finished object in one buffer; the writer is then empty again, ready for the next.
   [[nodiscard]] std::vector<uint8_t> finish();
-  // The index of the object finish() returned last.
+  // The finished object as a gather list (byte for byte what finish() would return); the
+  // writer is then empty again.
+  [[nodiscard]] object_parts finish_parts();
+  // The index of the object finish() or finish_parts() returned last.
   [[nodiscard]] const std::vector<block_entry>& index() const { return index_; }
 
  private:
-  // A block being built: its entry has position and size relative to the stream's bytes, and
-  // size without the checksum, which is kept running.
+  // A block being built: its entry has size without the checksum, which is kept running;
+  // its batches are pieces [first_piece, first_piece + piece_count) of its stream.
   struct pending_block {
     block_entry entry;
     uint32_t crc = 0;
+    size_t first_piece = 0;
+    size_t piece_count = 0;
   };
   struct stream_data {
-    std::vector<uint8_t> bytes;  // the batches of all the stream's blocks, back to back
+    std::vector<std::span<const uint8_t>> pieces;  // the views of the stream's adds, in order
     std::vector<pending_block> blocks;
     bool last_block_full = false;
   };
@@ -90,6 +129,7 @@ class object_writer {
   size_t size_ = 0;
   size_t block_count_ = 0;
   std::map<uint64_t, stream_data> streams_;  // ordered: finish() writes streams in id order
+  std::vector<std::shared_ptr<const void>> owners_;
   std::vector<block_entry> index_;
 };
 

@@ -173,7 +173,8 @@ tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
       if (replay_error.empty()) replay_error = "WAL record holds no whole record batches";
       return;
     }
-    auto copy = std::make_shared<const std::vector<uint8_t>>(rec.payload.begin(), rec.payload.end());
+    auto copy =
+        std::make_shared<const std::vector<uint8_t>>(rec.payload.begin(), rec.payload.end());
     e->data = *copy;
     e->owner = std::move(copy);
     e->wal_end = rec.end;
@@ -219,7 +220,8 @@ stream_store::stream_state& stream_store::stream_locked(uint64_t stream_id) {
   return streams_.emplace(stream_id, std::move(st)).first->second;
 }
 
-void stream_store::append(uint64_t stream_id, std::vector<uint8_t> batches, append_callback done) {
+void stream_store::append(uint64_t stream_id, std::vector<uint8_t> batches,
+                          const append_callback& done) {
   auto owner = std::make_shared<std::vector<uint8_t>>(std::move(batches));
   const std::span<uint8_t> span(*owner);
   auto r = append(stream_id, std::move(owner), span, done);
@@ -486,8 +488,9 @@ tl::expected<void, std::string> stream_store::upload_object(
   object_writer writer(options_.object_block_size);
   std::vector<metadata::stream_range> ranges;
   for (const auto& e : entries) {
+    // A view: `entries` keep the cached data alive until the object is written.
     if (auto r =
-            writer.add(e->stream_id, e->base_offset, e->end_offset, e->max_timestamp, e->data);
+            writer.add_view(e->stream_id, e->base_offset, e->end_offset, e->max_timestamp, e->data);
         !r) {
       return tl::make_unexpected("object writer: " +
                                  std::string(object_format_error_name(r.error())));
@@ -503,11 +506,12 @@ tl::expected<void, std::string> stream_store::upload_object(
           {e->stream_id, e->base_offset, e->end_offset, e->max_timestamp, e->data.size()});
     }
   }
-  const std::vector<uint8_t> bytes = writer.finish();
+  // The object as views of the cached batches: the store copies each byte once at most.
+  const object_parts object = writer.finish_parts();
   auto id = catalog_->next_object_id();
   if (!id) return tl::make_unexpected("catalog: cannot allocate an object id");
-  metadata::object_record record{*id, object_key(*id, kind), bytes.size(), kind, now_ms()};
-  if (auto put = store_.put(record.key, bytes); !put) {
+  metadata::object_record record{*id, object_key(*id, kind), object.size, kind, now_ms()};
+  if (auto put = store_.put_parts(record.key, object.parts); !put) {
     return tl::make_unexpected("upload of " + record.key +
                                " failed: " + std::string(store_error_name(put.error())));
   }
@@ -524,7 +528,7 @@ tl::expected<void, std::string> stream_store::upload_object(
     st.committed_end = std::max(st.committed_end, e->end_offset);
   }
   ++stats_.uploads;
-  stats_.uploaded_bytes += bytes.size();
+  stats_.uploaded_bytes += object.size;
   if (kind == metadata::object_kind::stream) {
     ++stats_.stream_objects;
   } else {
@@ -581,7 +585,8 @@ tl::expected<void, std::string> write_stream_object(metadata::stream_catalog& ca
   metadata::stream_range range{stream, run.front().start, run.back().end, -1, 0};
   std::vector<uint64_t> replaced;
   for (const auto& p : run) {
-    if (!writer.add(stream, p.start, p.end, p.max_timestamp, p.batches)) {
+    // Views into the objects read back, which `run` keeps alive.
+    if (!writer.add_view(stream, p.start, p.end, p.max_timestamp, p.batches)) {
       return tl::make_unexpected("compaction: the object writer refused stream data");
     }
     range.max_timestamp = std::max(range.max_timestamp, p.max_timestamp);
@@ -590,12 +595,12 @@ tl::expected<void, std::string> write_stream_object(metadata::stream_catalog& ca
       replaced.push_back(p.object_id);
     }
   }
-  const auto bytes = writer.finish();
+  const object_parts object = writer.finish_parts();
   auto id = catalog.next_object_id();
   if (!id) return tl::make_unexpected("catalog: cannot allocate an object id");
-  metadata::object_record record{*id, object_key(*id, metadata::object_kind::stream), bytes.size(),
+  metadata::object_record record{*id, object_key(*id, metadata::object_kind::stream), object.size,
                                  metadata::object_kind::stream, now_ms()};
-  if (!store.put(record.key, bytes)) {
+  if (!store.put_parts(record.key, object.parts)) {
     return tl::make_unexpected("compaction: upload of " + record.key + " failed");
   }
   if (auto c = catalog.replace(record, {range}, replaced); !c) {

@@ -123,7 +123,7 @@ class stream_store {
 
   // Appends whole record batches (Kafka v2) to a stream: rewrites their base offsets to the
   // stream's next offsets and calls `done` with the first offset once they are durable.
-  void append(uint64_t stream_id, std::vector<uint8_t> batches, append_callback done);
+  void append(uint64_t stream_id, std::vector<uint8_t> batches, const append_callback& done);
   // The same without a copy: `batches` lie inside memory `owner` keeps alive (a request
   // frame); they are modified in place and kept in the log cache until uploaded. Returns the
   // first offset assigned, or an error (and then `done` is not called).

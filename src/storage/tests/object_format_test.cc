@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <random>
 #include <utility>
 #include <vector>
@@ -116,8 +117,8 @@ tl::expected<std::vector<read_block>, object_format_error> read_object(
   return out;
 }
 
-// The parts of a finished object, for corrupting one of them.
-struct object_parts {
+// The pieces of a finished object, for corrupting one of them.
+struct parsed_object {
   bytes object;
   object_footer footer;
   std::vector<block_entry> index;
@@ -130,7 +131,7 @@ struct object_parts {
   }
 };
 
-object_parts small_object() {
+parsed_object small_object() {
   std::mt19937_64 rng(7);
   object_writer w(256);
   for (uint64_t stream : {3u, 1u, 2u}) {
@@ -140,7 +141,7 @@ object_parts small_object() {
       offset += 4;
     }
   }
-  object_parts p;
+  parsed_object p;
   p.object = w.finish();
   p.footer = *parse_footer(std::span(p.object).last(object_footer_size));
   p.index = w.index();
@@ -428,6 +429,91 @@ TEST(ObjectWriter, RejectsEmptyAndNegativeRanges) {
   EXPECT_TRUE(blocks->empty()) << "the rejected stream was never started";
 }
 
+// Gather finish: the same bytes as finish(), without copying the batches.
+
+// Random adds of views to a few streams, in an interleaved order; `data` keeps the bytes.
+void add_random(object_writer& w, std::mt19937_64& rng, std::vector<bytes>& data, bool views) {
+  std::map<uint64_t, int64_t> ends;
+  for (int i = 0; i < 300; ++i) {
+    const uint64_t stream = rng() % 5;
+    const int64_t start = ends[stream];
+    const int64_t count = 1 + static_cast<int64_t>(rng() % 9);
+    data.push_back(random_bytes(rng, 1 + rng() % 3000));
+    const auto r = views ? w.add_view(stream, start, start + count, i, data.back())
+                         : w.add(stream, start, start + count, i, data.back());
+    ASSERT_TRUE(r);
+    ends[stream] = start + count;
+  }
+}
+
+TEST(ObjectWriter, FinishPartsIsByteForByteFinish) {
+  for (const uint32_t block_size : {1u, 100u, 4096u, 1u << 20}) {
+    std::mt19937_64 rng(block_size);
+    std::vector<bytes> data;
+    object_writer copying(block_size);
+    add_random(copying, rng, data, false);
+    const bytes want = copying.finish();
+    const auto want_index = copying.index();
+
+    rng.seed(block_size);
+    std::vector<bytes> kept;
+    kept.reserve(300);  // the views must not move
+    object_writer viewing(block_size);
+    add_random(viewing, rng, kept, true);
+    const size_t blocks_size = viewing.size();
+    const object_parts got = viewing.finish_parts();
+    EXPECT_EQ(viewing.size(), 0u);
+    EXPECT_EQ(viewing.index(), want_index);
+    EXPECT_EQ(got.size, want.size());
+    EXPECT_EQ(got.size, blocks_size + 12 + 44 * want_index.size() + object_footer_size);
+    size_t sum = 0;
+    for (const auto& part : got.parts) sum += part.size();
+    EXPECT_EQ(sum, got.size);
+    EXPECT_EQ(got.concatenate(), want) << "block size " << block_size;
+    // No batch was copied: every batch lies in the parts where the caller keeps it.
+    size_t views = 0;
+    for (const auto& part : got.parts) {
+      for (const bytes& b : kept) views += part.data() == b.data() ? 1 : 0;
+    }
+    EXPECT_EQ(views, kept.size()) << "block size " << block_size;
+    EXPECT_TRUE(got.owners.empty());
+    EXPECT_TRUE(read_object(want));
+  }
+}
+
+TEST(ObjectWriter, FinishPartsHandsOnTheOwners) {
+  object_writer w(64);
+  {
+    auto a = std::make_shared<const bytes>(filled(100, 1));
+    auto b = std::make_shared<const bytes>(filled(30, 2));
+    ASSERT_TRUE(w.add_view(1, 0, 1, 0, *a, a));
+    ASSERT_TRUE(w.add_view(2, 0, 1, 0, std::span(*b).first(10), b));
+    ASSERT_TRUE(w.add_view(2, 1, 2, 0, std::span(*b).subspan(10), b));
+    EXPECT_EQ(a.use_count(), 2) << "the writer holds the owner";
+  }
+  // The writer's owners are all that keep the bytes alive now (ASan checks the reads).
+  object_parts p = w.finish_parts();
+  EXPECT_EQ(p.owners.size(), 2u) << "one entry per owner in a row";
+  object_parts moved = std::move(p);  // a move keeps the views valid
+  const bytes object = moved.concatenate();
+  const auto blocks = read_object(object);
+  ASSERT_TRUE(blocks);
+  ASSERT_EQ(blocks->size(), 2u);
+  EXPECT_EQ((*blocks)[0].batches, filled(100, 1));
+  EXPECT_EQ((*blocks)[1].batches, filled(30, 2));
+  // Views that touch are merged: stream 2's two adds, and the last checksum with the index
+  // (the owned pieces are checksums, index, footer, back to back).
+  EXPECT_EQ(moved.parts.size(), 4u) << "a, crc, b, crc+index+footer";
+}
+
+TEST(ObjectWriter, FinishPartsOfAnEmptyObject) {
+  object_writer w;
+  const object_parts p = w.finish_parts();
+  EXPECT_EQ(p.parts.size(), 1u);
+  EXPECT_EQ(p.concatenate(), object_writer().finish());
+  EXPECT_EQ(p.size, 12 + object_footer_size);
+}
+
 // find_blocks.
 
 std::vector<block_entry> sample_index() {
@@ -539,7 +625,7 @@ TEST(FindBlocks, PointsIntoTheIndexOfARealObject) {
 // Corruption: every single-byte change and every truncation is detected.
 
 TEST(ObjectCorruption, EveryFlippedFooterBitIsABadFooter) {
-  const object_parts p = small_object();
+  const parsed_object p = small_object();
   ASSERT_TRUE(parse_footer(p.footer_bytes()));
   for (size_t i = 0; i < object_footer_size; ++i) {
     for (int bit = 0; bit < 8; ++bit) {
@@ -553,7 +639,7 @@ TEST(ObjectCorruption, EveryFlippedFooterBitIsABadFooter) {
 }
 
 TEST(ObjectCorruption, EveryFlippedIndexBitIsABadIndex) {
-  const object_parts p = small_object();
+  const parsed_object p = small_object();
   ASSERT_EQ(parse_index(p.index_bytes(), p.footer), p.index);
   for (size_t i = 0; i < p.index_bytes().size(); ++i) {
     for (int bit = 0; bit < 8; ++bit) {
@@ -567,7 +653,7 @@ TEST(ObjectCorruption, EveryFlippedIndexBitIsABadIndex) {
 }
 
 TEST(ObjectCorruption, EveryFlippedBlockBitIsABadBlock) {
-  const object_parts p = small_object();
+  const parsed_object p = small_object();
   ASSERT_GT(p.index.size(), 3u);
   for (const block_entry& e : p.index) {
     const auto good = std::span(p.object).subspan(e.position, e.size);
@@ -585,7 +671,7 @@ TEST(ObjectCorruption, EveryFlippedBlockBitIsABadBlock) {
 }
 
 TEST(ObjectCorruption, EveryTruncatedObjectIsRejected) {
-  const object_parts p = small_object();
+  const parsed_object p = small_object();
   ASSERT_TRUE(read_object(p.object));
   for (size_t n = 0; n < p.object.size(); ++n) {
     EXPECT_FALSE(read_object(std::span(p.object).first(n))) << "first " << n << " bytes";
@@ -594,7 +680,7 @@ TEST(ObjectCorruption, EveryTruncatedObjectIsRejected) {
 }
 
 TEST(ObjectCorruption, EveryTruncatedPartIsRejected) {
-  const object_parts p = small_object();
+  const parsed_object p = small_object();
   for (size_t n = 0; n <= 2 * object_footer_size; ++n) {
     if (n == object_footer_size) continue;
     const bytes footer = n < object_footer_size
@@ -623,7 +709,7 @@ TEST(ObjectCorruption, EveryTruncatedPartIsRejected) {
 }
 
 TEST(ObjectCorruption, BlockOfAnotherSizeThanItsEntryIsABadBlock) {
-  const object_parts p = small_object();
+  const parsed_object p = small_object();
   const block_entry& e = p.index[0];
   EXPECT_EQ(open_block(e, std::span(p.object).subspan(e.position, e.size + 1)).error(),
             object_format_error::bad_block);
@@ -855,7 +941,7 @@ TEST(ObjectFuzz, RandomBlocksNeverCrash) {
 
 TEST(ObjectFuzz, RandomlyDamagedObjectsNeverCrash) {
   std::mt19937_64 rng(14);
-  const object_parts p = small_object();
+  const parsed_object p = small_object();
   for (int i = 0; i < 3000; ++i) {
     bytes object = p.object;
     const int changes = 1 + static_cast<int>(rng() % 4);
