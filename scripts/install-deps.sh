@@ -13,6 +13,11 @@ packages=(
   libsqlite3-dev libexpected-dev nlohmann-json3-dev libpugixml-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev librdkafka-dev kcat fio
+  # black-box integration tests (tests/integration): Python clients with every codec, and
+  # the JDK and Maven that fetch and run the reference Kafka broker
+  python3-pytest python3-pytest-timeout python3-confluent-kafka python3-kafka
+  python3-lz4 python3-snappy python3-zstandard python3-crc32c
+  openjdk-17-jdk-headless maven
   # the S3 server the object store tests run against (Ceph radosgw, checks SigV4)
   ceph-mon ceph-osd radosgw ceph-common
 )

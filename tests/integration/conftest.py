@@ -8,6 +8,10 @@ Tests that take `silt` run against Silt only (restarts, SIGKILL, malformed input
 Environment:
   SILT_BIN            the broker binary (default: build/silt of this checkout)
   SILT_TEST_BROKERS   comma-separated subset of "silt,kafka" (default: both)
+  SILT_START_TIMEOUT  seconds a fixture waits for Silt to listen (default 30)
+  SILT_TEST_PRIVATE_KAFKA=1  also run the Silt-only scenarios that take `private_broker`
+                      (restart, crash, malformed input) against a private reference Kafka
+                      broker, to check the tests themselves
 """
 import os
 import shutil
@@ -24,6 +28,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SILT_BIN = Path(os.environ.get("SILT_BIN", ROOT / "build" / "silt"))
 KAFKA_REF = ROOT / "tests" / "kafka-reference.sh"
+SILT_START_TIMEOUT = float(os.environ.get("SILT_START_TIMEOUT", "30"))
 
 
 def free_port(count=1):
@@ -137,6 +142,25 @@ class KafkaBroker:
         env = dict(os.environ, CONTROLLER_PORT=str(self.port + 1))
         subprocess.run([str(KAFKA_REF), "start", str(self.workdir), str(self.port)], check=True,
                        env=env, timeout=timeout)
+        self.wait_ready(timeout)
+
+    def wait_ready(self, timeout):
+        """The port opens before the broker has registered itself: wait until metadata
+        lists a broker, so that the first CreateTopics does not fail."""
+        from confluent_kafka.admin import AdminClient
+        a = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        deadline = time.time() + timeout
+        while True:
+            try:
+                md = a.list_topics(timeout=5)
+                if md.brokers and md.controller_id >= 0:
+                    return
+            except Exception:  # noqa: BLE001 - not ready yet
+                if time.time() > deadline:
+                    raise
+            if time.time() > deadline:
+                raise RuntimeError(f"reference Kafka on {self.bootstrap} not ready")
+            time.sleep(0.2)
 
     def stop(self, timeout=60.0):
         subprocess.run([str(KAFKA_REF), "stop", str(self.workdir)], check=False, timeout=timeout)
@@ -146,14 +170,22 @@ class KafkaBroker:
         pidf = self.workdir / "kafka.pid"
         if pidf.exists():
             try:
-                os.kill(int(pidf.read_text().strip()), signal.SIGKILL)
+                pid = int(pidf.read_text().strip())
+                os.kill(pid, signal.SIGKILL)
+                deadline = time.time() + 10
+                while time.time() < deadline:
+                    os.kill(pid, 0)
+                    time.sleep(0.05)
             except (ProcessLookupError, ValueError):
                 pass
-            time.sleep(0.5)
 
     def restart(self):
         self.stop()
         self.start()
+
+    def log_text(self):
+        log = self.workdir / "logs" / "server.log"
+        return log.read_text(errors="replace") if log.exists() else ""
 
     def alive(self):
         pidf = self.workdir / "kafka.pid"
@@ -164,6 +196,24 @@ class KafkaBroker:
             return True
         except (ProcessLookupError, ValueError):
             return False
+
+
+_silt_start_failure = None
+
+
+def start_silt(b):
+    """Start a fixture's Silt broker. Once a start has failed in this session, later ones
+    fail at once with the same message instead of waiting out the timeout again."""
+    global _silt_start_failure
+    if _silt_start_failure is not None:
+        pytest.fail(f"Silt could not be started earlier in this session: {_silt_start_failure}",
+                    pytrace=False)
+    try:
+        b.start(timeout=SILT_START_TIMEOUT)
+    except (OSError, RuntimeError) as e:
+        b.kill()
+        _silt_start_failure = f"{SILT_BIN}: {e}"
+        pytest.fail(_silt_start_failure, pytrace=False)
 
 
 def selected_brokers():
@@ -189,7 +239,7 @@ def silt_shared(tmp_path_factory):
     if "silt" not in selected_brokers():
         pytest.skip("Silt not selected (SILT_TEST_BROKERS)")
     broker = SiltBroker(tmp_path_factory.mktemp("silt-shared"))
-    broker.start()
+    start_silt(broker)
     yield broker
     code = broker.stop()
     assert code == 0, f"silt exited with {code} on SIGTERM:\n{broker.log_text()[-4000:]}"
@@ -211,7 +261,7 @@ def silt(tmp_path):
     if "silt" not in selected_brokers():
         pytest.skip("Silt not selected (SILT_TEST_BROKERS)")
     b = SiltBroker(tmp_path)
-    b.start()
+    start_silt(b)
     yield b
     if b.alive():
         code = b.stop()
@@ -221,3 +271,27 @@ def silt(tmp_path):
 @pytest.fixture
 def topic_name():
     return "t-" + uuid.uuid4().hex[:12]
+
+
+def private_kinds():
+    kinds = ["silt"]
+    if os.environ.get("SILT_TEST_PRIVATE_KAFKA") == "1":
+        kinds.append("kafka")
+    return kinds
+
+
+@pytest.fixture(params=private_kinds())
+def private_broker(request, tmp_path):
+    """A broker of the test's own, which it may stop, kill or attack: a private Silt broker
+    (the `silt` fixture), and with SILT_TEST_PRIVATE_KAFKA=1 also a private reference Kafka."""
+    if request.param == "silt":
+        yield request.getfixturevalue("silt")
+        return
+    if "kafka" not in selected_brokers():
+        pytest.skip("reference Kafka not selected (SILT_TEST_BROKERS)")
+    b = KafkaBroker(tmp_path / "kafka")
+    b.start()
+    try:
+        yield b
+    finally:
+        b.stop()

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs the black-box integration tests (tests/integration, pytest) against the Silt broker
+# of BUILD_DIR and against the reference Apache Kafka broker (installed first with
+# tests/kafka-reference.sh). Exits with pytest's exit code.
+#
+#   scripts/run-integration.sh BUILD_DIR [PYTEST_ARGS...]
+#
+# SILT_TEST_BROKERS=silt (or kafka) limits the run to one broker; SILT_TEST_TIMEOUT bounds
+# each test (seconds, default 120); see tests/integration/conftest.py for the others.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+[[ $# -ge 1 ]] || { echo "usage: $0 BUILD_DIR [PYTEST_ARGS...]" >&2; exit 2; }
+build=$(cd "$1" && pwd)
+shift
+
+# The Kafka clients come from Debian (python3-confluent-kafka, python3-kafka): use Debian's
+# interpreter even when another python3 (pyenv, venv) comes first on PATH.
+py=/usr/bin/python3
+[[ -x "$py" ]] || py=$(command -v python3)
+if ! "$py" -c 'import pytest, confluent_kafka, kafka' 2>/dev/null; then
+  echo "run-integration: $py lacks pytest, confluent_kafka or kafka: run scripts/install-deps.sh" >&2
+  exit 2
+fi
+
+if [[ ",${SILT_TEST_BROKERS:-silt,kafka}," == *",kafka,"* ]]; then
+  "$root/tests/kafka-reference.sh" install
+fi
+
+# A hard bound per test (python3-pytest-timeout): a broker that stops answering fails the
+# test instead of hanging the run.
+timeout_args=()
+if "$py" -c 'import pytest_timeout' 2>/dev/null; then
+  timeout_args=(--timeout="${SILT_TEST_TIMEOUT:-120}")
+fi
+
+cd "$root"
+export SILT_BIN="$build/silt"
+exec "$py" -m pytest -q -p no:cacheprovider "${timeout_args[@]}" tests/integration "$@"
