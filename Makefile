@@ -7,7 +7,7 @@ JOBS        ?= $(shell nproc)
 CLANG_CXX   ?= clang++-14
 
 .PHONY: all deps build run test generate check-generated format check-format tidy \
-        unit-tests asan fuzz bench clean
+        unit-tests integration asan fuzz bench clean
 
 all: build
 
@@ -43,6 +43,10 @@ tidy: $(BUILD)/build.ninja
 unit-tests: build
 	@scripts/run-ctest.sh $(BUILD)
 
+# Black-box tests over TCP with real clients, against Silt and the reference Kafka broker.
+integration: build
+	@scripts/run-integration.sh $(BUILD)
+
 # Unit tests and the fuzz target under AddressSanitizer and UndefinedBehaviorSanitizer (clang).
 asan: deps
 	@CXX=$(CLANG_CXX) cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
@@ -56,7 +60,7 @@ fuzz: asan
 bench: build
 	@for b in $(BUILD)/bench/*_bench; do $$b; done
 
-test: deps check-generated check-format build tidy unit-tests fuzz
+test: deps check-generated check-format build tidy unit-tests integration fuzz
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -149,12 +149,11 @@ asio::awaitable<net::response> broker::handle(net::request req) {
   if (key == protocol::api_versions_request::api_key &&
       (range == nullptr || version > range->max_version)) {
     // A client newer than the broker: answer at v0 with UNSUPPORTED_VERSION and the
-    // supported list, so that it retries at a version both know (KIP-511).
+    // ApiVersions range, so that it retries at a version both know (KIP-511; Kafka lists
+    // only ApiVersions itself here).
     protocol::api_versions_response resp;
     resp.error_code = static_cast<int16_t>(protocol::error_code::unsupported_version);
-    for (const auto& a : supported_apis()) {
-      resp.api_keys.push_back({a.key, a.min_version, a.max_version, {}});
-    }
+    if (range != nullptr) resp.api_keys.push_back({key, range->min_version, range->max_version, {}});
     auto h = req.header;
     h.header.request_api_version = 0;
     co_return encode_response(h, resp);
