@@ -161,7 +161,7 @@ struct connection : std::enable_shared_from_this<connection> {
         co_await t.async_wait(use_tuple);
         if (read_stopped) co_return;
       }
-      auto frame = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(size));
+      auto frame = std::make_shared<frame_bytes>(static_cast<size_t>(size));
       auto [ec2, n2] = co_await asio::async_read(sock, asio::buffer(*frame), use_tuple);
       if (ec2) {
         srv->budget.release(size);
