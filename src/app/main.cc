@@ -33,7 +33,7 @@ void raise_fd_limit() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   namespace asio = boost::asio;
   auto cmd = silt::config::parse_command_line(argc, argv);
   if (!cmd) {
@@ -97,4 +97,13 @@ int main(int argc, char** argv) {
   (*broker)->close();
   std::fprintf(stderr, "silt: stopped\n");
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "silt: %s\n", e.what());
+    return 1;
+  }
 }

@@ -57,8 +57,12 @@ broker::broker(const config::broker_config& config)
     : config_(config), blocking_(std::max<uint32_t>(1, config.num_io_threads)) {}
 
 broker::~broker() {
-  close();
-  blocking_.join();
+  try {
+    close();
+    blocking_.join();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "silt: closing the broker failed: %s\n", e.what());
+  }
 }
 
 tl::expected<std::unique_ptr<broker>, std::string> broker::open(

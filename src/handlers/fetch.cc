@@ -62,12 +62,8 @@ asio::awaitable<size_t> gather(context& ctx, std::vector<wanted>& ws, int32_t ma
       g.data.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
       continue;
     }
-    if (w.current_leader_epoch > leader_epoch) {
-      g.data.error_code = static_cast<int16_t>(error_code::unknown_leader_epoch);
-      continue;
-    }
-    if (w.current_leader_epoch >= 0 && w.current_leader_epoch < leader_epoch) {
-      g.data.error_code = static_cast<int16_t>(error_code::fenced_leader_epoch);
+    if (const auto e = check_leader_epoch(w.current_leader_epoch); e != error_code::none) {
+      g.data.error_code = static_cast<int16_t>(e);
       continue;
     }
     g.found = true;

@@ -59,6 +59,14 @@ struct api_range {
 // The leader epoch of every partition: one broker owns everything, from epoch 0 on.
 inline constexpr int32_t leader_epoch = 0;
 
+// The error for a request's current leader epoch (-1: the client does not say): newer than
+// the broker's means the client knows of a leader the broker does not, older means fenced.
+[[nodiscard]] inline protocol::error_code check_leader_epoch(int32_t current) {
+  if (current < 0 || current == leader_epoch) return protocol::error_code::none;
+  return current > leader_epoch ? protocol::error_code::unknown_leader_epoch
+                                : protocol::error_code::fenced_leader_epoch;
+}
+
 // Response plus the memory its record views point into (Fetch).
 template <typename Resp>
 struct with_owners {

@@ -76,8 +76,8 @@ asio::awaitable<protocol::list_offsets_response> handle_list_offsets(
         rp.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
         continue;
       }
-      if (p.current_leader_epoch > leader_epoch) {
-        rp.error_code = static_cast<int16_t>(error_code::unknown_leader_epoch);
+      if (const auto e = check_leader_epoch(p.current_leader_epoch); e != error_code::none) {
+        rp.error_code = static_cast<int16_t>(e);
         continue;
       }
       const uint64_t stream = topic->info->streams[static_cast<size_t>(p.partition_index)];

@@ -20,12 +20,8 @@ asio::awaitable<protocol::offset_for_leader_epoch_response> handle_offset_for_le
         rp.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
         continue;
       }
-      if (p.current_leader_epoch > leader_epoch) {
-        rp.error_code = static_cast<int16_t>(error_code::unknown_leader_epoch);
-        continue;
-      }
-      if (p.current_leader_epoch >= 0 && p.current_leader_epoch < leader_epoch) {
-        rp.error_code = static_cast<int16_t>(error_code::fenced_leader_epoch);
+      if (const auto e = check_leader_epoch(p.current_leader_epoch); e != error_code::none) {
+        rp.error_code = static_cast<int16_t>(e);
         continue;
       }
       const auto offs = ctx.store.offsets(topic->info->streams[static_cast<size_t>(p.partition)]);
