@@ -75,8 +75,7 @@ struct connection;
 
 struct server::impl : std::enable_shared_from_this<server::impl> {
   impl(asio::io_context& io, server_options o, request_handler& h)
-      : io(io), options(o), handler(h), strand(asio::make_strand(io)),
-        budget(o.queued_max_bytes) {}
+      : io(io), options(o), handler(h), strand(asio::make_strand(io)), budget(o.queued_max_bytes) {}
 
   void remove(uint64_t id);
 
@@ -104,15 +103,21 @@ struct connection : std::enable_shared_from_this<connection> {
   };
 
   connection(std::shared_ptr<server::impl> srv, tcp::socket s, uint64_t id, std::string peer)
-      : srv(std::move(srv)), strand(asio::make_strand(this->srv->io)), sock(std::move(s)),
-        id(id), peer(std::move(peer)), writer_wake(strand), reader_wake(strand),
+      : srv(std::move(srv)),
+        strand(asio::make_strand(this->srv->io)),
+        sock(std::move(s)),
+        id(id),
+        peer(std::move(peer)),
+        writer_wake(strand),
+        reader_wake(strand),
         idle_timer(strand) {}
 
+  // Each coroutine holds the connection through its `self` parameter, copied into its frame
+  // when it is created: a coroutine that starts after the others finished still finds it.
   void start() {
-    auto self = shared_from_this();
-    asio::co_spawn(strand, reader(), asio::detached);
-    asio::co_spawn(strand, writer(), asio::detached);
-    asio::co_spawn(strand, watchdog(), asio::detached);
+    asio::co_spawn(strand, reader(shared_from_this()), asio::detached);
+    asio::co_spawn(strand, writer(shared_from_this()), asio::detached);
+    asio::co_spawn(strand, watchdog(shared_from_this()), asio::detached);
   }
 
   // Stops reading; what is in flight is still answered. Runs on the strand.
@@ -137,8 +142,7 @@ struct connection : std::enable_shared_from_this<connection> {
     writer_wake.notify();
   }
 
-  asio::awaitable<void> reader() {
-    auto self = shared_from_this();
+  asio::awaitable<void> reader(std::shared_ptr<connection> self) {
     const auto& opt = srv->options;
     while (!read_stopped) {
       while (static_cast<int32_t>(slots.size()) >= opt.max_inflight && !read_stopped) {
@@ -184,14 +188,14 @@ struct connection : std::enable_shared_from_this<connection> {
       }
       request req{std::move(frame), *header, id, peer};
       ++running;
-      asio::co_spawn(strand, run(s, std::move(req)), asio::detached);
+      asio::co_spawn(strand, run(self, s, std::move(req)), asio::detached);
     }
     reading_done = true;
     writer_wake.notify();
   }
 
-  asio::awaitable<void> run(std::shared_ptr<slot> s, request req) {
-    auto self = shared_from_this();
+  asio::awaitable<void> run([[maybe_unused]] std::shared_ptr<connection> self,
+                            std::shared_ptr<slot> s, request req) {
     try {
       s->resp = co_await srv->handler.handle(std::move(req));
     } catch (const std::exception&) {
@@ -214,8 +218,7 @@ struct connection : std::enable_shared_from_this<connection> {
     }
   }
 
-  asio::awaitable<void> writer() {
-    auto self = shared_from_this();
+  asio::awaitable<void> writer([[maybe_unused]] std::shared_ptr<connection> self) {
     std::vector<asio::const_buffer> bufs;
     std::vector<std::shared_ptr<slot>> batch;
     while (!closed) {
@@ -265,8 +268,7 @@ struct connection : std::enable_shared_from_this<connection> {
     if (pos < r.bytes.size()) out.emplace_back(r.bytes.data() + pos, r.bytes.size() - pos);
   }
 
-  asio::awaitable<void> watchdog() {
-    auto self = shared_from_this();
+  asio::awaitable<void> watchdog([[maybe_unused]] std::shared_ptr<connection> self) {
     const auto idle = srv->options.idle_timeout;
     const auto period = std::max(std::chrono::milliseconds(10), idle / 4);
     while (!closed) {
