@@ -47,12 +47,14 @@ unit-tests: build
 integration: build
 	@scripts/run-integration.sh $(BUILD)
 
-# Unit tests and the fuzz target under AddressSanitizer and UndefinedBehaviorSanitizer (clang).
+# Unit tests, the black-box tests against Silt, and the fuzz target under AddressSanitizer
+# and UndefinedBehaviorSanitizer (clang).
 asan: deps
 	@CXX=$(CLANG_CXX) cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DSILT_SANITIZE=ON -DSILT_FUZZ=ON -DSILT_BENCH=OFF >/dev/null
 	@ninja -C $(ASAN_BUILD) -j $(JOBS) --quiet
 	@scripts/run-ctest.sh $(ASAN_BUILD)
+	@SILT_TEST_BROKERS=silt scripts/run-integration.sh $(ASAN_BUILD)
 
 fuzz: asan
 	@scripts/run-fuzzers.sh $(ASAN_BUILD)
