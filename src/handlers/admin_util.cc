@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <set>
 
 namespace silt::handlers::admin {
 
@@ -155,6 +156,27 @@ api_error delete_topic(context& ctx, const std::string& name, metadata::topic_pt
   // never reused).
   for (const uint64_t stream : deleted->streams) {
     (void)ctx.store.trim(stream, ctx.store.offsets(stream).end_offset);
+  }
+  return {};
+}
+
+api_error check_replicas(const context& ctx, const std::vector<int32_t>& broker_ids) {
+  if (broker_ids.empty()) {
+    return {protocol::error_code::invalid_replica_assignment,
+            "The manual partition assignment includes an empty replica list."};
+  }
+  std::set<int32_t> replicas;
+  for (const int32_t b : broker_ids) {
+    if (b != ctx.node_id) {
+      return {protocol::error_code::invalid_replica_assignment,
+              "The manual partition assignment includes broker " + std::to_string(b) +
+                  ", but no such broker is registered."};
+    }
+    if (!replicas.insert(b).second) {
+      return {protocol::error_code::invalid_replica_assignment,
+              "The manual partition assignment includes the broker " + std::to_string(b) +
+                  " more than once."};
+    }
   }
   return {};
 }

@@ -7,8 +7,11 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "handlers/context.h"
 #include "protocol/generated/error_code.h"
@@ -43,6 +46,37 @@ struct api_error {
 [[nodiscard]] api_error error_of(protocol::error_code e);
 
 [[nodiscard]] protocol::uuid to_uuid(const metadata::topic_id& id);
+
+// One partition's manual replica list: not empty, only this broker, no broker twice
+// (INVALID_REPLICA_ASSIGNMENT otherwise, with Kafka's messages).
+[[nodiscard]] api_error check_replicas(const context& ctx, const std::vector<int32_t>& broker_ids);
+
+// AlterConfigs and IncrementalAlterConfigs: a resource named twice in one request is refused
+// (INVALID_REQUEST); the others get alter(resource)'s result.
+template <typename Resp, typename Req, typename Alter>
+[[nodiscard]] Resp alter_each_resource(const Req& req, Alter alter) {
+  Resp resp;
+  std::set<std::pair<int8_t, std::string>> seen, duplicates;
+  for (const auto& r : req.resources) {
+    if (!seen.emplace(r.resource_type, r.resource_name).second) {
+      duplicates.emplace(r.resource_type, r.resource_name);
+    }
+  }
+  for (const auto& r : req.resources) {
+    api_error e;
+    if (duplicates.contains({r.resource_type, r.resource_name})) {
+      e = {protocol::error_code::invalid_request, "Each resource must appear at most once."};
+    } else {
+      e = alter(r);
+    }
+    auto& out = resp.responses.emplace_back();
+    out.error_code = e.code;
+    out.error_message = e.ok() ? std::nullopt : e.message;
+    out.resource_type = r.resource_type;
+    out.resource_name = r.resource_name;
+  }
+  return resp;
+}
 
 // The name of a ConfigResource.Type id (TOPIC, BROKER, ...), UNKNOWN for others.
 [[nodiscard]] std::string resource_type_name(int8_t type);

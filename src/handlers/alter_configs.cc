@@ -18,6 +18,7 @@ namespace silt::handlers {
 
 namespace {
 
+using admin::alter_each_resource;
 using admin::api_error;
 using protocol::alter_configs_request;
 using protocol::alter_configs_response;
@@ -65,28 +66,8 @@ api_error alter(context& ctx, const alter_configs_request::AlterConfigsResource&
 asio::awaitable<alter_configs_response> handle_alter_configs(context& ctx,
                                                              const net::request& /*raw*/,
                                                              const alter_configs_request& req) {
-  alter_configs_response resp;
-  std::set<std::pair<int8_t, std::string>> seen, duplicates;
-  for (const auto& r : req.resources) {
-    if (!seen.emplace(r.resource_type, r.resource_name).second) {
-      duplicates.emplace(r.resource_type, r.resource_name);
-    }
-  }
-  for (const auto& r : req.resources) {
-    api_error e;
-    if (duplicates.contains({r.resource_type, r.resource_name})) {
-      e = {error_code::invalid_request, "Each resource must appear at most once."};
-    } else {
-      e = alter(ctx, r, req.validate_only);
-    }
-    alter_configs_response::AlterConfigsResourceResponse out;
-    out.error_code = e.code;
-    out.error_message = e.ok() ? std::nullopt : e.message;
-    out.resource_type = r.resource_type;
-    out.resource_name = r.resource_name;
-    resp.responses.push_back(std::move(out));
-  }
-  co_return resp;
+  co_return alter_each_resource<alter_configs_response>(
+      req, [&](const auto& r) { return alter(ctx, r, req.validate_only); });
 }
 
 }  // namespace silt::handlers

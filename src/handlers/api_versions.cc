@@ -14,21 +14,21 @@ namespace {
 // closing the connection, as Kafka 4 does. Fetch and Produce stop before the versions that
 // name topics by id only (Produce 13, Fetch 13).
 constexpr std::array<api_range, 15> apis = {{
-    {0, 0, 11},   // Produce
-    {1, 4, 12},   // Fetch
-    {2, 1, 10},   // ListOffsets
-    {3, 0, 12},   // Metadata
-    {18, 0, 4},   // ApiVersions
-    {19, 2, 7},   // CreateTopics
-    {20, 1, 6},   // DeleteTopics
-    {21, 0, 2},   // DeleteRecords
-    {22, 0, 5},   // InitProducerId
-    {23, 2, 4},   // OffsetForLeaderEpoch
-    {32, 1, 4},   // DescribeConfigs
-    {33, 0, 2},   // AlterConfigs
-    {37, 0, 3},   // CreatePartitions
-    {44, 0, 1},   // IncrementalAlterConfigs
-    {60, 0, 1},   // DescribeCluster
+    {0, 0, 11},  // Produce
+    {1, 4, 12},  // Fetch
+    {2, 1, 10},  // ListOffsets
+    {3, 0, 12},  // Metadata
+    {18, 0, 4},  // ApiVersions
+    {19, 2, 7},  // CreateTopics
+    {20, 1, 6},  // DeleteTopics
+    {21, 0, 2},  // DeleteRecords
+    {22, 0, 5},  // InitProducerId
+    {23, 2, 4},  // OffsetForLeaderEpoch
+    {32, 1, 4},  // DescribeConfigs
+    {33, 0, 2},  // AlterConfigs
+    {37, 0, 3},  // CreatePartitions
+    {44, 0, 1},  // IncrementalAlterConfigs
+    {60, 0, 1},  // DescribeCluster
 }};
 
 }  // namespace
@@ -38,7 +38,8 @@ std::span<const api_range> supported_apis() {
 }
 
 const api_range* find_supported(int16_t key) {
-  auto it = std::find_if(apis.begin(), apis.end(), [&](const api_range& a) { return a.key == key; });
+  auto it =
+      std::find_if(apis.begin(), apis.end(), [&](const api_range& a) { return a.key == key; });
   return it == apis.end() ? nullptr : &*it;
 }
 

@@ -70,8 +70,10 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   std::unique_ptr<broker> b(new broker(config));
   std::error_code ec;
   fs::create_directories(config.data_dir, ec);
-  if (ec) return tl::make_unexpected("cannot create data.dir " + config.data_dir + ": " + ec.message());
-  for (const auto& p : {fs::path(config.wal_path).parent_path(), fs::path(config.metadata_path).parent_path()}) {
+  if (ec)
+    return tl::make_unexpected("cannot create data.dir " + config.data_dir + ": " + ec.message());
+  for (const auto& p :
+       {fs::path(config.wal_path).parent_path(), fs::path(config.metadata_path).parent_path()}) {
     if (!p.empty()) fs::create_directories(p, ec);
   }
   auto objects = storage::open_object_store(config.object_store_uri);
@@ -102,13 +104,14 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   if (!registry) return tl::make_unexpected(registry.error());
   b->registry_ = std::move(*registry);
   auto cluster_id = b->registry_->cluster_id(config.cluster_id);
-  if (!cluster_id) return tl::make_unexpected("cannot store the cluster id in " + config.metadata_path);
+  if (!cluster_id)
+    return tl::make_unexpected("cannot store the cluster id in " + config.metadata_path);
   if (!config.cluster_id.empty() && *cluster_id != config.cluster_id) {
     return tl::make_unexpected("cluster.id " + config.cluster_id + " does not match the id " +
                                *cluster_id + " stored in " + config.metadata_path);
   }
-  b->producers_ = std::make_unique<producer_state>(*b->registry_, *b->store_,
-                                                   config.producer_id_expiration_ms);
+  b->producers_ =
+      std::make_unique<producer_state>(*b->registry_, *b->store_, config.producer_id_expiration_ms);
   b->ctx_ = std::make_unique<context>(b->config_, *cluster_id, *b->store_, *b->registry_,
                                       *b->producers_, b->blocking_);
   for (const auto& t : b->registry_->all()) b->ctx_->refresh(t);
@@ -125,7 +128,8 @@ void broker::start_background(std::chrono::milliseconds period) {
           boost::system::error_code ec;
           co_await snapshot_timer_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
           if (ec || closed_) co_return;
-          if (auto r = producers_->snapshot(); !r) std::fprintf(stderr, "silt: %s\n", r.error().c_str());
+          if (auto r = producers_->snapshot(); !r)
+            std::fprintf(stderr, "silt: %s\n", r.error().c_str());
         }
       },
       asio::detached);
@@ -157,7 +161,8 @@ asio::awaitable<net::response> broker::handle(net::request req) {
     // only ApiVersions itself here).
     protocol::api_versions_response resp;
     resp.error_code = static_cast<int16_t>(protocol::error_code::unsupported_version);
-    if (range != nullptr) resp.api_keys.push_back({key, range->min_version, range->max_version, {}});
+    if (range != nullptr)
+      resp.api_keys.push_back({key, range->min_version, range->max_version, {}});
     auto h = req.header;
     h.header.request_api_version = 0;
     co_return encode_response(h, resp);
@@ -215,7 +220,7 @@ asio::awaitable<net::response> broker::handle(net::request req) {
       co_return co_await serve<protocol::delete_topics_request>(c, req, handle_delete_topics);
     case protocol::create_partitions_request::api_key:
       co_return co_await serve<protocol::create_partitions_request>(c, req,
-                                                                     handle_create_partitions);
+                                                                    handle_create_partitions);
     case protocol::describe_configs_request::api_key:
       co_return co_await serve<protocol::describe_configs_request>(c, req, handle_describe_configs);
     case protocol::alter_configs_request::api_key:

@@ -58,7 +58,7 @@ class broker final : public net::request_handler {
 // Encodes a response with the header version its request calls for (size prefix included).
 // Record data of `zero_copy_threshold` bytes or more is referenced, not copied.
 template <typename Resp>
-[[nodiscard]] net::response encode_response(const protocol::parsed_request_header& h,
-                                            const Resp& r, size_t zero_copy_threshold = SIZE_MAX);
+[[nodiscard]] net::response encode_response(const protocol::parsed_request_header& h, const Resp& r,
+                                            size_t zero_copy_threshold = SIZE_MAX);
 
 }  // namespace silt::handlers

@@ -16,11 +16,16 @@ const config::endpoint& first_advertised(const config::broker_config& c) {
 context::context(const config::broker_config& config, std::string cluster_id,
                  storage::stream_store& store, metadata::topic_registry& registry,
                  producer_state& producers, boost::asio::thread_pool& blocking)
-    : config(config), cluster_id(std::move(cluster_id)), node_id(config.node_id),
+    : config(config),
+      cluster_id(std::move(cluster_id)),
+      node_id(config.node_id),
       advertised_host(first_advertised(config).host.empty() ? "localhost"
                                                             : first_advertised(config).host),
-      advertised_port(first_advertised(config).port), store(store), registry(registry),
-      producers(producers), blocking(blocking),
+      advertised_port(first_advertised(config).port),
+      store(store),
+      registry(registry),
+      producers(producers),
+      blocking(blocking),
       sessions(config.max_incremental_fetch_session_cache_slots) {}
 
 topic_entry_ptr context::topic(std::string_view name) const {
@@ -43,7 +48,8 @@ std::vector<topic_entry_ptr> context::topics() const {
 }
 
 tl::expected<topic_entry_ptr, config::config_error> context::create_topic(
-    const std::string& name, int32_t partitions, const std::map<std::string, std::string>& configs) {
+    const std::string& name, int32_t partitions,
+    const std::map<std::string, std::string>& configs) {
   if (auto v = config::validate_topic_configs(configs); !v) return tl::make_unexpected(v.error());
   auto info = registry.create(name, partitions, configs);
   if (!info) {
@@ -59,7 +65,8 @@ topic_entry_ptr context::refresh(const metadata::topic_ptr& info) {
   auto e = std::make_shared<topic_entry>();
   e->info = info;
   e->cfg = config::effective_topic_config(config, info->configs);
-  for (uint64_t s : info->streams) store.set_retention(s, e->cfg.retention_ms, e->cfg.retention_bytes);
+  for (uint64_t s : info->streams)
+    store.set_retention(s, e->cfg.retention_ms, e->cfg.retention_bytes);
   std::lock_guard lock(mu_);
   by_name_[info->name] = e;
   return e;

@@ -35,9 +35,9 @@ using topic_entry_ptr = std::shared_ptr<const topic_entry>;
 
 class context {
  public:
-  context(const config::broker_config& config, std::string cluster_id,
-          storage::stream_store& store, metadata::topic_registry& registry,
-          producer_state& producers, boost::asio::thread_pool& blocking);
+  context(const config::broker_config& config, std::string cluster_id, storage::stream_store& store,
+          metadata::topic_registry& registry, producer_state& producers,
+          boost::asio::thread_pool& blocking);
 
   [[nodiscard]] topic_entry_ptr topic(std::string_view name) const;
   [[nodiscard]] topic_entry_ptr topic(const metadata::topic_id& id) const;

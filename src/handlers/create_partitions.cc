@@ -14,6 +14,7 @@ namespace silt::handlers {
 namespace {
 
 using admin::api_error;
+using admin::check_replicas;
 using protocol::create_partitions_request;
 using protocol::create_partitions_response;
 using protocol::error_code;
@@ -39,23 +40,7 @@ api_error check(const context& ctx, const create_partitions_request::CreateParti
                   " assignment(s) were specified."};
     }
     for (const auto& a : *t.assignments) {
-      if (a.broker_ids.empty()) {
-        return {error_code::invalid_replica_assignment,
-                "The manual partition assignment includes an empty replica list."};
-      }
-      std::set<int32_t> replicas;
-      for (const int32_t b : a.broker_ids) {
-        if (b != ctx.node_id) {
-          return {error_code::invalid_replica_assignment,
-                  "The manual partition assignment includes broker " + std::to_string(b) +
-                      ", but no such broker is registered."};
-        }
-        if (!replicas.insert(b).second) {
-          return {error_code::invalid_replica_assignment,
-                  "The manual partition assignment includes the broker " + std::to_string(b) +
-                      " more than once."};
-        }
-      }
+      if (auto e = check_replicas(ctx, a.broker_ids); !e.ok()) return e;
     }
   }
   if (additional > admin::max_records_per_operation) {

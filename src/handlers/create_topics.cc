@@ -16,6 +16,7 @@ namespace silt::handlers {
 namespace {
 
 using admin::api_error;
+using admin::check_replicas;
 using protocol::create_topics_request;
 using protocol::create_topics_response;
 using protocol::error_code;
@@ -40,23 +41,7 @@ api_error check_placement(const context& ctx, const create_topics_request::Creat
                 "Found multiple manual partition assignments for partition " +
                     std::to_string(a.partition_index)};
       }
-      if (a.broker_ids.empty()) {
-        return {error_code::invalid_replica_assignment,
-                "The manual partition assignment includes an empty replica list."};
-      }
-      std::set<int32_t> replicas;
-      for (const int32_t b : a.broker_ids) {
-        if (b != ctx.node_id) {
-          return {error_code::invalid_replica_assignment,
-                  "The manual partition assignment includes broker " + std::to_string(b) +
-                      ", but no such broker is registered."};
-        }
-        if (!replicas.insert(b).second) {
-          return {error_code::invalid_replica_assignment,
-                  "The manual partition assignment includes the broker " + std::to_string(b) +
-                      " more than once."};
-        }
-      }
+      if (auto e = check_replicas(ctx, a.broker_ids); !e.ok()) return e;
     }
     const auto n = static_cast<int32_t>(seen.size());
     if (*seen.begin() != 0 || *seen.rbegin() != n - 1) {

@@ -34,13 +34,15 @@ struct gathered {
   bool found = false;
 };
 
-asio::awaitable<tl::expected<storage::read_result, storage::stream_error>> read(
-    context& ctx, uint64_t stream, int64_t offset, size_t max_bytes) {
+asio::awaitable<tl::expected<storage::read_result, storage::stream_error>> read(context& ctx,
+                                                                                uint64_t stream,
+                                                                                int64_t offset,
+                                                                                size_t max_bytes) {
   if (ctx.store.in_log_cache(stream, offset)) co_return ctx.store.read(stream, offset, max_bytes);
   co_return co_await asio::co_spawn(
       ctx.blocking,
-      [&ctx, stream, offset, max_bytes]()
-          -> asio::awaitable<tl::expected<storage::read_result, storage::stream_error>> {
+      [&ctx, stream, offset,
+       max_bytes]() -> asio::awaitable<tl::expected<storage::read_result, storage::stream_error>> {
         co_return ctx.store.read(stream, offset, max_bytes);
       },
       asio::use_awaitable);
@@ -83,9 +85,10 @@ asio::awaitable<size_t> gather(context& ctx, std::vector<wanted>& ws, int32_t ma
     if (limit == 0 && total > 0) continue;
     auto r = co_await read(ctx, g.stream_id, w.fetch_offset, std::max<size_t>(limit, 1));
     if (!r) {
-      g.data.error_code = static_cast<int16_t>(
-          r.error() == storage::stream_error::offset_out_of_range ? error_code::offset_out_of_range
-                                                                  : error_code::kafka_storage_error);
+      g.data.error_code =
+          static_cast<int16_t>(r.error() == storage::stream_error::offset_out_of_range
+                                   ? error_code::offset_out_of_range
+                                   : error_code::kafka_storage_error);
       continue;
     }
     if (r->chunks.empty()) continue;

@@ -50,9 +50,10 @@ class fetch_sessions {
  private:
   std::mutex mu_;
   int32_t slots_;
-  int32_t next_id_ = 1;  // guarded by mu_
+  int32_t next_id_ = 1;     // guarded by mu_
   std::list<int32_t> lru_;  // guarded by mu_; most recent at the back
-  std::unordered_map<int32_t, std::pair<std::shared_ptr<fetch_session>, std::list<int32_t>::iterator>>
+  std::unordered_map<int32_t,
+                     std::pair<std::shared_ptr<fetch_session>, std::list<int32_t>::iterator>>
       sessions_;  // guarded by mu_
 };
 

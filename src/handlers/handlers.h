@@ -12,10 +12,10 @@
 
 #include "handlers/context.h"
 #include "net/server.h"
-#include "protocol/generated/api_versions_request.h"
-#include "protocol/generated/api_versions_response.h"
 #include "protocol/generated/alter_configs_request.h"
 #include "protocol/generated/alter_configs_response.h"
+#include "protocol/generated/api_versions_request.h"
+#include "protocol/generated/api_versions_response.h"
 #include "protocol/generated/create_partitions_request.h"
 #include "protocol/generated/create_partitions_response.h"
 #include "protocol/generated/create_topics_request.h"
@@ -76,8 +76,8 @@ struct with_owners {
 
 asio::awaitable<protocol::api_versions_response> handle_api_versions(
     context& ctx, const net::request& raw, const protocol::api_versions_request& req);
-asio::awaitable<protocol::metadata_response> handle_metadata(
-    context& ctx, const net::request& raw, const protocol::metadata_request& req);
+asio::awaitable<protocol::metadata_response> handle_metadata(context& ctx, const net::request& raw,
+                                                             const protocol::metadata_request& req);
 asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::request& raw,
                                                            protocol::produce_request& req);
 asio::awaitable<with_owners<protocol::fetch_response>> handle_fetch(

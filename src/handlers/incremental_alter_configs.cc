@@ -22,6 +22,7 @@ namespace silt::handlers {
 
 namespace {
 
+using admin::alter_each_resource;
 using admin::api_error;
 using protocol::error_code;
 using protocol::incremental_alter_configs_request;
@@ -163,28 +164,8 @@ api_error alter(context& ctx, const incremental_alter_configs_request::AlterConf
 
 asio::awaitable<incremental_alter_configs_response> handle_incremental_alter_configs(
     context& ctx, const net::request& /*raw*/, const incremental_alter_configs_request& req) {
-  incremental_alter_configs_response resp;
-  std::set<std::pair<int8_t, std::string>> seen, duplicates;
-  for (const auto& r : req.resources) {
-    if (!seen.emplace(r.resource_type, r.resource_name).second) {
-      duplicates.emplace(r.resource_type, r.resource_name);
-    }
-  }
-  for (const auto& r : req.resources) {
-    api_error e;
-    if (duplicates.contains({r.resource_type, r.resource_name})) {
-      e = {error_code::invalid_request, "Each resource must appear at most once."};
-    } else {
-      e = alter(ctx, r, req.validate_only);
-    }
-    incremental_alter_configs_response::AlterConfigsResourceResponse out;
-    out.error_code = e.code;
-    out.error_message = e.ok() ? std::nullopt : e.message;
-    out.resource_type = r.resource_type;
-    out.resource_name = r.resource_name;
-    resp.responses.push_back(std::move(out));
-  }
-  co_return resp;
+  co_return alter_each_resource<incremental_alter_configs_response>(
+      req, [&](const auto& r) { return alter(ctx, r, req.validate_only); });
 }
 
 }  // namespace silt::handlers

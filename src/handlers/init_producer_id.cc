@@ -8,7 +8,8 @@ asio::awaitable<protocol::init_producer_id_response> handle_init_producer_id(
     context& ctx, const net::request& /*raw*/, const protocol::init_producer_id_request& req) {
   protocol::init_producer_id_response resp;
   if (req.transactional_id && !req.transactional_id->empty()) {
-    resp.error_code = static_cast<int16_t>(protocol::error_code::transactional_id_authorization_failed);
+    resp.error_code =
+        static_cast<int16_t>(protocol::error_code::transactional_id_authorization_failed);
     co_return resp;
   }
   auto r = ctx.producers.init_producer(req.producer_id, req.producer_epoch);

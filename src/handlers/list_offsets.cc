@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "handlers/handlers.h"
+#include "handlers/stream_scan.h"
 #include "protocol/record_batch.h"
 
 namespace silt::handlers {
@@ -23,40 +24,29 @@ struct found {
 // Scans a stream for the first record with timestamp >= target (target >= 0), or for the
 // record with the largest timestamp (target == -3, the first one of equals).
 found scan(storage::stream_store& store, uint64_t stream, int64_t target) {
-  const auto offs = store.offsets(stream);
   found best;
-  int64_t offset = offs.start_offset;
-  while (offset < offs.end_offset) {
-    auto r = store.read(stream, offset, size_t{1} << 20);
-    if (!r || r->chunks.empty()) break;
-    for (auto chunk : r->chunks) {
-      protocol::batch_reader br(chunk);
-      for (;;) {
-        auto b = br.next();
-        if (!b || !*b) break;
-        const auto& h = (*b)->header;
-        const bool wanted = target >= 0 ? h.max_timestamp >= target : h.max_timestamp > best.timestamp;
-        if (!wanted) continue;
-        if (h.log_append_time()) {
-          // Every record of a log-append-time batch carries the batch's max timestamp.
-          if (h.last_offset() >= offset) return target >= 0 ? found{std::max(h.base_offset, offset), h.max_timestamp}
-                                                            : (best = {h.base_offset, h.max_timestamp}, best);
-          continue;
-        }
-        auto records = protocol::decode_records(**b);
-        if (!records) continue;
-        for (const auto& rec : *records) {
-          const int64_t o = h.base_offset + rec.offset_delta;
-          const int64_t ts = h.base_timestamp + rec.timestamp_delta;
-          if (o < offset) continue;
-          if (target >= 0 && ts >= target) return {o, ts};
-          if (target < 0 && ts > best.timestamp) best = {o, ts};
-        }
-      }
+  scan_batches(store, stream, 0, [&](const protocol::record_batch& b) {
+    const auto& h = b.header;
+    const bool wanted = target >= 0 ? h.max_timestamp >= target : h.max_timestamp > best.timestamp;
+    if (!wanted) return true;
+    if (h.log_append_time()) {
+      // Every record of a log-append-time batch carries the batch's max timestamp.
+      best = {h.base_offset, h.max_timestamp};
+      return target < 0;
     }
-    if (r->next_offset <= offset) break;
-    offset = r->next_offset;
-  }
+    auto records = protocol::decode_records(b);
+    if (!records) return true;
+    for (const auto& rec : *records) {
+      const int64_t o = h.base_offset + rec.offset_delta;
+      const int64_t ts = h.base_timestamp + rec.timestamp_delta;
+      if (target >= 0 && ts >= target) {
+        best = {o, ts};
+        return false;
+      }
+      if (target < 0 && ts > best.timestamp) best = {o, ts};
+    }
+    return true;
+  });
   return best;
 }
 

@@ -86,8 +86,8 @@ error_code validate(const config::topic_config& cfg, std::span<uint8_t> records,
     const std::span<uint8_t> mutable_batch(p, b.bytes.size());
     protocol::set_partition_leader_epoch(mutable_batch, leader_epoch);
     if (cfg.message_timestamp_type == config::timestamp_type::log_append_time) {
-      const auto attributes = static_cast<int16_t>(h.attributes |
-                                                   protocol::record_batch_header::log_append_time_flag);
+      const auto attributes =
+          static_cast<int16_t>(h.attributes | protocol::record_batch_header::log_append_time_flag);
       base::store_be<int16_t>(p + 21, attributes);
       base::store_be<int64_t>(p + 35, now);
       protocol::update_crc(mutable_batch);
@@ -208,8 +208,8 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
   auto p = std::make_shared<pending>(co_await asio::this_coro::executor);
   std::vector<std::pair<uint64_t, int64_t>> duplicates;  // stream, last offset to wait for
   for (auto& c : work) {
-    auto on_durable = [p, &ctx, out = c.out, stream = c.stream_id](
-                          tl::expected<int64_t, storage::stream_error> r) {
+    auto on_durable = [p, &ctx, out = c.out,
+                       stream = c.stream_id](tl::expected<int64_t, storage::stream_error> r) {
       if (!r) {
         // Only the error code: base_offset is the handler's to write (no shared field).
         out->error_code = static_cast<int16_t>(error_code::kafka_storage_error);

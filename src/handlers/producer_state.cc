@@ -4,6 +4,7 @@
 
 #include "base/clock.h"
 #include "base/endian.h"
+#include "handlers/stream_scan.h"
 
 namespace silt::handlers {
 
@@ -138,14 +139,13 @@ void producer_state::apply(std::unordered_map<int64_t, producer_entry>& m,
     e.epoch = h.producer_epoch;
     e.batches.clear();
   }
-  e.batches.push_back({h.base_sequence, last_sequence(h), base_offset,
-                       base_offset + h.last_offset_delta});
+  e.batches.push_back(
+      {h.base_sequence, last_sequence(h), base_offset, base_offset + h.last_offset_delta});
   while (e.batches.size() > max_batches) e.batches.pop_front();
   e.last_timestamp = std::max(h.max_timestamp, base::now_ms());
 }
 
-void producer_state::record(uint64_t stream_id, const record_batch_header& h,
-                            int64_t base_offset) {
+void producer_state::record(uint64_t stream_id, const record_batch_header& h, int64_t base_offset) {
   auto& sp = stream_locked(stream_id);
   apply(sp.producers, h, base_offset);
   sp.dirty = true;
@@ -184,22 +184,10 @@ void producer_state::load(uint64_t stream_id, stream_producers& sp) {
     }
   }
   // Replay the batch headers written after the snapshot.
-  int64_t offset = from;
-  while (offset < offsets.end_offset) {
-    auto r = store_.read(stream_id, offset, size_t{4} << 20);
-    if (!r || r->chunks.empty()) break;
-    for (auto chunk : r->chunks) {
-      protocol::batch_reader br(chunk);
-      for (;;) {
-        auto b = br.next();
-        if (!b || !*b) break;
-        const auto& h = (*b)->header;
-        if (h.producer_id >= 0 && h.last_offset() >= offset) apply(sp.producers, h, h.base_offset);
-      }
-    }
-    if (r->next_offset <= offset) break;
-    offset = r->next_offset;
-  }
+  scan_batches(store_, stream_id, from, [&](const protocol::record_batch& b) {
+    if (b.header.producer_id >= 0) apply(sp.producers, b.header, b.header.base_offset);
+    return true;
+  });
 }
 
 tl::expected<void, std::string> producer_state::snapshot() {

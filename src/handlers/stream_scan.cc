@@ -1,0 +1,26 @@
+#include "handlers/stream_scan.h"
+
+namespace silt::handlers {
+
+void scan_batches(storage::stream_store& store, uint64_t stream_id, int64_t from,
+                  const std::function<bool(const protocol::record_batch&)>& fn) {
+  const int64_t end = store.offsets(stream_id).end_offset;
+  int64_t offset = std::max(from, store.offsets(stream_id).start_offset);
+  while (offset < end) {
+    auto r = store.read(stream_id, offset, size_t{4} << 20);
+    if (!r || r->chunks.empty()) return;
+    for (auto chunk : r->chunks) {
+      protocol::batch_reader br(chunk);
+      for (;;) {
+        auto b = br.next();
+        if (!b || !*b) break;
+        if ((*b)->header.last_offset() < offset) continue;
+        if (!fn(**b)) return;
+      }
+    }
+    if (r->next_offset <= offset) return;
+    offset = r->next_offset;
+  }
+}
+
+}  // namespace silt::handlers

@@ -1,0 +1,18 @@
+// Walking a stream's batches from an offset to its durable end, for work that needs more than
+// a fetch's worth (producer state replay, timestamp searches).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "protocol/record_batch.h"
+#include "storage/stream_store.h"
+
+namespace silt::handlers {
+
+// Calls fn with every whole batch that ends at or after `from`, in offset order, reading the
+// stream a few MiB at a time; stops when fn returns false, at the end, or on a read error.
+void scan_batches(storage::stream_store& store, uint64_t stream_id, int64_t from,
+                  const std::function<bool(const protocol::record_batch&)>& fn);
+
+}  // namespace silt::handlers
