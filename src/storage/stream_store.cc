@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <utility>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "base/clock.h"
 #include "base/endian.h"
 
@@ -746,6 +749,13 @@ stream_store_stats stream_store::stats() {
 }
 
 void stream_store::background_loop() {
+  // Uploads and compaction write big objects; the WAL's small synchronous writes should not
+  // queue behind them. Lowest best-effort I/O priority for this thread (honoured by the
+  // mq-deadline and bfq schedulers; harmless elsewhere).
+  constexpr int ioprio_class_be = 2;
+  constexpr int ioprio_class_shift = 13;
+  constexpr int ioprio_who_thread = 1;  // IOPRIO_WHO_PROCESS with tid 0: this thread
+  ::syscall(SYS_ioprio_set, ioprio_who_thread, 0, (ioprio_class_be << ioprio_class_shift) | 7);
   using clock = std::chrono::steady_clock;
   auto next_compaction = clock::now() + options_.compaction_interval;
   auto next_retention = clock::now() + options_.retention_interval;
