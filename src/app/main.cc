@@ -1,8 +1,6 @@
 // silt: the broker. Reads its configuration (an optional properties file and --override
 // key=value), opens storage, serves Kafka clients on its listeners until SIGTERM or SIGINT,
 // then shuts down cleanly: stops accepting, answers what is in flight, syncs the WAL.
-#include <sys/resource.h>
-
 #include <csignal>
 #include <cstdio>
 #include <thread>
@@ -10,6 +8,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <sys/resource.h>
 
 #include "config/config.h"
 #include "handlers/broker.h"

@@ -166,7 +166,8 @@ tl::expected<void, registry_error> topic_registry::load() {
     if (rc != SQLITE_DONE) return fail(registry_error::io);
   }
   {
-    statement s(db_, "SELECT name, partition, stream_id FROM topic_partitions ORDER BY name, partition");
+    statement s(db_,
+                "SELECT name, partition, stream_id FROM topic_partitions ORDER BY name, partition");
     int rc;
     while ((rc = s.step()) == SQLITE_ROW) {
       auto it = topics.find(s.text(0));
@@ -228,7 +229,8 @@ tl::expected<uint64_t, registry_error> topic_registry::next_counter_locked(const
 }
 
 tl::expected<topic_ptr, registry_error> topic_registry::create(
-    const std::string& name, int32_t partitions, const std::map<std::string, std::string>& configs) {
+    const std::string& name, int32_t partitions,
+    const std::map<std::string, std::string>& configs) {
   if (partitions <= 0) return fail(registry_error::invalid);
   std::lock_guard lock(mu_);
   if (by_name_.count(name) != 0) return fail(registry_error::exists);
@@ -282,8 +284,9 @@ tl::expected<topic_ptr, registry_error> topic_registry::remove(const std::string
   auto t = it->second;
   transaction tx(db_);
   if (!tx.ok()) return fail(registry_error::io);
-  for (const char* sql : {"DELETE FROM topics WHERE name=?", "DELETE FROM topic_partitions WHERE name=?",
-                          "DELETE FROM topic_configs WHERE name=?"}) {
+  for (const char* sql :
+       {"DELETE FROM topics WHERE name=?", "DELETE FROM topic_partitions WHERE name=?",
+        "DELETE FROM topic_configs WHERE name=?"}) {
     statement s(db_, sql);
     s.bind(1, name);
     if (s.step() != SQLITE_DONE) return fail(registry_error::io);
@@ -337,7 +340,8 @@ tl::expected<void, registry_error> topic_registry::put_blob(const std::string& k
   return {};
 }
 
-tl::expected<std::vector<uint8_t>, registry_error> topic_registry::get_blob(const std::string& key) {
+tl::expected<std::vector<uint8_t>, registry_error> topic_registry::get_blob(
+    const std::string& key) {
   std::lock_guard lock(mu_);
   statement s(db_, "SELECT value FROM registry_blobs WHERE key=?");
   s.bind(1, key);

@@ -27,17 +27,17 @@ using topic_id = std::array<uint8_t, 16>;
 struct topic_info {
   std::string name;
   topic_id id{};
-  std::vector<uint64_t> streams;  // stream id of each partition, by partition index
+  std::vector<uint64_t> streams;               // stream id of each partition, by partition index
   std::map<std::string, std::string> configs;  // overrides of the topic configs
   int64_t created_ms = 0;
   [[nodiscard]] int32_t partitions() const { return static_cast<int32_t>(streams.size()); }
 };
 
 enum class registry_error : uint8_t {
-  exists,         // a topic of that name exists
-  not_found,      // no topic of that name
-  invalid,        // e.g. fewer partitions than the topic has
-  io,             // SQLite failed (logged)
+  exists,     // a topic of that name exists
+  not_found,  // no topic of that name
+  invalid,    // e.g. fewer partitions than the topic has
+  io,         // SQLite failed (logged)
 };
 
 using topic_ptr = std::shared_ptr<const topic_info>;
@@ -58,7 +58,8 @@ class topic_registry {
 
   // Creates a topic with fresh streams for its partitions and a random id.
   [[nodiscard]] tl::expected<topic_ptr, registry_error> create(
-      const std::string& name, int32_t partitions, const std::map<std::string, std::string>& configs);
+      const std::string& name, int32_t partitions,
+      const std::map<std::string, std::string>& configs);
   // Grows a topic to `total` partitions (new streams for the new ones).
   [[nodiscard]] tl::expected<topic_ptr, registry_error> add_partitions(const std::string& name,
                                                                        int32_t total);
@@ -77,8 +78,7 @@ class topic_registry {
   // A small durable key-value table for other components (producer state snapshots).
   [[nodiscard]] tl::expected<void, registry_error> put_blob(const std::string& key,
                                                             const std::vector<uint8_t>& value);
-  [[nodiscard]] tl::expected<std::vector<uint8_t>, registry_error> get_blob(
-      const std::string& key);
+  [[nodiscard]] tl::expected<std::vector<uint8_t>, registry_error> get_blob(const std::string& key);
   [[nodiscard]] tl::expected<void, registry_error> erase_blob(const std::string& key);
 
  private:
@@ -88,9 +88,9 @@ class topic_registry {
   void index_locked(topic_ptr t);
 
   mutable std::mutex mu_;
-  sqlite3* db_;                                   // guarded by mu_
+  sqlite3* db_;                                            // guarded by mu_
   std::map<std::string, topic_ptr, std::less<>> by_name_;  // guarded by mu_
-  std::map<topic_id, topic_ptr> by_id_;           // guarded by mu_
+  std::map<topic_id, topic_ptr> by_id_;                    // guarded by mu_
 };
 
 // Kafka's rules for topic names: 1-249 characters of [a-zA-Z0-9._-], not "." or "..".

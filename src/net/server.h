@@ -74,7 +74,7 @@ struct response {
   std::vector<uint8_t> bytes;
   std::vector<protocol::external_segment> segments;  // inserted into `bytes` at their offsets
   std::vector<std::shared_ptr<const void>> owners;   // keep the segments' memory alive
-  bool send = true;    // false: no response (Produce with acks=0)
+  bool send = true;                                  // false: no response (Produce with acks=0)
   bool close = false;  // close the connection after this (after sending, if send)
 
   [[nodiscard]] size_t size() const;
@@ -115,8 +115,7 @@ class server {
 
   // Binds a listener on host:port (empty host: all interfaces; port 0: any free port).
   // Returns the bound port.
-  [[nodiscard]] tl::expected<uint16_t, std::string> listen(const std::string& host,
-                                                          uint16_t port);
+  [[nodiscard]] tl::expected<uint16_t, std::string> listen(const std::string& host, uint16_t port);
   // Starts accepting on every listener.
   void start();
   // Stops accepting and reading; requests in flight are answered, then connections close

@@ -63,7 +63,8 @@ class ProducerStateTest : public ::testing::Test {
     objects_.reset();
   }
   // Checks and, when new, appends and records a batch; returns the verdict and base offset.
-  std::pair<producer_state::check_result, int64_t> produce(uint64_t stream, std::vector<uint8_t> b) {
+  std::pair<producer_state::check_result, int64_t> produce(uint64_t stream,
+                                                           std::vector<uint8_t> b) {
     const auto h = header_of(b);
     std::lock_guard lock(state_->lock_for(stream));
     auto c = state_->check(stream, h);
@@ -113,7 +114,8 @@ TEST_F(ProducerStateTest, GapIsOutOfOrder) {
 TEST_F(ProducerStateTest, OldEpochIsRejectedAndNewEpochStartsAtZero) {
   open();
   produce(1, idempotent_batch(7, 1, 0, 1));
-  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 1, 1)).first.error, error_code::invalid_producer_epoch);
+  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 1, 1)).first.error,
+            error_code::invalid_producer_epoch);
   EXPECT_EQ(produce(1, idempotent_batch(7, 2, 4, 1)).first.error,
             error_code::out_of_order_sequence_number);
   EXPECT_EQ(produce(1, idempotent_batch(7, 2, 0, 1)).first.v, verdict::append);
