@@ -1,0 +1,67 @@
+"""Start-up and shutdown of the silt binary: bad settings stop it with a message naming them,
+a properties file is read, and SIGTERM answers requests in flight before it exits 0."""
+import signal
+import subprocess
+import time
+
+from conftest import SILT_BIN, SiltBroker
+from util import (array, connect, create_topic, i8, i32, i64, read_response, request, string)
+
+FETCH = 1
+
+
+def run_silt(*args, timeout=30):
+    return subprocess.run([str(SILT_BIN), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_unknown_setting_is_named(tmp_path):
+    r = run_silt("--override", "no.such.setting=1", "--override", f"data.dir={tmp_path}")
+    assert r.returncode != 0
+    assert "no.such.setting" in r.stderr
+
+
+def test_invalid_value_is_named(tmp_path):
+    r = run_silt("--override", "wal.iodepth=lots", "--override", f"data.dir={tmp_path}")
+    assert r.returncode != 0
+    assert "wal.iodepth" in r.stderr and "lots" in r.stderr
+
+
+def test_bad_line_in_properties_file_is_named(tmp_path):
+    props = tmp_path / "server.properties"
+    props.write_text("# a comment\nnum.partitions=3\nlisteners=NOPE\n")
+    r = run_silt(str(props), "--override", f"data.dir={tmp_path / 'data'}")
+    assert r.returncode != 0
+    assert "listeners" in r.stderr and "server.properties" in r.stderr
+
+
+def test_properties_file_and_overrides(tmp_path, topic_name):
+    props = tmp_path / "server.properties"
+    props.write_text("num.partitions=3\nnode.id=7\n")
+    b = SiltBroker(tmp_path)
+    b.command = lambda: [str(SILT_BIN), str(props)] + sum(
+        (["--override", f"{k}={v}"] for k, v in b.overrides.items()), [])
+    b.start()
+    try:
+        from util import admin
+        md = admin(b.bootstrap).list_topics(topic_name, timeout=10)  # auto-creates
+        assert 7 in md.brokers
+        assert len(md.topics[topic_name].partitions) == 3
+    finally:
+        assert b.stop() == 0
+
+
+def test_sigterm_answers_a_waiting_fetch(silt, topic_name):
+    create_topic(silt.bootstrap, topic_name, 1)
+    s = connect(silt.bootstrap, timeout=30)
+    # Fetch v4 from the end of an empty partition: it waits up to 20 s for data.
+    body = (i32(-1) + i32(20000) + i32(1) + i32(1 << 20) + i8(0) +
+            array([string(topic_name) + array([i32(0) + i64(0) + i32(1 << 20)])]))
+    s.sendall(request(FETCH, 4, 42, body))
+    time.sleep(0.5)
+    start = time.time()
+    silt.proc.send_signal(signal.SIGTERM)
+    got = read_response(s)
+    assert got is not None and got[0] == 42, "the waiting fetch was not answered"
+    assert time.time() - start < 10
+    assert silt.proc.wait(30) == 0
+    s.close()
