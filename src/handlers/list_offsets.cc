@@ -3,6 +3,10 @@
 // tiered storage), and by timestamp: the first offset whose record timestamp is at or after
 // the target. Timestamp searches scan the partition's batches on the blocking pool (there is
 // no time index yet; batches whose max timestamp is below the target are skipped unread).
+#include <map>
+#include <string_view>
+#include <utility>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -55,13 +59,25 @@ found scan(storage::stream_store& store, uint64_t stream, int64_t target) {
 asio::awaitable<protocol::list_offsets_response> handle_list_offsets(
     context& ctx, const net::request& /*raw*/, const protocol::list_offsets_request& req) {
   protocol::list_offsets_response resp;
+  // A partition named twice is answered once, with INVALID_REQUEST, as Kafka does.
+  std::map<std::pair<std::string_view, int32_t>, int> asked;
+  for (const auto& t : req.topics) {
+    for (const auto& p : t.partitions) ++asked[{t.name, p.partition_index}];
+  }
   for (const auto& t : req.topics) {
     auto& rt = resp.topics.emplace_back();
     rt.name = t.name;
     auto topic = ctx.topic(t.name);
     for (const auto& p : t.partitions) {
+      int& times = asked[{t.name, p.partition_index}];
+      if (times == 0) continue;  // a duplicate, answered already
       auto& rp = rt.partitions.emplace_back();
       rp.partition_index = p.partition_index;
+      if (times > 1) {
+        times = 0;
+        rp.error_code = static_cast<int16_t>(error_code::invalid_request);
+        continue;
+      }
       if (!topic || p.partition_index < 0 || p.partition_index >= topic->info->partitions()) {
         rp.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
         continue;
