@@ -6,8 +6,9 @@
 # Usage: bench/producer_perf_vs_kafka.sh [--silt-bin PATH] [--records N] [--large-records N]
 #          [--partitions N] [--only silt|kafka] [--workdir DIR] [--no-warmup] [--keep-data]
 #   --silt-bin PATH      the Silt broker (default: build/silt)
-#   --records N          records of workload 1, 1 KiB unthrottled (default 3000000, ~30 s
-#                        on Kafka on the 2-core development machine)
+#   --records N          records of workload 1, 1 KiB unthrottled (default 6000000, ~30 s
+#                        on Kafka on the idle 2-core development machine; shorter runs
+#                        are dominated by the producer's first seconds)
 #   --large-records N    records of workload 2, 64 KiB at 800 records/s = 50 MiB/s
 #                        (default 24000, 30 s)
 #   --partitions N       partitions of the test topic (default 1)
@@ -41,7 +42,7 @@ kref="$repo/tests/kafka-reference.sh"
 stats="$here/broker_stats.py"
 
 silt_bin=$repo/build/silt
-records=3000000
+records=6000000
 large_records=24000
 partitions=1
 only=
