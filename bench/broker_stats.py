@@ -66,10 +66,18 @@ def status_kib(pid, key):
     raise SystemExit(f"broker_stats: no {key} in /proc/{pid}/status")
 
 
+# Values that are text even when they look like numbers (a short commit hash such as
+# 6408e59 parses as a float).
+TEXT_KEYS = {"commit", "date", "machine", "producer_props", "java", "kafka_version", "silt_bin"}
+
+
 def parse_kv(args):
     out = {}
     for a in args:
         k, _, v = a.partition("=")
+        if k in TEXT_KEYS:
+            out[k] = v
+            continue
         try:
             out[k] = int(v)
         except ValueError:
