@@ -30,7 +30,7 @@ context::context(const config::broker_config& config, std::string cluster_id,
 
 topic_entry_ptr context::topic(std::string_view name) const {
   std::lock_guard lock(mu_);
-  auto it = by_name_.find(std::string(name));
+  auto it = by_name_.find(name);
   return it == by_name_.end() ? nullptr : it->second;
 }
 

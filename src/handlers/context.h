@@ -5,11 +5,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
@@ -67,7 +67,8 @@ class context {
 
  private:
   mutable std::mutex mu_;
-  std::unordered_map<std::string, topic_entry_ptr> by_name_;  // guarded by mu_
+  // Ordered with a transparent comparator: the request path looks names up without copying.
+  std::map<std::string, topic_entry_ptr, std::less<>> by_name_;  // guarded by mu_
 };
 
 }  // namespace silt::handlers
