@@ -642,7 +642,7 @@ class StructEmitter:
                     self.enc_tagged_value(body, f)
                     body.dedent()
                     body("}")
-                body("write_unknown_tags_below(w, unknown_tagged_fields, next_unknown, UINT32_MAX);")
+                body("write_unknown_tags_rest(w, unknown_tagged_fields, next_unknown);")
             body.dedent()
             body("}")
         if used_flex:

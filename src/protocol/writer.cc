@@ -133,18 +133,27 @@ std::vector<uint8_t> writer::take() {
 
 void write_tag_section(writer& w, const std::vector<tagged_field>& unknown) {
   w.uvarint(static_cast<uint32_t>(unknown.size()));
-  write_unknown_tags_below(w, unknown, 0, UINT32_MAX);
+  write_unknown_tags_rest(w, unknown, 0);
 }
+
+namespace {
+void write_tagged_field(writer& w, const tagged_field& t) {
+  w.uvarint(t.tag);
+  w.uvarint(static_cast<uint32_t>(t.data.size()));
+  w.raw(t.data);
+}
+}  // namespace
 
 size_t write_unknown_tags_below(writer& w, const std::vector<tagged_field>& unknown, size_t from,
                                 uint32_t below) {
-  while (from < unknown.size() && unknown[from].tag < below) {
-    const auto& t = unknown[from++];
-    w.uvarint(t.tag);
-    w.uvarint(static_cast<uint32_t>(t.data.size()));
-    w.raw(t.data);
+  for (; from < unknown.size() && unknown[from].tag < below; ++from) {
+    write_tagged_field(w, unknown[from]);
   }
   return from;
+}
+
+void write_unknown_tags_rest(writer& w, const std::vector<tagged_field>& unknown, size_t from) {
+  for (; from < unknown.size(); ++from) write_tagged_field(w, unknown[from]);
 }
 
 }  // namespace silt::protocol

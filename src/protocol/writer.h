@@ -150,5 +150,7 @@ void write_tag_section(writer& w, const std::vector<tagged_field>& unknown);
 // Writes unknown[from..] while their tags are below `below`; returns the index reached.
 size_t write_unknown_tags_below(writer& w, const std::vector<tagged_field>& unknown, size_t from,
                                 uint32_t below);
+// Writes unknown[from..], whatever their tags (the last, 4294967295, included).
+void write_unknown_tags_rest(writer& w, const std::vector<tagged_field>& unknown, size_t from);
 
 }  // namespace silt::protocol

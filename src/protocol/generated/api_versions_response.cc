@@ -231,7 +231,7 @@ void api_versions_response::encode(writer& w, int16_t version) const {
       w.uvarint(static_cast<uint32_t>(field_size));
       w.boolean(zk_migration_ready);
     }
-    write_unknown_tags_below(w, unknown_tagged_fields, next_unknown, UINT32_MAX);
+    write_unknown_tags_rest(w, unknown_tagged_fields, next_unknown);
   }
 }
 

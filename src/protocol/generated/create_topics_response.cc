@@ -137,7 +137,7 @@ void create_topics_response_types::CreatableTopicResult::encode(writer& w, int16
       w.uvarint(static_cast<uint32_t>(field_size));
       w.int16(topic_config_error_code);
     }
-    write_unknown_tags_below(w, unknown_tagged_fields, next_unknown, UINT32_MAX);
+    write_unknown_tags_rest(w, unknown_tagged_fields, next_unknown);
   }
 }
 

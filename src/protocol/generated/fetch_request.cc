@@ -86,7 +86,7 @@ void fetch_request_types::FetchPartition::encode(writer& w, int16_t version) con
       w.uvarint(static_cast<uint32_t>(field_size));
       w.uuid(replica_directory_id);
     }
-    write_unknown_tags_below(w, unknown_tagged_fields, next_unknown, UINT32_MAX);
+    write_unknown_tags_rest(w, unknown_tagged_fields, next_unknown);
   }
 }
 
@@ -368,7 +368,7 @@ void fetch_request::encode(writer& w, int16_t version) const {
       w.uvarint(static_cast<uint32_t>(field_size));
       replica_state.encode(w, version);
     }
-    write_unknown_tags_below(w, unknown_tagged_fields, next_unknown, UINT32_MAX);
+    write_unknown_tags_rest(w, unknown_tagged_fields, next_unknown);
   }
 }
 

@@ -262,7 +262,7 @@ void fetch_response_types::PartitionData::encode(writer& w, int16_t version) con
       w.uvarint(static_cast<uint32_t>(field_size));
       snapshot_id.encode(w, version);
     }
-    write_unknown_tags_below(w, unknown_tagged_fields, next_unknown, UINT32_MAX);
+    write_unknown_tags_rest(w, unknown_tagged_fields, next_unknown);
   }
 }
 
@@ -571,7 +571,7 @@ void fetch_response::encode(writer& w, int16_t version) const {
         e.encode(w, version);
       }
     }
-    write_unknown_tags_below(w, unknown_tagged_fields, next_unknown, UINT32_MAX);
+    write_unknown_tags_rest(w, unknown_tagged_fields, next_unknown);
   }
 }
 

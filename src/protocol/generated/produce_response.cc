@@ -155,7 +155,7 @@ void produce_response_types::PartitionProduceResponse::encode(writer& w, int16_t
       w.uvarint(static_cast<uint32_t>(field_size));
       current_leader.encode(w, version);
     }
-    write_unknown_tags_below(w, unknown_tagged_fields, next_unknown, UINT32_MAX);
+    write_unknown_tags_rest(w, unknown_tagged_fields, next_unknown);
   }
 }
 
@@ -409,7 +409,7 @@ void produce_response::encode(writer& w, int16_t version) const {
         e.encode(w, version);
       }
     }
-    write_unknown_tags_below(w, unknown_tagged_fields, next_unknown, UINT32_MAX);
+    write_unknown_tags_rest(w, unknown_tagged_fields, next_unknown);
   }
 }
 

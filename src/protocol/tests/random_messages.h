@@ -59,13 +59,15 @@ class random_source {
     storage_.push_back(blob());
     return records_view(storage_.back());
   }
-  // Adds unknown tagged fields (tags above any the specs use), in ascending tag order.
+  // Adds unknown tagged fields (tags above any the specs use), in ascending tag order, at
+  // times ending with the largest tag there is.
   void unknown_tags(std::vector<tagged_field>& out) {
     uint32_t tag = 1000;
     for (size_t i = count(); i > 0; --i) {
       tag += std::uniform_int_distribution<uint32_t>(1, 100000)(rng_);
       out.push_back({tag, blob()});
     }
+    if (chance(4)) out.push_back({UINT32_MAX, blob()});
   }
 
  private:
