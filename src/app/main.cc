@@ -3,11 +3,13 @@
 // then shuts down cleanly: stops accepting, answers what is in flight, syncs the WAL.
 #include <csignal>
 #include <cstdio>
+#include <functional>
 #include <thread>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <sys/resource.h>
 
 #include "config/config.h"
@@ -80,10 +82,52 @@ static int run(int argc, char** argv) {
   server.start();
   (*broker)->start_background(std::chrono::seconds(30));
 
+  // Request latencies, per interval when asked for; the rest is logged at shutdown.
+  auto log_metrics = [&server] {
+    const auto text = server.metrics().report();
+    for (size_t at = 0, end; at < text.size(); at = end + 1) {
+      end = text.find('\n', at);
+      std::fprintf(stderr, "silt: requests: %.*s\n", static_cast<int>(end - at), text.data() + at);
+    }
+  };
+  asio::steady_timer metrics_timer(io);
+  std::function<void()> schedule_metrics = [&] {
+    if (cfg->metrics_log_interval_ms <= 0) return;
+    metrics_timer.expires_after(std::chrono::milliseconds(cfg->metrics_log_interval_ms));
+    metrics_timer.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      log_metrics();
+      schedule_metrics();
+      // SIGUSR1: log them now (a benchmark marks the start and end of its measured run).
+      asio::signal_set usr1(io, SIGUSR1);
+      std::function<void()> on_usr1 = [&] {
+        usr1.async_wait([&](const boost::system::error_code& ec, int) {
+          if (ec) return;
+          log_metrics();
+          on_usr1();
+        });
+      };
+      on_usr1();
+    });
+  };
+  schedule_metrics();
+  // SIGUSR1: log them now (a benchmark marks the start and end of its measured run).
+  asio::signal_set usr1(io, SIGUSR1);
+  std::function<void()> on_usr1 = [&] {
+    usr1.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      log_metrics();
+      on_usr1();
+    });
+  };
+  on_usr1();
+
   asio::signal_set signals(io, SIGTERM, SIGINT);
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     std::fprintf(stderr, "silt: signal %d, shutting down\n", sig);
+    metrics_timer.cancel();
+    usr1.cancel();
     (*broker)->begin_shutdown();
     server.stop([&io] { io.stop(); });
   });
@@ -93,6 +137,7 @@ static int run(int argc, char** argv) {
   for (uint32_t i = 1; i < cfg->num_network_threads; ++i) threads.emplace_back([&io] { io.run(); });
   io.run();
   for (auto& t : threads) t.join();
+  log_metrics();
   (*broker)->close();
   std::fprintf(stderr, "silt: stopped\n");
   return 0;

@@ -304,6 +304,11 @@ std::vector<setting> make_settings() {
                       "Idle connections are closed after this many milliseconds; -1: never."));
   t.push_back(integer("max.connections", &bc::max_connections, 1, INT32_MAX,
                       "Open client connections at most; more are refused."));
+  t.push_back(integer("metrics.log.interval.ms", &bc::metrics_log_interval_ms, 0, kMax,
+                      "Every this many milliseconds the broker logs, per API, the requests of "
+                      "the interval with their latency percentiles (total, handling, response "
+                      "queue, send); 0: only at shutdown and on SIGUSR1, for the time since the "
+                      "previous report."));
   // Storage
   t.push_back(text("data.dir", &bc::data_dir, "./data",
                    "The directory of the broker's own files: the WAL, the metadata store and "

@@ -39,6 +39,7 @@ struct broker_config {
   int32_t max_inflight_requests = 64;        // connections.max.inflight.requests (per connection)
   int64_t connections_max_idle_ms = 600000;  // connections.max.idle.ms
   int32_t max_connections = 10000;           // max.connections
+  int64_t metrics_log_interval_ms = 0;       // metrics.log.interval.ms (0: at shutdown only)
   // Storage
   std::string data_dir = "./data";           // data.dir
   std::string wal_path;                      // wal.path (default: <data.dir>/wal)

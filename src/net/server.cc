@@ -93,13 +93,18 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   uint64_t next_id = 1;
   server_stats stats;
   std::atomic<uint64_t> requests{0};
+  request_metrics metrics;
 };
 
 struct connection : std::enable_shared_from_this<connection> {
+  using clock = std::chrono::steady_clock;
   struct slot {
     bool ready = false;
     response resp;
     int64_t budget_bytes = 0;
+    request_metrics::api_timing* timing = nullptr;  // null: not timed (unparsable header)
+    clock::time_point arrived;                      // the request's last byte read
+    clock::time_point handled;                      // the handler's end
   };
 
   connection(std::shared_ptr<server::impl> srv, tcp::socket s, uint64_t id, std::string peer)
@@ -171,10 +176,11 @@ struct connection : std::enable_shared_from_this<connection> {
         srv->budget.release(size);
         break;
       }
-      last_activity = std::chrono::steady_clock::now();
+      last_activity = clock::now();
       srv->requests.fetch_add(1, std::memory_order_relaxed);
       auto s = std::make_shared<slot>();
       s->budget_bytes = size;
+      s->arrived = last_activity;
       slots.push_back(s);
       auto header = protocol::parse_request_header(*frame);
       if (!header) {
@@ -186,6 +192,7 @@ struct connection : std::enable_shared_from_this<connection> {
         writer_wake.notify();
         break;
       }
+      s->timing = srv->metrics.of(header->header.request_api_key);
       request req{std::move(frame), *header, id, peer};
       ++running;
       asio::co_spawn(strand, run(self, s, std::move(req)), asio::detached);
@@ -203,6 +210,11 @@ struct connection : std::enable_shared_from_this<connection> {
     }
     srv->budget.release(s->budget_bytes);
     s->budget_bytes = 0;
+    s->handled = clock::now();
+    if (s->timing != nullptr) {
+      s->timing->handle.record(request_metrics::micros(s->handled - s->arrived));
+      if (!s->resp.send) s->timing->total.record(request_metrics::micros(s->handled - s->arrived));
+    }
     s->ready = true;
     --running;
     writer_wake.notify();
@@ -244,9 +256,16 @@ struct connection : std::enable_shared_from_this<connection> {
       }
       reader_wake.notify();
       if (!bufs.empty()) {
+        const auto write_start = clock::now();
         auto [ec, n] = co_await asio::async_write(sock, bufs, use_tuple);
         if (ec) break;
-        last_activity = std::chrono::steady_clock::now();
+        last_activity = clock::now();
+        for (const auto& s : batch) {
+          if (s->timing == nullptr || !s->resp.send) continue;
+          s->timing->queue.record(request_metrics::micros(write_start - s->handled));
+          s->timing->send.record(request_metrics::micros(last_activity - write_start));
+          s->timing->total.record(request_metrics::micros(last_activity - s->arrived));
+        }
       }
       batch.clear();
       if (close_after) break;
@@ -419,6 +438,10 @@ server_stats server::stats() const {
   auto s = impl_->stats;
   s.requests = impl_->requests.load(std::memory_order_relaxed);
   return s;
+}
+
+request_metrics& server::metrics() {
+  return impl_->metrics;
 }
 
 }  // namespace silt::net

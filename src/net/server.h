@@ -30,6 +30,7 @@
 #include <boost/asio/io_context.hpp>
 #include <tl/expected.hpp>
 
+#include "net/request_metrics.h"
 #include "protocol/request_header.h"
 #include "protocol/writer.h"
 
@@ -123,6 +124,8 @@ class server {
   void stop(std::function<void()> done);
 
   [[nodiscard]] server_stats stats() const;
+  // Per-API request timing (see request_metrics.h).
+  [[nodiscard]] request_metrics& metrics();
 
   struct impl;  // defined in server.cc
 

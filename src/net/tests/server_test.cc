@@ -114,6 +114,27 @@ TEST_F(ServerTest, ConcurrentRequestsAreAnsweredInOrder) {
   ::close(fd);
 }
 
+TEST_F(ServerTest, RequestTimingIsRecordedPerApi) {
+  start();
+  const int fd = connect_client();
+  for (int i = 0; i < 10; ++i) send_all(fd, frame(i));
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(read_response(fd), i);
+  ::close(fd);
+  auto* t = server_->metrics().of(18);
+  ASSERT_NE(t, nullptr);
+  // Request 0 is handled in 50 ms at least; the later ones, handled sooner, wait behind it.
+  const auto handle = t->handle.snapshot();
+  EXPECT_EQ(handle.count(), 10U);
+  EXPECT_GE(handle.quantile(1.0), 50000U);
+  EXPECT_GE(t->total.snapshot().quantile(1.0), 50000U);
+  EXPECT_EQ(t->queue.snapshot().count(), 10U);
+  EXPECT_EQ(t->send.snapshot().count(), 10U);
+  EXPECT_EQ(server_->metrics().of(0)->total.snapshot().count(), 0U);
+  // A report covers what happened since the previous one.
+  EXPECT_NE(server_->metrics().report().find("ApiVersions n=10 total"), std::string::npos);
+  EXPECT_EQ(server_->metrics().report(), "");
+}
+
 TEST_F(ServerTest, OversizedFrameClosesTheConnectionAndOthersCarryOn) {
   server_options o;
   o.max_request_bytes = 1024;
