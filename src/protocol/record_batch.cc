@@ -56,31 +56,104 @@ std::optional<std::span<const uint8_t>> nullable_bytes(reader& r) {
   return r.raw(static_cast<size_t>(n));
 }
 
-// Parses a record body (what follows its length), which it must fill exactly.
-bool parse_record(std::span<const uint8_t> body, record& out) {
+// A record header: a key, never null, and a nullable value. Errors stick to r.
+record_header read_header(reader& r) {
+  record_header h;
+  const int32_t key_length = r.varint();
+  if (key_length < 0) {
+    r.fail(decode_error::invalid_length);
+    return h;
+  }
+  h.key = r.raw(static_cast<size_t>(key_length));
+  h.value = nullable_bytes(r);
+  return h;
+}
+
+// The fields of a record, for error messages.
+enum class field : uint8_t {
+  length,
+  attributes,
+  timestamp_delta,
+  offset_delta,
+  key,
+  value,
+  header_count,
+  header,
+};
+
+// What is wrong with `f`, which a reader failed to read with `e`.
+std::string_view field_problem(field f, decode_error e) {
+  const bool varint = e == decode_error::varint_too_long;
+  const bool length = e == decode_error::invalid_length;
+  switch (f) {
+    case field::length:
+      if (varint) return "the record length is not a valid varint";
+      if (length) return "the record length is negative";
+      return "the record length runs past the end of the records";
+    case field::attributes:
+      return "the record's attributes run past its length";
+    case field::timestamp_delta:
+      if (varint) return "the record's timestamp delta is not a valid varlong";
+      return "the record's timestamp delta runs past its length";
+    case field::offset_delta:
+      if (varint) return "the record's offset delta is not a valid varint";
+      return "the record's offset delta runs past its length";
+    case field::key:
+      if (varint) return "the record's key length is not a valid varint";
+      if (length) return "the record's key length is below -1";
+      return "the record's key runs past its length";
+    case field::value:
+      if (varint) return "the record's value length is not a valid varint";
+      if (length) return "the record's value length is below -1";
+      return "the record's value runs past its length";
+    case field::header_count:
+      if (varint) return "the record's header count is not a valid varint";
+      if (length) return "the record's header count is negative or more than its length can hold";
+      return "the record's header count runs past its length";
+    case field::header:
+      if (varint) return "a record header's key or value length is not a valid varint";
+      if (length) return "a record header's key is null or its value length is below -1";
+      return "a record header runs past the record's length";
+  }
+  return "the record is malformed";
+}
+
+// Parses a record body (what follows its length), which it must fill exactly; on failure,
+// what is wrong with it.
+tl::expected<record_view, std::string_view> parse_record(std::span<const uint8_t> body) {
   reader r(body);
+  record_view out;
+  // The field being read; a failure leaves it at the field that failed, as errors stick to r.
+  field at = field::attributes;
+  const auto reading = [&r, &at](field f) {
+    if (r.ok()) at = f;
+  };
   out.attributes = r.int8();
+  reading(field::timestamp_delta);
   out.timestamp_delta = r.varlong();
+  reading(field::offset_delta);
   out.offset_delta = r.varint();
+  reading(field::key);
   out.key = nullable_bytes(r);
+  reading(field::value);
   out.value = nullable_bytes(r);
-  const int32_t header_count = r.varint();
-  // Each header takes at least its two lengths, which bounds what a count can reserve.
-  if (!r.ok() || header_count < 0 || static_cast<size_t>(header_count) > r.remaining() / 2) {
-    return false;
+  reading(field::header_count);
+  out.header_count = r.varint();
+  // Each header takes at least its two lengths, which bounds what a count can claim (and what
+  // decode_records() reserves for it).
+  if (r.ok() &&
+      (out.header_count < 0 || static_cast<size_t>(out.header_count) > r.remaining() / 2)) {
+    r.fail(decode_error::invalid_length);
   }
-  out.headers.reserve(static_cast<size_t>(header_count));
-  for (int32_t i = 0; i < header_count; ++i) {
-    const int32_t key_length = r.varint();
-    if (key_length < 0) return false;
-    record_header h;
-    h.key = r.raw(static_cast<size_t>(key_length));
-    h.value = nullable_bytes(r);
-    if (!r.ok()) return false;
-    out.headers.push_back(h);
+  reading(field::header);
+  const uint8_t* headers = r.position();
+  for (int32_t i = 0; i < out.header_count && r.ok(); ++i) (void)read_header(r);
+  if (!r.ok()) return tl::make_unexpected(field_problem(at, r.error()));
+  out.headers = std::span<const uint8_t>(headers, r.position());
+  if (r.remaining() != 0) {
+    return tl::make_unexpected("the record's fields end before its length does");
   }
-  r.expect_end();
-  return r.ok();
+  return out;
 }
 
 void write_nullable_bytes(writer& w, std::optional<std::span<const uint8_t>> b) {
@@ -173,38 +246,76 @@ tl::expected<std::optional<record_batch>, batch_error> batch_reader::next() {
   return batch;
 }
 
+tl::expected<std::span<const uint8_t>, batch_error> records_section(const record_batch& batch,
+                                                                    std::vector<uint8_t>& scratch,
+                                                                    size_t max_decompressed_bytes) {
+  const compression_codec codec = batch.header.codec();
+  if (codec > compression_codec::zstd) return fail(batch_error::unknown_codec);
+  const std::span<const uint8_t> data = batch.bytes.subspan(record_batch_header_size);
+  if (codec == compression_codec::none) return data;
+  auto d = decompress(codec, data, max_decompressed_bytes);
+  if (!d) return fail(d.error());
+  scratch = std::move(*d);
+  return std::span<const uint8_t>(scratch);
+}
+
+tl::expected<std::optional<record_view>, record_error> record_walker::next() {
+  if (error_) return tl::make_unexpected(*error_);
+  const auto stop = [this](batch_error e, std::string_view what) {
+    error_ = record_error{e, index_, what};
+    return tl::make_unexpected(*error_);
+  };
+  if (count_ < 0) return stop(batch_error::record_count_mismatch, "records_count is negative");
+  if (index_ == count_) {
+    if (!rest_.empty()) {
+      return stop(batch_error::record_count_mismatch,
+                  "bytes are left after the last record the batch header counts");
+    }
+    return std::nullopt;
+  }
+  if (rest_.empty()) {
+    return stop(batch_error::record_count_mismatch,
+                "the records end before the count in the batch header");
+  }
+  reader r(rest_);
+  const int32_t length = r.varint();
+  if (r.ok() && length < 0) r.fail(decode_error::invalid_length);
+  if (r.ok() && static_cast<size_t>(length) > r.remaining()) r.fail(decode_error::truncated);
+  if (!r.ok()) return stop(batch_error::invalid_record, field_problem(field::length, r.error()));
+  const std::span<const uint8_t> body = r.raw(static_cast<size_t>(length));
+  auto rec = parse_record(body);
+  if (!rec) return stop(batch_error::invalid_record, rec.error());
+  rest_ = rest_.subspan(static_cast<size_t>(r.position() - rest_.data()));
+  ++index_;
+  return *rec;
+}
+
 tl::expected<decoded_records, batch_error> decode_records(const record_batch& batch,
                                                           size_t max_decompressed_bytes) {
-  const record_batch_header& h = batch.header;
-  if (h.codec() > compression_codec::zstd) return fail(batch_error::unknown_codec);
-  if (h.records_count < 0) return fail(batch_error::record_count_mismatch);
-
-  std::span<const uint8_t> data = batch.bytes.subspan(record_batch_header_size);
   std::vector<uint8_t> owned;
-  if (h.codec() != compression_codec::none) {
-    auto d = decompress(h.codec(), data, max_decompressed_bytes);
-    if (!d) return fail(d.error());
-    owned = std::move(*d);
-    data = owned;
-  }
+  auto data = records_section(batch, owned, max_decompressed_bytes);
+  if (!data) return fail(data.error());
 
   std::vector<record> records;
-  const auto count = static_cast<size_t>(h.records_count);
-  records.reserve(std::min(count, data.size() / min_record_size));
-  reader r(data);
-  for (size_t i = 0; i < count; ++i) {
-    if (r.remaining() == 0) return fail(batch_error::record_count_mismatch);
-    const int32_t length = r.varint();
-    if (!r.ok() || length < 0 || static_cast<size_t>(length) > r.remaining()) {
-      return fail(batch_error::invalid_record);
-    }
-    record rec;
-    if (!parse_record(r.raw(static_cast<size_t>(length)), rec)) {
-      return fail(batch_error::invalid_record);
-    }
-    records.push_back(std::move(rec));
+  const auto count = static_cast<size_t>(std::max(batch.header.records_count, 0));
+  records.reserve(std::min(count, data->size() / min_record_size));
+  record_walker walker(*data, batch.header.records_count);
+  for (;;) {
+    auto next = walker.next();
+    if (!next) return fail(next.error().error);
+    if (!*next) break;
+    const record_view& v = **next;
+    record& rec = records.emplace_back();
+    rec.attributes = v.attributes;
+    rec.timestamp_delta = v.timestamp_delta;
+    rec.offset_delta = v.offset_delta;
+    rec.key = v.key;
+    rec.value = v.value;
+    rec.headers.reserve(static_cast<size_t>(v.header_count));
+    reader h(v.headers);
+    for (int32_t i = 0; i < v.header_count; ++i) rec.headers.push_back(read_header(h));
+    assert(h.ok() && h.remaining() == 0);  // the walker checked them
   }
-  if (r.remaining() != 0) return fail(batch_error::record_count_mismatch);
   // Moving `owned` keeps its heap buffer, so the records' views stay valid.
   return decoded_records(std::move(owned), std::move(records));
 }

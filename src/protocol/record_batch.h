@@ -31,14 +31,17 @@
 // can assign them without recomputing it.
 //
 // Batches are kept in wire form: a record_batch is a view of validated bytes, and decoding its
-// records copies nothing unless they are compressed. Everything here is a value or a view
-// used by one thread at a time; the caller keeps viewed buffers alive.
+// records copies nothing unless they are compressed. record_walker is the one record parser:
+// it checks and yields records one at a time without allocating, and decode_records() builds
+// on it. Everything here is a value or a view used by one thread at a time; the caller keeps
+// viewed buffers alive.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include <tl/expected.hpp>
@@ -128,6 +131,62 @@ struct record_header {
   std::optional<std::span<const uint8_t>> value;
 };
 
+// The records section of a batch (everything after its header): a view into the batch when it
+// is uncompressed, otherwise its records decompressed into `scratch`, which is overwritten and
+// which the returned view then points into. A caller checking many batches passes the same
+// scratch to each (one buffer alive at a time). Fails with unknown_codec, decompression_failed,
+// or decompressed_too_large past max_decompressed_bytes (an uncompressed batch is viewed where
+// it lies, whatever its size).
+[[nodiscard]] tl::expected<std::span<const uint8_t>, batch_error> records_section(
+    const record_batch& batch, std::vector<uint8_t>& scratch, size_t max_decompressed_bytes);
+
+// One record as record_walker yields it: views into the records section. Its headers stay
+// encoded (header_count of them in `headers`, already checked well-formed), so reading a
+// record allocates nothing.
+struct record_view {
+  int8_t attributes = 0;
+  int64_t timestamp_delta = 0;
+  int32_t offset_delta = 0;
+  std::optional<std::span<const uint8_t>> key;
+  std::optional<std::span<const uint8_t>> value;
+  int32_t header_count = 0;
+  std::span<const uint8_t> headers;
+};
+
+// Why record_walker stopped: invalid_record (a record's length or fields are malformed) or
+// record_count_mismatch (fewer records than records_count, or bytes after the last one);
+// `index` is the record at fault (records_count for bytes left over) and `what` says what was
+// wrong, in words for an error message.
+struct record_error {
+  batch_error error = batch_error::invalid_record;
+  int32_t index = 0;
+  std::string_view what;
+};
+
+// Walks the records of a records section (see records_section()): exactly `records_count` of
+// them, each filling exactly its length, and nothing after the last. Offset deltas and
+// timestamps are not checked against the header: compaction leaves gaps, and what a Produce
+// must satisfy is the broker's business. Allocates nothing; the section must outlive the walker
+// and the records it yields.
+class record_walker {
+ public:
+  record_walker(std::span<const uint8_t> records, int32_t records_count)
+      : rest_(records), count_(records_count) {}
+
+  // The next record; std::nullopt after the last one (once the section is known to hold
+  // nothing more); or the error, which is sticky.
+  [[nodiscard]] tl::expected<std::optional<record_view>, record_error> next();
+
+  // The index of the record next() reads next.
+  [[nodiscard]] int32_t index() const { return index_; }
+
+ private:
+  std::span<const uint8_t> rest_;
+  int32_t count_;
+  int32_t index_ = 0;
+  std::optional<record_error> error_;
+};
+
 // A record as it appears in a batch: offsets and timestamps relative to the batch's.
 struct record {
   int8_t attributes = 0;
@@ -164,10 +223,8 @@ class decoded_records {
 };
 
 // Decompresses (to at most max_decompressed_bytes; an uncompressed batch is parsed where it
-// lies, whatever its size) and parses the records of a batch from batch_reader. Every record must
-// fill exactly its length and there must be exactly records_count of them. Offset deltas and
-// timestamps are not checked against the header: compaction leaves gaps, and what a Produce must
-// satisfy is the broker's business.
+// lies, whatever its size) and parses the records of a batch from batch_reader, as
+// records_section() and record_walker do, collecting them with their headers.
 [[nodiscard]] tl::expected<decoded_records, batch_error> decode_records(
     const record_batch& batch, size_t max_decompressed_bytes = size_t{64} << 20);
 

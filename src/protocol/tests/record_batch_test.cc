@@ -1,5 +1,6 @@
 // Record batches: framing, CRC and corruption, legacy formats, in-place rewrites, builder round
-// trips for every codec, and the batches real clients sent (tests/data/captures).
+// trips for every codec, walking records without collecting them, and the batches real clients
+// sent (tests/data/captures).
 #include "protocol/record_batch.h"
 
 #include <algorithm>
@@ -616,6 +617,337 @@ TEST(RecordBatch, ErrorNamesAreDistinct) {
   std::sort(names.begin(), names.end());
   EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end());
   EXPECT_EQ(std::count(names.begin(), names.end(), "unknown"), 0);
+}
+
+// record_walker and records_section: the records of a batch checked one at a time, without
+// collecting them.
+
+// A batch whose records section is `section` (compressed with `codec`), counting `count`
+// records; the header's offsets agree with the count.
+std::vector<uint8_t> batch_of_section(std::span<const uint8_t> section, int32_t count,
+                                      compression_codec codec = compression_codec::none) {
+  std::vector<uint8_t> bytes = record_batch_builder().build();
+  const std::vector<uint8_t> payload = codec == compression_codec::none
+                                           ? std::vector<uint8_t>(section.begin(), section.end())
+                                           : compress(codec, section);
+  bytes.insert(bytes.end(), payload.begin(), payload.end());
+  base::store_be<int32_t>(bytes.data() + 8, static_cast<int32_t>(bytes.size() - 12));
+  base::store_be<int16_t>(bytes.data() + 21, static_cast<int16_t>(codec));
+  base::store_be<int32_t>(bytes.data() + 23, std::max(count - 1, 0));
+  base::store_be<int32_t>(bytes.data() + 57, count);
+  update_crc(bytes);
+  return bytes;
+}
+
+// One encoded record (length and body) with the given offset delta and value.
+std::vector<uint8_t> encoded_record(int32_t offset_delta, std::string_view value) {
+  writer body;
+  body.int8(0);
+  body.varlong(0);
+  body.varint(offset_delta);
+  body.varint(-1);
+  body.varint(static_cast<int32_t>(value.size()));
+  body.raw(as_bytes(value));
+  body.varint(0);
+  writer w;
+  w.varint(static_cast<int32_t>(body.size()));
+  w.raw(body.buffer());
+  return w.take();
+}
+
+std::optional<std::string> opt_text(const std::optional<std::span<const uint8_t>>& b) {
+  if (!b) return std::nullopt;
+  return text(*b);
+}
+
+std::vector<uint8_t> concat(std::initializer_list<std::vector<uint8_t>> parts) {
+  std::vector<uint8_t> out;
+  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+// Walks every record of `bytes` (one batch); the error, or the offset deltas of the records.
+tl::expected<std::vector<int32_t>, record_error> walk(const std::vector<uint8_t>& bytes) {
+  auto b = read_one(bytes);
+  EXPECT_TRUE(b.has_value() && b->has_value());
+  std::vector<uint8_t> scratch;
+  auto section = records_section(**b, scratch, size_t{1} << 20);
+  EXPECT_TRUE(section.has_value());
+  record_walker w(*section, (*b)->header.records_count);
+  std::vector<int32_t> deltas;
+  for (;;) {
+    auto next = w.next();
+    if (!next) return tl::make_unexpected(next.error());
+    if (!*next) return deltas;
+    deltas.push_back((*next)->offset_delta);
+  }
+}
+
+TEST_P(RecordBatchCodec, WalkerYieldsEveryRecordAsTheDecoderDoes) {
+  const record_header headers[] = {{as_bytes("h1"), as_bytes("x")}, {as_bytes("h2"), std::nullopt}};
+  record_batch_builder builder;
+  builder.codec(GetParam());
+  builder.add(100, as_bytes("k0"), as_bytes("v0"), headers);
+  builder.add(90, std::nullopt, as_bytes("v1"));
+  builder.add(150, as_bytes("k2"), std::nullopt);
+  const std::vector<uint8_t> bytes = builder.build();
+  auto b = read_one(bytes);
+  ASSERT_TRUE(b.has_value() && b->has_value());
+
+  std::vector<uint8_t> scratch;
+  auto section = records_section(**b, scratch, size_t{1} << 20);
+  ASSERT_TRUE(section.has_value()) << batch_error_name(section.error());
+  if (GetParam() == compression_codec::none) {
+    // Viewed in place: nothing decompressed.
+    EXPECT_EQ(section->data(), bytes.data() + record_batch_header_size);
+    EXPECT_TRUE(scratch.empty());
+  } else {
+    EXPECT_EQ(section->data(), scratch.data());
+  }
+
+  auto decoded = decode_records(**b);
+  ASSERT_TRUE(decoded.has_value());
+  record_walker w(*section, (*b)->header.records_count);
+  for (size_t i = 0; i < decoded->size(); ++i) {
+    EXPECT_EQ(w.index(), static_cast<int32_t>(i));
+    auto next = w.next();
+    ASSERT_TRUE(next.has_value()) << next.error().what;
+    ASSERT_TRUE(next->has_value());
+    const record_view& v = **next;
+    const record& r = (*decoded)[i];
+    EXPECT_EQ(v.offset_delta, static_cast<int32_t>(i));
+    EXPECT_EQ(v.offset_delta, r.offset_delta);
+    EXPECT_EQ(v.timestamp_delta, r.timestamp_delta);
+    EXPECT_EQ(v.attributes, r.attributes);
+    EXPECT_EQ(opt_text(v.key), opt_text(r.key));
+    EXPECT_EQ(opt_text(v.value), opt_text(r.value));
+    EXPECT_EQ(v.header_count, static_cast<int32_t>(r.headers.size()));
+  }
+  const record_view first = [&] {
+    record_walker again(*section, 3);
+    return **again.next();
+  }();
+  EXPECT_EQ(first.timestamp_delta, 0);
+  EXPECT_EQ(first.header_count, 2);
+  // Headers stay encoded: key length, key, value length, value, for each.
+  EXPECT_EQ(first.headers.size(), 1 + 2 + 1 + 1 + 1 + 2 + 1);
+  auto end = w.next();
+  ASSERT_TRUE(end.has_value());
+  EXPECT_FALSE(end->has_value());
+  auto again = w.next();
+  ASSERT_TRUE(again.has_value());
+  EXPECT_FALSE(again->has_value());
+}
+
+TEST_P(RecordBatchCodec, OneScratchServesManyBatches) {
+  const std::vector<uint8_t> first = sample_batch(GetParam());
+  const std::vector<uint8_t> second =
+      batch_of_section(concat({encoded_record(0, "a"), encoded_record(1, "b")}), 2, GetParam());
+  std::vector<uint8_t> scratch;
+  for (const auto* bytes : {&first, &second, &first}) {
+    auto b = read_one(*bytes);
+    ASSERT_TRUE(b.has_value() && b->has_value());
+    auto section = records_section(**b, scratch, size_t{1} << 20);
+    ASSERT_TRUE(section.has_value());
+    record_walker w(*section, (*b)->header.records_count);
+    int32_t n = 0;
+    for (auto next = w.next(); next && *next; next = w.next()) ++n;
+    EXPECT_EQ(n, (*b)->header.records_count);
+  }
+}
+
+TEST_P(RecordBatchCodec, WalkerRejectsACountThatDoesNotMatchTheRecords) {
+  const std::vector<uint8_t> section =
+      concat({encoded_record(0, "a"), encoded_record(1, "b"), encoded_record(2, "c")});
+  // More counted than there are.
+  auto more = walk(batch_of_section(section, 4, GetParam()));
+  ASSERT_FALSE(more.has_value());
+  EXPECT_EQ(more.error().error, batch_error::record_count_mismatch);
+  EXPECT_EQ(more.error().index, 3);
+  EXPECT_NE(more.error().what.find("end before the count"), std::string_view::npos);
+  // Fewer counted: the rest are bytes after the last record.
+  auto fewer = walk(batch_of_section(section, 2, GetParam()));
+  ASSERT_FALSE(fewer.has_value());
+  EXPECT_EQ(fewer.error().error, batch_error::record_count_mismatch);
+  EXPECT_EQ(fewer.error().index, 2);
+  EXPECT_NE(fewer.error().what.find("left after the last record"), std::string_view::npos);
+}
+
+TEST_P(RecordBatchCodec, WalkerRejectsBytesAfterTheLastRecord) {
+  for (const std::vector<uint8_t>& tail :
+       {std::vector<uint8_t>{0}, std::vector<uint8_t>{0xff}, encoded_record(3, "d")}) {
+    const std::vector<uint8_t> section =
+        concat({encoded_record(0, "a"), encoded_record(1, "b"), encoded_record(2, "c"), tail});
+    auto r = walk(batch_of_section(section, 3, GetParam()));
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().error, batch_error::record_count_mismatch);
+    EXPECT_EQ(r.error().index, 3);
+  }
+}
+
+TEST_P(RecordBatchCodec, WalkerRejectsATruncatedRecord) {
+  const std::vector<uint8_t> whole = concat({encoded_record(0, "a"), encoded_record(1, "bcd")});
+  for (size_t cut = 1; cut < 7; ++cut) {
+    const std::vector<uint8_t> section(whole.begin(), whole.end() - static_cast<ptrdiff_t>(cut));
+    auto r = walk(batch_of_section(section, 2, GetParam()));
+    ASSERT_FALSE(r.has_value()) << cut;
+    EXPECT_EQ(r.error().error, batch_error::invalid_record) << cut;
+    EXPECT_EQ(r.error().index, 1) << cut;
+    EXPECT_EQ(r.error().what, "the record length runs past the end of the records") << cut;
+  }
+}
+
+TEST_P(RecordBatchCodec, WalkerRejectsBadVarints) {
+  // A record length of five bytes with continuation bits all through.
+  const std::vector<uint8_t> long_length = {0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
+  auto r = walk(batch_of_section(concat({encoded_record(0, "a"), long_length}), 2, GetParam()));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().error, batch_error::invalid_record);
+  EXPECT_EQ(r.error().index, 1);
+  EXPECT_EQ(r.error().what, "the record length is not a valid varint");
+
+  // An offset delta that never ends inside the record.
+  writer body;
+  body.int8(0);
+  body.varlong(0);
+  body.raw(std::vector<uint8_t>{0x80, 0x80, 0x80, 0x80, 0x80, 0x80});
+  writer rec;
+  rec.varint(static_cast<int32_t>(body.size()));
+  rec.raw(body.buffer());
+  auto delta = walk(batch_of_section(rec.buffer(), 1, GetParam()));
+  ASSERT_FALSE(delta.has_value());
+  EXPECT_EQ(delta.error().error, batch_error::invalid_record);
+  EXPECT_EQ(delta.error().index, 0);
+  EXPECT_EQ(delta.error().what, "the record's offset delta is not a valid varint");
+
+  // A negative length.
+  writer negative;
+  negative.varint(-3);
+  auto n = walk(batch_of_section(negative.buffer(), 1, GetParam()));
+  ASSERT_FALSE(n.has_value());
+  EXPECT_EQ(n.error().what, "the record length is negative");
+}
+
+// Offset deltas are reported as written: checking them is the broker's business (a compacted
+// batch has gaps; a Produce must not).
+TEST_P(RecordBatchCodec, WalkerReportsOffsetDeltasAsWritten) {
+  const std::vector<uint8_t> section =
+      concat({encoded_record(0, "a"), encoded_record(2, "b"), encoded_record(1, "c")});
+  auto r = walk(batch_of_section(section, 3, GetParam()));
+  ASSERT_TRUE(r.has_value()) << r.error().what;
+  EXPECT_EQ(*r, (std::vector<int32_t>{0, 2, 1}));
+}
+
+TEST_P(RecordBatchCodec, CorruptCompressedRecordsAreNotDecompressed) {
+  if (GetParam() == compression_codec::none) GTEST_SKIP() << "nothing to decompress";
+  const std::vector<uint8_t> good = sample_batch(GetParam());
+  const size_t payload = good.size() - record_batch_header_size;
+  std::vector<std::vector<uint8_t>> bad;
+  // Not the codec's format at all.
+  bad.push_back(with_attributes(sample_batch(), static_cast<int16_t>(GetParam())));
+  // The codec's stream cut short.
+  for (size_t keep : {size_t{1}, payload / 2, payload - 1}) {
+    std::vector<uint8_t> cut(
+        good.begin(), good.begin() + static_cast<ptrdiff_t>(record_batch_header_size + keep));
+    base::store_be<int32_t>(cut.data() + 8, static_cast<int32_t>(cut.size() - 12));
+    update_crc(cut);
+    bad.push_back(std::move(cut));
+  }
+  for (const auto& bytes : bad) {
+    auto b = read_one(bytes);
+    ASSERT_TRUE(b.has_value() && b->has_value());
+    std::vector<uint8_t> scratch;
+    auto section = records_section(**b, scratch, size_t{1} << 20);
+    ASSERT_FALSE(section.has_value());
+    EXPECT_EQ(section.error(), batch_error::decompression_failed);
+  }
+}
+
+TEST_P(RecordBatchCodec, RecordsSectionIsBoundedByTheLimit) {
+  const std::vector<uint8_t> zeros(2 << 20, 0);
+  record_batch_builder builder;
+  builder.codec(GetParam());
+  builder.add(0, std::nullopt, zeros);
+  const std::vector<uint8_t> bytes = builder.build();
+  auto b = read_one(bytes);
+  ASSERT_TRUE(b.has_value() && b->has_value());
+  std::vector<uint8_t> scratch;
+  auto small = records_section(**b, scratch, 1 << 20);
+  if (GetParam() == compression_codec::none) {
+    EXPECT_TRUE(small.has_value());
+    return;
+  }
+  ASSERT_FALSE(small.has_value());
+  EXPECT_EQ(small.error(), batch_error::decompressed_too_large);
+}
+
+// One uncompressed record whose body is given, checked by the walker.
+record_error walker_error(std::span<const uint8_t> body) {
+  writer rec;
+  rec.varint(static_cast<int32_t>(body.size()));
+  rec.raw(body);
+  auto r = walk(batch_of_section(rec.buffer(), 1));
+  EXPECT_FALSE(r.has_value());
+  return r ? record_error{} : r.error();
+}
+
+TEST(RecordWalker, MalformedFieldsAreNamed) {
+  const auto body = [](int32_t key_length, int32_t header_count, int32_t header_key,
+                       bool trailing) {
+    writer w;
+    w.int8(0);
+    w.varlong(0);
+    w.varint(0);
+    w.varint(key_length);
+    w.varint(-1);
+    w.varint(header_count);
+    if (header_count > 0) {
+      w.varint(header_key);
+      w.varint(-1);
+    }
+    if (trailing) w.int8(0);
+    return w.take();
+  };
+  EXPECT_EQ(walker_error(body(-2, 0, 0, false)).what, "the record's key length is below -1");
+  EXPECT_EQ(walker_error(body(5, 0, 0, false)).what, "the record's key runs past its length");
+  EXPECT_EQ(walker_error(body(-1, -1, 0, false)).what,
+            "the record's header count is negative or more than its length can hold");
+  EXPECT_EQ(walker_error(body(-1, 1, -1, false)).what,
+            "a record header's key is null or its value length is below -1");
+  EXPECT_EQ(walker_error(body(-1, 1, 3, false)).what,
+            "a record header runs past the record's length");
+  EXPECT_EQ(walker_error(body(-1, 0, 0, true)).what,
+            "the record's fields end before its length does");
+  const std::vector<uint8_t> only_attributes = {0};
+  EXPECT_EQ(walker_error(only_attributes).what,
+            "the record's timestamp delta runs past its length");
+  EXPECT_EQ(walker_error(std::vector<uint8_t>{}).what,
+            "the record's attributes run past its length");
+}
+
+TEST(RecordWalker, ErrorsAreSticky) {
+  const std::vector<uint8_t> section = concat({encoded_record(0, "a"), {0xff}});
+  record_walker w(section, 2);
+  ASSERT_TRUE(w.next().has_value());
+  for (int i = 0; i < 3; ++i) {
+    auto next = w.next();
+    ASSERT_FALSE(next.has_value());
+    EXPECT_EQ(next.error().index, 1);
+  }
+}
+
+TEST(RecordWalker, NegativeCountIsRejected) {
+  record_walker w(std::span<const uint8_t>{}, -1);
+  auto next = w.next();
+  ASSERT_FALSE(next.has_value());
+  EXPECT_EQ(next.error().error, batch_error::record_count_mismatch);
+}
+
+TEST(RecordWalker, EmptySectionWithNoRecordsEndsCleanly) {
+  record_walker w(std::span<const uint8_t>{}, 0);
+  auto next = w.next();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_FALSE(next->has_value());
 }
 
 // The captures of tests/data/captures: what real clients sent and a real Kafka returned.
