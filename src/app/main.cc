@@ -4,6 +4,8 @@
 #include <csignal>
 #include <cstdio>
 #include <functional>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -83,11 +85,33 @@ static int run(int argc, char** argv) {
   (*broker)->start_background(std::chrono::seconds(30));
 
   // Request latencies, per interval when asked for; the rest is logged at shutdown.
-  auto log_metrics = [&server] {
-    const auto text = server.metrics().report();
+  std::mutex wal_report_mu;
+  silt::storage::wal::wal_stats wal_before;  // guarded by wal_report_mu
+  auto log_metrics = [&] {
+    std::string text;
+    const std::string requests = server.metrics().report();
+    for (size_t at = 0, end; at < requests.size(); at = end + 1) {
+      end = requests.find('\n', at);
+      text += "requests: " + requests.substr(at, end + 1 - at);
+    }
+    {
+      std::lock_guard lock(wal_report_mu);
+      const auto wal = (*broker)->ctx().store.wal_stats();
+      const auto writes = wal.write_us.since(wal_before.write_us);
+      if (writes.count() > 0) {
+        const auto waits = wal.batch_wait_us.since(wal_before.batch_wait_us);
+        text += "wal: writes n=" + std::to_string(writes.count()) + " avg KiB=" +
+                std::to_string((wal.write_bytes - wal_before.write_bytes) / writes.count() / 1024) +
+                " appends/write=" +
+                std::to_string((wal.appends - wal_before.appends) / writes.count()) +
+                " | batch wait " + waits.percentiles_ms() + " | write " + writes.percentiles_ms() +
+                " ms\n";
+      }
+      wal_before = wal;
+    }
     for (size_t at = 0, end; at < text.size(); at = end + 1) {
       end = text.find('\n', at);
-      std::fprintf(stderr, "silt: requests: %.*s\n", static_cast<int>(end - at), text.data() + at);
+      std::fprintf(stderr, "silt: %.*s\n", static_cast<int>(end - at), text.data() + at);
     }
   };
   asio::steady_timer metrics_timer(io);
@@ -98,16 +122,6 @@ static int run(int argc, char** argv) {
       if (ec) return;
       log_metrics();
       schedule_metrics();
-      // SIGUSR1: log them now (a benchmark marks the start and end of its measured run).
-      asio::signal_set usr1(io, SIGUSR1);
-      std::function<void()> on_usr1 = [&] {
-        usr1.async_wait([&](const boost::system::error_code& ec, int) {
-          if (ec) return;
-          log_metrics();
-          on_usr1();
-        });
-      };
-      on_usr1();
     });
   };
   schedule_metrics();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 
 namespace silt::base {
 
@@ -40,6 +41,14 @@ uint64_t histogram_snapshot::quantile(double q) const {
     if (seen >= std::max<uint64_t>(rank, 1)) return histogram::bucket_limit(i);
   }
   return histogram::bucket_limit(counts_.size() - 1);
+}
+
+std::string histogram_snapshot::percentiles_ms() const {
+  char buf[96];
+  std::snprintf(
+      buf, sizeof buf, "p50=%.1f p99=%.1f max=%.1f", static_cast<double>(quantile(0.5)) / 1000.0,
+      static_cast<double>(quantile(0.99)) / 1000.0, static_cast<double>(quantile(1.0)) / 1000.0);
+  return buf;
 }
 
 histogram_snapshot histogram_snapshot::since(const histogram_snapshot& earlier) const {

@@ -9,12 +9,19 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace silt::base {
 
 class histogram_snapshot;
+
+// A duration in whole microseconds, the unit the broker's latency histograms record.
+[[nodiscard]] inline uint64_t micros(std::chrono::steady_clock::duration d) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+}
 
 class histogram {
  public:
@@ -44,6 +51,8 @@ class histogram_snapshot {
   // The upper limit of the bucket holding the q-quantile (0 < q <= 1; 1 is the maximum);
   // 0 when empty.
   [[nodiscard]] uint64_t quantile(double q) const;
+  // "p50=A p99=B max=C" in milliseconds with one decimal, for logs.
+  [[nodiscard]] std::string percentiles_ms() const;
   // What was recorded between `earlier` and this snapshot.
   [[nodiscard]] histogram_snapshot since(const histogram_snapshot& earlier) const;
 

@@ -1,7 +1,5 @@
 #include "net/request_metrics.h"
 
-#include <cstdio>
-
 #include "protocol/generated/api_table.h"
 
 namespace silt::net {
@@ -31,16 +29,6 @@ request_metrics::api_timing* request_metrics::of(int16_t key) {
   return t;  // another thread created it first
 }
 
-namespace {
-
-std::string ms(uint64_t micros) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(micros) / 1000.0);
-  return buf;
-}
-
-}  // namespace
-
 std::string request_metrics::report() {
   std::lock_guard lock(report_mu_);
   if (!last_) last_ = std::make_unique<snapshots>();
@@ -59,12 +47,9 @@ std::string request_metrics::report() {
     if (total.count() == 0) continue;
     const auto* info = protocol::find_api(key);
     out += info != nullptr ? std::string(info->name) : "api " + std::to_string(key);
-    out += " n=" + std::to_string(total.count()) + " total p50=" + ms(total.quantile(0.5)) +
-           " p99=" + ms(total.quantile(0.99)) + " max=" + ms(total.quantile(1.0)) +
-           " | handle p50=" + ms(handle.quantile(0.5)) + " p99=" + ms(handle.quantile(0.99)) +
-           " max=" + ms(handle.quantile(1.0)) + " | queue p99=" + ms(queue.quantile(0.99)) +
-           " max=" + ms(queue.quantile(1.0)) + " | send p99=" + ms(send.quantile(0.99)) +
-           " max=" + ms(send.quantile(1.0)) + " ms\n";
+    out += " n=" + std::to_string(total.count()) + " total " + total.percentiles_ms() +
+           " | handle " + handle.percentiles_ms() + " | queue " + queue.percentiles_ms() +
+           " | send " + send.percentiles_ms() + " ms\n";
   }
   return out;
 }

@@ -39,13 +39,9 @@ class request_metrics {
   // The histograms of API `key`; nullptr for keys outside 0..max_key.
   [[nodiscard]] api_timing* of(int16_t key);
 
-  static uint64_t micros(std::chrono::steady_clock::duration d) {
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
-  }
-
   // One line per API with requests since the previous report() (all since start on the
-  // first), e.g. "Produce n=5210 total p50=2.1 p99=9.8 max=14.2 | handle p99=... | queue
-  // p99=... | send p99=... ms"; empty when nothing was requested.
+  // first), e.g. "Produce n=5210 total p50=2.1 p99=9.8 max=14.2 | handle p50=... | queue
+  // p50=... | send p50=... ms"; empty when nothing was requested.
   [[nodiscard]] std::string report();
 
  private:

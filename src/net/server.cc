@@ -212,8 +212,8 @@ struct connection : std::enable_shared_from_this<connection> {
     s->budget_bytes = 0;
     s->handled = clock::now();
     if (s->timing != nullptr) {
-      s->timing->handle.record(request_metrics::micros(s->handled - s->arrived));
-      if (!s->resp.send) s->timing->total.record(request_metrics::micros(s->handled - s->arrived));
+      s->timing->handle.record(base::micros(s->handled - s->arrived));
+      if (!s->resp.send) s->timing->total.record(base::micros(s->handled - s->arrived));
     }
     s->ready = true;
     --running;
@@ -262,9 +262,9 @@ struct connection : std::enable_shared_from_this<connection> {
         last_activity = clock::now();
         for (const auto& s : batch) {
           if (s->timing == nullptr || !s->resp.send) continue;
-          s->timing->queue.record(request_metrics::micros(write_start - s->handled));
-          s->timing->send.record(request_metrics::micros(last_activity - write_start));
-          s->timing->total.record(request_metrics::micros(last_activity - s->arrived));
+          s->timing->queue.record(base::micros(write_start - s->handled));
+          s->timing->send.record(base::micros(last_activity - write_start));
+          s->timing->total.record(base::micros(last_activity - s->arrived));
         }
       }
       batch.clear();

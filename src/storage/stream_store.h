@@ -153,6 +153,7 @@ class stream_store {
 
   [[nodiscard]] stream_store_stats stats();
   [[nodiscard]] wal::wal_position wal_trim_point() const { return wal_->trim_point(); }
+  [[nodiscard]] wal::wal_stats wal_stats() const { return wal_->stats(); }
 
   // Stops the background thread and closes the WAL (pending appends complete first).
   void close();

@@ -130,6 +130,7 @@ void uring_wal::append(uint64_t stream_id, int64_t offset, std::span<const uint8
         const wal_position write_end = format::padded_end(next_start_ + frame);
         if (write_end <= persisted_trim_ + capacity_) {
           auto fresh = std::make_unique<batch>();
+          fresh->opened = clock::now();
           fresh->start = next_start_;
           fresh->buf = take_buffer(write_end - next_start_);
           b = fresh.get();
@@ -209,6 +210,8 @@ wal_stats uring_wal::stats() const {
   s.syncs = syncs_.load(std::memory_order_relaxed);
   s.header_writes = header_writes_.load(std::memory_order_relaxed);
   s.paced = paced_.load(std::memory_order_relaxed);
+  s.batch_wait_us = batch_wait_us_.snapshot();
+  s.write_us = write_us_.snapshot();
   return s;
 }
 
@@ -316,6 +319,7 @@ void uring_wal::submit_batch(batch& b) {
     ++n;
   }
   b.ops_left = n;
+  b.submitted = clock::now();
 }
 
 void uring_wal::submit_header(wal_position trim) {
@@ -415,6 +419,7 @@ void uring_wal::finish_batches() {
     inflight_.pop_front();
   }
   if (done.empty()) return;
+  const auto now = clock::now();
   for (auto& b : done) {
     if (b->failed) io_failed_ = true;
     if (io_failed_) {
@@ -425,6 +430,10 @@ void uring_wal::finish_batches() {
     writes_.fetch_add(1, std::memory_order_relaxed);
     write_bytes_.fetch_add(b->write_bytes, std::memory_order_relaxed);
     appends_.fetch_add(b->appends.size(), std::memory_order_relaxed);
+    if (b->opened != clock::time_point{}) {  // not the rewritten tail of open()
+      batch_wait_us_.record(base::micros(b->submitted - b->opened));
+      write_us_.record(base::micros(now - b->submitted));
+    }
     for (auto& a : b->appends) a.done(a.end);
   }
   std::lock_guard lock(mu_);

@@ -89,6 +89,8 @@ class uring_wal final : public wal {
     uint32_t ops_left = 0;
     bool failed = false;
     uint64_t write_bytes = 0;
+    std::chrono::steady_clock::time_point opened;     // first append
+    std::chrono::steady_clock::time_point submitted;  // handed to io_uring
     std::array<io_op, 3> ops{};  // up to two writes (wrapping the ring end) and a sync
   };
 
@@ -170,6 +172,8 @@ class uring_wal final : public wal {
   std::atomic<uint64_t> syncs_{0};
   std::atomic<uint64_t> header_writes_{0};
   std::atomic<uint64_t> paced_{0};
+  base::histogram batch_wait_us_;
+  base::histogram write_us_;
 };
 
 }  // namespace silt::storage::wal

@@ -24,6 +24,8 @@
 
 #include <tl/expected.hpp>
 
+#include "base/histogram.h"
+
 namespace silt::storage::wal {
 
 enum class wal_error : uint8_t {
@@ -76,6 +78,12 @@ struct wal_stats {
   uint64_t syncs = 0;          // fdatasync requests completed (sync_mode::fdatasync only)
   uint64_t header_writes = 0;  // header slot writes (trim points persisted)
   uint64_t paced = 0;          // times a write waited for the IOPS cap
+  // Per completed data write, in microseconds: from the batch's first append to its
+  // submission (filling, then waiting for a write slot or the IOPS cap), and from submission
+  // to durability (the device, plus waiting for earlier writes to complete: durability is in
+  // order).
+  base::histogram_snapshot batch_wait_us;
+  base::histogram_snapshot write_us;
 };
 
 class wal {
