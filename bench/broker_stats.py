@@ -8,8 +8,9 @@
   broker_stats.py hwm PID
       Print the process's peak resident set (VmHWM from /proc/PID/status) in KiB.
   broker_stats.py record OUT.json key=value...
-      Parse the final line of a ProducerPerformance log (perf_log=FILE) and write one run's
-      result, with the other key=value pairs (numbers where they parse), to OUT.json.
+      Parse the final line of a ProducerPerformance log (perf_log=FILE) and, for Silt, its
+      last Produce timing line (broker_log=FILE, "silt: requests: Produce ..."), and write one
+      run's result, with the other key=value pairs (numbers where they parse), to OUT.json.
   broker_stats.py report RUNS_DIR RESULTS.json key=value...
       Read RUNS_DIR/*.json, print the Markdown tables (one per workload, with the Silt/Kafka
       ratios) and write everything, plus the key=value metadata, to RESULTS.json.
@@ -27,6 +28,16 @@ import sys
 FINAL_RE = re.compile(
     r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
     r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99\.9th")
+
+# silt: requests: Produce n=N total p50=A p99=B max=C | handle p50=D p99=E max=F |
+# queue p99=G max=H | send p99=I max=J ms
+BROKER_RE = re.compile(
+    r"silt: requests: Produce n=(\d+) total p50=([\d.]+) p99=([\d.]+) max=([\d.]+) \| "
+    r"handle p50=([\d.]+) p99=([\d.]+) max=([\d.]+) \| queue p99=([\d.]+) max=([\d.]+) \| "
+    r"send p99=([\d.]+) max=([\d.]+) ms")
+BROKER_KEYS = ("requests", "total_p50_ms", "total_p99_ms", "total_max_ms", "handle_p50_ms",
+               "handle_p99_ms", "handle_max_ms", "queue_p99_ms", "queue_max_ms", "send_p99_ms",
+               "send_max_ms")
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -90,6 +101,16 @@ def parse_kv(args):
 
 def record(out_path, args):
     run = parse_kv(args)
+    broker_log = run.pop("broker_log", None)
+    if broker_log and os.path.exists(broker_log):
+        with open(broker_log, errors="replace") as f:
+            found = BROKER_RE.findall(f.read())
+        # The reports come at the start of the measured run (the warm-up's), at its end, and
+        # at shutdown: the second is the measured run.
+        if len(found) >= 2:
+            vals = found[1]
+            run["broker_produce"] = {k: (int(v) if k == "requests" else float(v))
+                                     for k, v in zip(BROKER_KEYS, vals)}
     log = run.pop("perf_log", None)
     final = None
     if log and os.path.exists(log):
@@ -204,6 +225,16 @@ def report(runs_dir, out_path, args):
                 lines.append(f"\nNote: TopicCommand --create failed on {broker}; the topic "
                              "was auto-created by the producer (the broker's default "
                              "partition count).")
+            bp = r.get("broker_produce") if r else None
+            if bp:
+                lines.append(
+                    f"\n{broker}'s own Produce timing over the measured run ({bp['requests']:,} "
+                    f"requests, last request byte read to last response byte written): p50 "
+                    f"{bp['total_p50_ms']} ms, p99 {bp['total_p99_ms']} ms, max "
+                    f"{bp['total_max_ms']} ms; handling p99 {bp['handle_p99_ms']} ms (max "
+                    f"{bp['handle_max_ms']}), response queue p99 {bp['queue_p99_ms']} ms (max "
+                    f"{bp['queue_max_ms']}), send p99 {bp['send_p99_ms']} ms (max "
+                    f"{bp['send_max_ms']}).")
             if r and r.get("exceptions_logged"):
                 lines.append(f"\nNote: the {broker} run logged {r['exceptions_logged']} "
                              "exception line(s); see its perf log.")

@@ -28,10 +28,11 @@
 # dir, the topics are created with TopicCommand, ProducerPerformance runs twice in one JVM
 # (warm-up to another topic, then the measured run; see write_perf_wrapper), and the broker's
 # CPU (utime+stime) is sampled just before and after the measured run; its VmHWM (which
-# includes the warm-up) is read at the end. Silt runs with its defaults (the WAL makes every
-# acknowledged batch durable); Kafka with its defaults (no fsync per message: acknowledged =
-# in the page cache). The producer runs on the same machine and competes for its CPUs: check
-# the load average printed with the results.
+# includes the warm-up) is read at the end. Silt is also sent SIGUSR1 at both points, so
+# that its log holds its own Produce timing for exactly the measured run. Silt runs with its
+# defaults (the WAL makes every acknowledged batch durable); Kafka with its defaults (no
+# fsync per message: acknowledged = in the page cache). The producer runs on the same
+# machine and competes for its CPUs: check the load average printed with the results.
 # Output: one Markdown table per workload on stdout, the same as JSON in WORKDIR/results.json,
 # per-run logs in WORKDIR/<broker>-<workload>/.
 set -euo pipefail
@@ -265,9 +266,12 @@ run_one() {
   if [[ -z $err ]]; then
     log "$broker, $title: ProducerPerformance, $n records of $size bytes, throughput $tput" \
       "(after $warm warm-up records)"
-    local perf_rc=0
-    run_perf "$dir/perf.log" "$port" "$topic" "$size" "$n" "$tput" "$warm" \
-      "python3 '$stats' cpu $broker_pid >'$dir/cpu0'" || perf_rc=$?
+    local perf_rc=0 hook="python3 '$stats' cpu $broker_pid >'$dir/cpu0'"
+    # Silt logs its request timing on SIGUSR1: at the start and the end of the measured run.
+    [[ $broker != silt ]] || hook+=" && kill -USR1 $broker_pid"
+    run_perf "$dir/perf.log" "$port" "$topic" "$size" "$n" "$tput" "$warm" "$hook" ||
+      perf_rc=$?
+    if [[ $broker == silt ]] && kill -USR1 "$broker_pid" 2>/dev/null; then sleep 0.2; fi
     if kill -0 "$broker_pid" 2>/dev/null; then
       cpu1=$(python3 "$stats" cpu "$broker_pid")
       hwm=$(python3 "$stats" hwm "$broker_pid")
@@ -286,7 +290,7 @@ run_one() {
   [[ -z $err ]] || extra=("error=$err")
   python3 "$stats" record "$out" broker="$broker" workload="$workload" title="$title" \
     record_size="$size" records="$n" throughput_limit="$tput" warmup_records="$warm" \
-    topic_auto_created="$topic_auto" \
+    topic_auto_created="$topic_auto" broker_log="$dir/silt.log" \
     port="$port" \
     cpu_seconds="$cpu" peak_rss_kib="$hwm" perf_log="$dir/perf.log" "${extra[@]}"
   [[ -z $err ]] || log "$broker, $title: FAILED: $err"
