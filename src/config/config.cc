@@ -1,10 +1,12 @@
 // Broker settings: one table (name, type, default, validation, documentation) drives parsing,
-// validation, DescribeConfigs on the broker and docs/configuration.md.
+// validation, DescribeConfigs on the broker and docs/configuration.md. Kafka settings that Silt
+// accepts but ignores have their own table (ignored_settings.cc).
 #include "config/config.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -169,20 +171,39 @@ bool is_wildcard_host(std::string_view host) {
   return host.empty() || host == "0.0.0.0" || host == "::";
 }
 
-// "NAME://host:port[,...]". The error says what is wrong with which item.
-tl::expected<std::vector<endpoint>, std::string> parse_listeners(std::string_view v,
-                                                                 bool advertised) {
+// Listener names and security protocols are compared in upper case, as Kafka normalises them.
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (auto& ch : out) {
+    if (ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 'a' + 'A');
+  }
+  return out;
+}
+
+bool is_listener_name(std::string_view name) {
+  if (name.empty()) return false;
+  for (const char ch : name) {
+    const bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// "NAME://host:port[,...]", names in upper case. Which names are usable (their security
+// protocol, Kafka's controller listeners) is decided in resolve(), once every setting is read.
+// The error says what is wrong with which item.
+tl::expected<std::vector<endpoint>, std::string> parse_listeners(std::string_view v) {
   std::vector<endpoint> out;
   for (const auto& item : detail::split_list(v)) {
     const auto sep = item.find("://");
     if (sep == std::string::npos) {
-      return tl::unexpected("expected PLAINTEXT://host:port, got " + quote(item));
+      return tl::unexpected("expected NAME://host:port, got " + quote(item));
     }
     endpoint e;
-    e.listener_name = item.substr(0, sep);
-    if (e.listener_name != "PLAINTEXT") {
-      return tl::unexpected("listener " + quote(item) + ": " + e.listener_name +
-                            " is not supported yet (only PLAINTEXT)");
+    e.listener_name = upper(std::string_view(item).substr(0, sep));
+    if (!is_listener_name(e.listener_name)) {
+      return tl::unexpected("listener " + quote(item) +
+                            ": expected a listener name of letters, digits, '_' and '-'");
     }
     std::string_view rest = std::string_view(item).substr(sep + 3);
     std::string_view port_text;
@@ -196,7 +217,7 @@ tl::expected<std::vector<endpoint>, std::string> parse_listeners(std::string_vie
     } else {
       const auto colon = rest.rfind(':');
       if (colon == std::string_view::npos || rest.substr(0, colon).find(':') != rest.npos) {
-        return tl::unexpected("expected PLAINTEXT://host:port, got " + quote(item));
+        return tl::unexpected("expected NAME://host:port, got " + quote(item));
       }
       e.host = std::string(rest.substr(0, colon));
       port_text = rest.substr(colon + 1);
@@ -206,10 +227,6 @@ tl::expected<std::vector<endpoint>, std::string> parse_listeners(std::string_vie
       return tl::unexpected("listener " + quote(item) + ": expected a port between 0 and 65535");
     }
     e.port = static_cast<uint16_t>(*port);
-    if (advertised && (e.host == "0.0.0.0" || e.host == "::")) {
-      return tl::unexpected("listener " + quote(item) + ": " + e.host +
-                            " cannot be advertised (clients cannot connect to it)");
-    }
     for (const auto& other : out) {
       if (other.listener_name == e.listener_name) {
         return tl::unexpected("listener name " + e.listener_name + " appears twice");
@@ -231,21 +248,114 @@ std::string join(const std::vector<endpoint>& endpoints) {
 }
 
 setting listeners_setting(std::string name, std::vector<endpoint> broker_config::*field,
-                          bool advertised, std::string doc_default, std::string doc) {
+                          std::string doc_default, std::string doc) {
   setting s;
   s.name = std::move(name);
   s.type = config_type::list;
   s.doc_default = std::move(doc_default);
   s.doc = std::move(doc);
-  s.valid = "comma-separated PLAINTEXT://host:port";
-  s.set = [field, advertised](broker_config& c,
-                              std::string_view v) -> tl::expected<void, std::string> {
-    auto parsed = parse_listeners(v, advertised);
+  s.valid = "comma-separated NAME://host:port, each name once";
+  s.set = [field](broker_config& c, std::string_view v) -> tl::expected<void, std::string> {
+    auto parsed = parse_listeners(v);
     if (!parsed) return tl::unexpected(parsed.error());
     c.*field = std::move(*parsed);
     return {};
   };
   s.get = [field](const broker_config& c) { return join(c.*field); };
+  return s;
+}
+
+constexpr std::string_view kSecurityProtocols[] = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT",
+                                                   "SASL_SSL"};
+
+// listener.security.protocol.map: "NAME:PROTOCOL[,...]", each name once.
+tl::expected<std::vector<std::pair<std::string, std::string>>, std::string> parse_protocol_map(
+    std::string_view v) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& item : detail::split_list(v)) {
+    const auto colon = item.find(':');
+    if (colon == std::string::npos) {
+      return tl::unexpected("expected NAME:PROTOCOL, got " + quote(item));
+    }
+    auto name = upper(trim(std::string_view(item).substr(0, colon)));
+    auto protocol = upper(trim(std::string_view(item).substr(colon + 1)));
+    if (!is_listener_name(name)) {
+      return tl::unexpected("expected a listener name of letters, digits, '_' and '-', got " +
+                            quote(item));
+    }
+    if (std::find(std::begin(kSecurityProtocols), std::end(kSecurityProtocols), protocol) ==
+        std::end(kSecurityProtocols)) {
+      return tl::unexpected("unknown security protocol " + quote(protocol) +
+                            " (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)");
+    }
+    for (const auto& [other, p] : out) {
+      if (other == name) return tl::unexpected("listener name " + name + " appears twice");
+    }
+    out.emplace_back(std::move(name), std::move(protocol));
+  }
+  return out;
+}
+
+setting protocol_map_setting() {
+  setting s;
+  s.name = "listener.security.protocol.map";
+  s.type = config_type::string;
+  s.doc_default = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT";
+  s.doc =
+      "The security protocol of each listener name, as in Kafka: a listener's name says which "
+      "protocol it speaks (`BROKER:PLAINTEXT` makes `BROKER://host:port` a plaintext listener). "
+      "Only PLAINTEXT is supported so far: a listener whose protocol is SSL, SASL_PLAINTEXT or "
+      "SASL_SSL stops the broker with an error (TLS and SASL are not supported yet).";
+  s.valid = "comma-separated NAME:PROTOCOL, each name once";
+  s.set = [](broker_config& c, std::string_view v) -> tl::expected<void, std::string> {
+    auto parsed = parse_protocol_map(v);
+    if (!parsed) return tl::unexpected(parsed.error());
+    c.listener_security_protocol_map = std::move(*parsed);
+    return {};
+  };
+  s.get = [](const broker_config& c) {
+    std::string out;
+    for (const auto& [name, protocol] : c.listener_security_protocol_map) {
+      if (!out.empty()) out += ',';
+      out += name;
+      out += ':';
+      out += protocol;
+    }
+    return std::optional<std::string>(out);
+  };
+  return s;
+}
+
+setting controller_listener_names_setting() {
+  setting s;
+  s.name = "controller.listener.names";
+  s.type = config_type::list;
+  s.doc_default = "CONTROLLER";
+  s.doc =
+      "The listener names of Kafka's KRaft controller. Silt has no controller: entries of "
+      "`listeners` and `advertised.listeners` with these names are dropped, with a notice on "
+      "stderr.";
+  s.valid = "comma-separated listener names";
+  s.set = [](broker_config& c, std::string_view v) -> tl::expected<void, std::string> {
+    std::vector<std::string> names;
+    for (const auto& item : detail::split_list(v)) {
+      names.push_back(upper(item));
+      if (!is_listener_name(names.back())) {
+        return tl::unexpected("expected listener names of letters, digits, '_' and '-', got " +
+                              quote(item));
+      }
+    }
+    c.controller_listener_names = std::move(names);
+    return {};
+  };
+  s.get = [](const broker_config& c) {
+    std::string out;
+    for (const auto& n : c.controller_listener_names) {
+      if (!out.empty()) out += ',';
+      out += n;
+    }
+    return std::optional<std::string>(out);
+  };
   return s;
 }
 
@@ -273,16 +383,27 @@ std::vector<setting> make_settings() {
   std::vector<setting> t;
   // Network
   t.push_back(listeners_setting(
-      "listeners", &bc::listeners, false, "PLAINTEXT://localhost:9092",
-      "Where the broker accepts connections, as comma-separated `PLAINTEXT://host:port`. An "
-      "empty host means all interfaces; port 0 asks the system for a free port. Only the "
-      "PLAINTEXT protocol is supported so far, and each listener name once."));
+      "listeners", &bc::listeners, "PLAINTEXT://localhost:9092",
+      "Where the broker accepts connections, as comma-separated `NAME://host:port`. An empty "
+      "host means all interfaces; port 0 asks the system for a free port. The name's protocol "
+      "(`listener.security.protocol.map`) must be PLAINTEXT, the only one supported so far. "
+      "Listeners named in `controller.listener.names` are dropped with a notice."));
   t.push_back(listeners_setting(
-      "advertised.listeners", &bc::advertised_listeners, true, "`listeners`",
+      "advertised.listeners", &bc::advertised_listeners, "`listeners`",
       "What the broker tells clients to connect to (Metadata responses). Defaults to "
       "`listeners`, with an empty, `0.0.0.0` or `::` host replaced by `localhost`; set it when "
-      "clients reach the broker under another name. Every name must also be in `listeners`."));
+      "clients reach the broker under another name. Every name must also be in `listeners`; "
+      "controller listeners are dropped here too."));
+  t.push_back(controller_listener_names_setting());
+  t.push_back(protocol_map_setting());
   t.push_back(integer("node.id", &bc::node_id, 0, INT32_MAX, "The id of this broker."));
+  t.push_back(alias("broker.id", config_type::int_,
+                    "Kafka's older name for `node.id`: stands in for it when `node.id` is not "
+                    "given; given both, they must be equal.",
+                    "an integer of at least 0", [](std::string_view v) {
+                      const auto n = parse_int(v);
+                      return n && *n >= 0 && *n <= INT32_MAX;
+                    }));
   t.push_back(text("cluster.id", &bc::cluster_id, "",
                    "The cluster id. Empty: the broker generates one on first start and stores it "
                    "in the metadata store; a given id must match the stored one.",
@@ -315,10 +436,15 @@ std::vector<setting> make_settings() {
                    "(with the default object store) the objects. Created if missing.",
                    "a non-empty path", non_empty));
   t.push_back(alias("log.dirs", config_type::string,
-                    "Kafka's name for the data directory: stands in for `data.dir` when that is "
-                    "not given (one directory only). Accepted so a Kafka server.properties loads.",
-                    "one directory",
-                    [](std::string_view v) { return detail::split_list(v).size() == 1; }));
+                    "Kafka's data directories: the first one stands in for `data.dir` when that "
+                    "is not given (Silt keeps its files in one directory; a notice names the "
+                    "others).",
+                    "a comma-separated list of directories",
+                    [](std::string_view v) { return !detail::split_list(v).empty(); }));
+  t.push_back(alias("log.dir", config_type::string,
+                    "Kafka's single data directory: stands in for `data.dir` when neither that "
+                    "nor `log.dirs` is given.",
+                    "a non-empty path", non_empty));
   t.push_back(text("wal.path", &bc::wal_path, "`<data.dir>/wal`",
                    "The write-ahead log: a file (created with `wal.capacity.bytes`) or a block "
                    "device.",
@@ -430,24 +556,7 @@ std::vector<setting> make_settings() {
   t.push_back(integer("max.incremental.fetch.session.cache.slots",
                       &bc::max_incremental_fetch_session_cache_slots, 0, INT32_MAX,
                       "Incremental fetch sessions kept at most; 0 disables them."));
-  // Kafka settings accepted so that a Kafka server.properties loads
-  t.push_back(text("process.roles", &bc::process_roles, "broker,controller",
-                   "Kafka's KRaft roles. Accepted for compatibility; Silt is always both.",
-                   "a list of broker and controller", [](std::string_view v) {
-                     const auto roles = detail::split_list(v);
-                     if (roles.empty()) return false;
-                     for (const auto& r : roles) {
-                       if (r != "broker" && r != "controller") return false;
-                     }
-                     return true;
-                   }));
-  t.push_back(integer("offsets.topic.replication.factor", &bc::offsets_topic_replication_factor, 1,
-                      INT16_MAX, "Accepted for compatibility; no effect."));
-  t.push_back(integer("transaction.state.log.replication.factor",
-                      &bc::transaction_state_log_replication_factor, 1, INT16_MAX,
-                      "Accepted for compatibility; no effect."));
-  t.push_back(integer("transaction.state.log.min.isr", &bc::transaction_state_log_min_isr, 1,
-                      INT32_MAX, "Accepted for compatibility; no effect."));
+  // Groups
   t.push_back(integer("group.initial.rebalance.delay.ms", &bc::group_initial_rebalance_delay_ms, 0,
                       INT32_MAX,
                       "How long the group coordinator waits for more members to join a new "
@@ -478,6 +587,50 @@ std::string at(const std::string& origin, const std::string& message) {
   return origin.empty() ? message : origin + ": " + message;
 }
 
+// Drops the listeners of Kafka's controller from `key`'s list (with a notice) and checks that
+// the others speak PLAINTEXT.
+tl::expected<void, std::string> keep_broker_listeners(broker_config& c,
+                                                      const std::map<std::string, property>& given,
+                                                      const std::string& key,
+                                                      std::vector<endpoint>& list) {
+  auto error = [&](const endpoint& e, const std::string& why) {
+    std::string message = "listener " + quote(to_string(e)) + " " + why;
+    const auto it = given.find(key);
+    if (it == given.end()) return tl::unexpected(key + ": " + message);
+    const auto& p = it->second;
+    return tl::unexpected(
+        at(p.origin, "invalid value " + quote(p.value) + " for " + key + ": " + message));
+  };
+  std::vector<endpoint> kept;
+  for (auto& e : list) {
+    const auto& controllers = c.controller_listener_names;
+    if (std::find(controllers.begin(), controllers.end(), e.listener_name) != controllers.end()) {
+      c.notices.push_back("ignoring Kafka listener " + quote(to_string(e)) + " in " + key +
+                          " (Silt has no KRaft controller)");
+      continue;
+    }
+    const auto& map = c.listener_security_protocol_map;
+    const auto p = std::find_if(map.begin(), map.end(),
+                                [&e](const auto& entry) { return entry.first == e.listener_name; });
+    if (p == map.end()) {
+      return error(e, "has no security protocol: " + e.listener_name +
+                          " is not in listener.security.protocol.map");
+    }
+    if (p->second != "PLAINTEXT") {
+      return error(e, "uses " + p->second +
+                          ": TLS and SASL are not supported yet (only PLAINTEXT listeners)");
+    }
+    kept.push_back(std::move(e));
+  }
+  if (kept.empty()) {
+    const auto it = given.find(key);
+    return tl::unexpected(at(it == given.end() ? "" : it->second.origin,
+                             key + " has no broker listener (only Kafka controller listeners)"));
+  }
+  list = std::move(kept);
+  return {};
+}
+
 // Derived defaults, aliases and checks across settings, once every given value is stored.
 tl::expected<void, std::string> resolve(broker_config& c,
                                         const std::map<std::string, property>& given) {
@@ -486,11 +639,32 @@ tl::expected<void, std::string> resolve(broker_config& c,
     if (it == given.end()) return std::nullopt;
     return parse_int(it->second.value);
   };
-  // log.dirs stands in for data.dir.
-  if (!given.contains("data.dir")) {
-    if (const auto it = given.find("log.dirs"); it != given.end()) {
-      c.data_dir = detail::split_list(it->second.value).front();
+  // broker.id is Kafka's synonym of node.id.
+  if (const auto broker_id = given_value("broker.id")) {
+    if (!given.contains("node.id")) {
+      c.node_id = static_cast<int32_t>(*broker_id);
+    } else if (*broker_id != c.node_id) {
+      return tl::unexpected(
+          at(given.at("broker.id").origin, "broker.id (" + std::to_string(*broker_id) +
+                                               ") and node.id (" + std::to_string(c.node_id) +
+                                               ") differ; they name the same thing"));
     }
+  }
+  // log.dirs, else log.dir (Kafka's precedence), stands in for data.dir.
+  for (const char* key : {"log.dirs", "log.dir"}) {
+    const auto it = given.find(key);
+    if (it == given.end()) continue;
+    if (given.contains("data.dir")) {
+      c.notices.push_back(std::string("ignoring ") + key + " (data.dir is given)");
+      break;
+    }
+    const auto dirs = detail::split_list(it->second.value);
+    c.data_dir = dirs.front();
+    if (dirs.size() > 1) {
+      c.notices.push_back(std::string("using only the first directory of ") + key + ", " +
+                          quote(dirs.front()) + " (Silt keeps its files in one directory)");
+    }
+    break;
   }
   // Kafka's precedence: log.retention.ms, then minutes, then hours; negative means forever.
   if (!given.contains("log.retention.ms")) {
@@ -509,13 +683,22 @@ tl::expected<void, std::string> resolve(broker_config& c,
     if (ec) return tl::unexpected("cannot make data.dir " + quote(c.data_dir) + " absolute");
     c.object_store_uri = "file://" + (absolute.lexically_normal() / "objects").string();
   }
+  if (auto ok = keep_broker_listeners(c, given, "listeners", c.listeners); !ok) return ok;
   if (!given.contains("advertised.listeners")) {
     c.advertised_listeners = c.listeners;
     for (auto& e : c.advertised_listeners) {
       if (is_wildcard_host(e.host)) e.host = "localhost";
     }
   } else {
+    auto ok = keep_broker_listeners(c, given, "advertised.listeners", c.advertised_listeners);
+    if (!ok) return ok;
     for (auto& e : c.advertised_listeners) {
+      if (e.host == "0.0.0.0" || e.host == "::") {
+        return tl::unexpected(at(given.at("advertised.listeners").origin,
+                                 "advertised.listeners: listener " + quote(to_string(e)) + ": " +
+                                     e.host +
+                                     " cannot be advertised (clients cannot connect to it)"));
+      }
       if (e.host.empty()) e.host = "localhost";
       bool known = false;
       for (const auto& l : c.listeners) known = known || l.listener_name == e.listener_name;
@@ -541,14 +724,25 @@ tl::expected<void, std::string> resolve(broker_config& c,
 }
 
 tl::expected<broker_config, std::string> build(const std::vector<property>& properties) {
-  std::map<std::string, property> given;  // later ones win
+  std::map<std::string, property> given;                // later ones win
+  std::vector<const detail::ignored_setting*> ignored;  // in order of first appearance
   for (const auto& p : properties) {
-    if (find_setting(p.key) == nullptr) {
+    const auto* kafka_only = detail::find_ignored(p.key);
+    if (find_setting(p.key) == nullptr && kafka_only == nullptr) {
       return tl::unexpected(at(p.origin, "unknown setting " + quote(p.key)));
     }
+    if (kafka_only != nullptr && !given.contains(p.key)) ignored.push_back(kafka_only);
     given[p.key] = p;
   }
   broker_config c;
+  for (const auto* s : ignored) {
+    const auto& p = given.at(s->name);
+    if (!s->check(p.value)) {
+      return tl::unexpected(at(p.origin, "invalid value " + quote(p.value) + " for " + s->name +
+                                             ": expected " + s->valid));
+    }
+    c.notices.push_back("ignoring Kafka setting " + quote(s->name) + " (" + s->reason + ")");
+  }
   for (const auto& s : settings()) {
     const auto it = given.find(s.name);
     if (it == given.end()) continue;
@@ -731,7 +925,11 @@ tl::expected<broker_config, std::string> load(const command_line& cmd) {
     if (!p) return tl::unexpected(p.error());
     properties.push_back(std::move(*p));
   }
-  return build(properties);
+  auto c = build(properties);
+  if (c) {
+    for (const auto& n : c->notices) std::fprintf(stderr, "silt: %s\n", n.c_str());
+  }
+  return c;
 }
 
 tl::expected<broker_config, std::string> from_properties(
@@ -786,6 +984,13 @@ std::string config_docs_markdown() {
       "file and line). Sizes are plain numbers of bytes, durations plain numbers of "
       "milliseconds.\n"
       "\n"
+      "Apache Kafka's own `config/server.properties` loads as it is. Kafka's names for Silt's "
+      "settings stand in for them (`log.dirs` for `data.dir`, `broker.id` for `node.id`, "
+      "`log.retention.hours` for `log.retention.ms`); the Kafka settings that have no effect in "
+      "Silt are accepted and named once on stderr (`silt: ignoring Kafka setting 'KEY' "
+      "(REASON)`, see the list below), and so are the listeners of Kafka's KRaft controller "
+      "(`controller.listener.names`), which are dropped.\n"
+      "\n"
       "## Broker settings\n"
       "\n"
       "| name | default | meaning |\n"
@@ -796,6 +1001,18 @@ std::string config_docs_markdown() {
     md += "| `" + s.name + "` | " + escape_cell(def) + " | " + escape_cell(s.doc) +
           " Valid: " + escape_cell(s.valid) + ". |\n";
   }
+  md +=
+      "\n"
+      "## Kafka settings Silt ignores\n"
+      "\n"
+      "Kafka broker settings that concern what Silt does differently or not at all. They are "
+      "accepted so that a Kafka configuration loads, each named once on stderr with the reason, "
+      "and otherwise ignored; they are not listed by DescribeConfigs. A value must still be "
+      "valid for the setting's type in Kafka (an integer, true or false...), and "
+      "`process.roles` must include `broker`. Any other Kafka setting is unknown to Silt and "
+      "stops the broker.\n"
+      "\n";
+  md += detail::ignored_docs_table();
   md +=
       "\n"
       "## Topic settings\n"

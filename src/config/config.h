@@ -1,7 +1,9 @@
 // Broker configuration: a Kafka-style properties file plus --override key=value, checked
 // against one table of settings (name, type, default, validation, documentation). An unknown
-// key or an invalid value is an error naming it. docs/configuration.md is generated from the
-// same table (`silt --print-config-docs`) and a test keeps the two equal.
+// key or an invalid value is an error naming it. Kafka broker settings that have no effect in
+// Silt (the controller quorum, replication, segment files...) are accepted with a notice, so
+// that Apache Kafka's own config/server.properties loads. docs/configuration.md is generated
+// from the same tables (`silt --print-config-docs`) and a test keeps the two equal.
 #pragma once
 
 #include <chrono>
@@ -10,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <tl/expected.hpp>
@@ -17,7 +20,7 @@
 namespace silt::config {
 
 struct endpoint {
-  std::string listener_name;  // e.g. PLAINTEXT
+  std::string listener_name;  // e.g. PLAINTEXT, upper case (as Kafka normalises it)
   std::string host;           // empty: all interfaces
   uint16_t port = 0;
 };
@@ -26,10 +29,18 @@ enum class timestamp_type : uint8_t { create_time, log_append_time };
 
 struct broker_config {
   // Network
+  // Only PLAINTEXT listeners; those of Kafka's controller (controller.listener.names) dropped.
   std::vector<endpoint> listeners = {{"PLAINTEXT", "localhost", 9092}};  // listeners
-  std::vector<endpoint> advertised_listeners;    // advertised.listeners (default: listeners;
-                                                 // an empty, 0.0.0.0 or :: host becomes
-                                                 // "localhost")
+  std::vector<endpoint> advertised_listeners;  // advertised.listeners (default: listeners;
+                                               // an empty, 0.0.0.0 or :: host becomes
+                                               // "localhost")
+  std::vector<std::string> controller_listener_names = {"CONTROLLER"};  // controller.listener.names
+  // listener.security.protocol.map: listener name -> security protocol, in the given order.
+  std::vector<std::pair<std::string, std::string>> listener_security_protocol_map = {
+      {"SASL_SSL", "SASL_SSL"},
+      {"PLAINTEXT", "PLAINTEXT"},
+      {"SSL", "SSL"},
+      {"SASL_PLAINTEXT", "SASL_PLAINTEXT"}};
   int32_t node_id = 1;                           // node.id
   std::string cluster_id;                        // cluster.id (default: generated once, stored)
   uint32_t num_network_threads = 2;              // num.network.threads
@@ -72,21 +83,22 @@ struct broker_config {
   int64_t producer_id_expiration_ms = 86400000;  // producer.id.expiration.ms
   int32_t max_incremental_fetch_session_cache_slots = 1000;
   // max.incremental.fetch.session.cache.slots
-  // Accepted so that a Kafka server.properties loads; stored, no effect yet (single node).
-  std::string process_roles = "broker,controller";       // process.roles
-  int16_t offsets_topic_replication_factor = 1;          // offsets.topic.replication.factor
-  int16_t transaction_state_log_replication_factor = 1;  // transaction.state.log.replication.factor
-  int32_t transaction_state_log_min_isr = 1;             // transaction.state.log.min.isr
-  int32_t group_initial_rebalance_delay_ms = 3000;       // group.initial.rebalance.delay.ms
+  int32_t group_initial_rebalance_delay_ms = 3000;  // group.initial.rebalance.delay.ms
   // Every setting as given or defaulted, by name (DescribeConfigs on the broker resource).
   // Settings that only stand in for another (log.retention.hours, log.retention.minutes,
-  // log.dirs) appear only when given; their effect is in the setting they stand in for.
+  // log.dirs, log.dir, broker.id) appear only when given; their effect is in the setting they
+  // stand in for. Kafka settings that Silt ignores are not kept.
   std::map<std::string, std::string> values;
-  // The names set in the properties file or by --override (the rest are defaults).
+  // The names of `values` set in the properties file or by --override (the rest are defaults).
   std::set<std::string> given;
+  // What was accepted but is not used, one line each, without the "silt: " prefix: "ignoring
+  // Kafka setting 'log.segment.bytes' (Silt stores objects, not segment files)", "ignoring
+  // Kafka listener 'CONTROLLER://:9093' in listeners (Silt has no KRaft controller)". A key
+  // given twice is named once.
+  std::vector<std::string> notices;
 };
 
-// "PLAINTEXT://host:port" (an IPv6 host in brackets).
+// "NAME://host:port" (an IPv6 host in brackets).
 [[nodiscard]] std::string to_string(const endpoint& e);
 
 // What the command line asked for.
@@ -103,9 +115,10 @@ struct command_line {
 
 // Reads the properties file (if any), applies the overrides, checks every key and value and
 // fills in derived defaults. The error names the bad key or value (and the file and line).
+// Once loaded, writes each of the configuration's notices to stderr as "silt: <notice>".
 [[nodiscard]] tl::expected<broker_config, std::string> load(const command_line& cmd);
 
-// Same, from already-parsed properties (tests).
+// Same, from already-parsed properties, writing nothing (tests).
 [[nodiscard]] tl::expected<broker_config, std::string> from_properties(
     const std::vector<std::pair<std::string, std::string>>& properties);
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,23 @@ namespace silt::config::detail {
 
 // The Markdown table of topic configs for docs/configuration.md (topic_config.cc).
 [[nodiscard]] std::string topic_docs_table();
+
+// A Kafka broker setting that Silt accepts but that has no effect in Silt (ignored_settings.cc).
+struct ignored_setting {
+  std::string name;
+  std::string reason;  // why it has no effect: "Silt has no KRaft controller"
+  std::string valid;   // what `check` accepts, for the error: "a 32-bit integer"
+  std::function<bool(std::string_view)> check;
+};
+
+// Every ignored Kafka setting, grouped by reason.
+[[nodiscard]] const std::vector<ignored_setting>& ignored_settings();
+
+// nullptr when `name` is not an ignored Kafka setting.
+[[nodiscard]] const ignored_setting* find_ignored(std::string_view name);
+
+// The Markdown table of ignored Kafka settings for docs/configuration.md, a row per reason.
+[[nodiscard]] std::string ignored_docs_table();
 
 // The default value of a broker setting as text, nullopt for an unknown name or a setting
 // without default (config.cc). Derived defaults (wal.path, ...) are given as documented.

@@ -1,12 +1,16 @@
 #include "config/config.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <string>
 
 #include <gtest/gtest.h>
 
+#include "config/internal.h"
 #include "config/topic_config.h"
 
 namespace silt::config {
@@ -39,13 +43,17 @@ class temp_file {
   std::string path_;
 };
 
+// load() of `text` as a properties file; what it writes to stderr (the notices) is dropped.
 tl::expected<broker_config, std::string> load_file(const std::string& text,
                                                    std::vector<std::string> overrides = {}) {
   temp_file f(text);
   command_line cmd;
   cmd.properties_file = f.path();
   cmd.overrides = std::move(overrides);
-  return load(cmd);
+  ::testing::internal::CaptureStderr();
+  auto c = load(cmd);
+  ::testing::internal::GetCapturedStderr();
+  return c;
 }
 
 broker_config props(const std::vector<std::pair<std::string, std::string>>& p) {
@@ -75,6 +83,7 @@ TEST(BrokerConfig, DefaultsNeedNoConfiguration) {
   EXPECT_EQ(c.message_max_bytes, 1048588);
   EXPECT_EQ(c.log_message_timestamp_type, timestamp_type::create_time);
   EXPECT_TRUE(c.given.empty());
+  EXPECT_TRUE(c.notices.empty());
   EXPECT_EQ(c.values.at("num.partitions"), "1");
   EXPECT_EQ(c.values.at("listeners"), "PLAINTEXT://localhost:9092");
   EXPECT_EQ(c.values.at("log.message.timestamp.type"), "CreateTime");
@@ -140,10 +149,34 @@ TEST(BrokerConfig, ReadsAPropertiesFile) {
   EXPECT_EQ(c->values.at("log.dirs"), "/tmp/kafka-logs");
 }
 
-TEST(BrokerConfig, DataDirWinsOverLogDirs) {
-  const auto c = props({{"log.dirs", "/a"}, {"data.dir", "/b"}});
+TEST(BrokerConfig, DataDirWinsOverLogDirsWhichWinsOverLogDir) {
+  auto c = props({{"log.dirs", "/a"}, {"data.dir", "/b"}});
   EXPECT_EQ(c.data_dir, "/b");
-  EXPECT_NE(error_of({{"log.dirs", "/a,/b"}}).find("expected one directory"), std::string::npos);
+  EXPECT_EQ(c.notices, std::vector<std::string>{"ignoring log.dirs (data.dir is given)"});
+  c = props({{"log.dir", "/c"}, {"log.dirs", "/a"}});
+  EXPECT_EQ(c.data_dir, "/a");
+  EXPECT_TRUE(c.notices.empty());
+  c = props({{"log.dir", "/c"}});
+  EXPECT_EQ(c.data_dir, "/c");
+  EXPECT_EQ(c.wal_path, "/c/wal");
+  EXPECT_EQ(c.values.at("log.dir"), "/c");
+}
+
+TEST(BrokerConfig, LogDirsWithSeveralDirectoriesUsesTheFirst) {
+  const auto c = props({{"log.dirs", " /a , /b,/c"}});
+  EXPECT_EQ(c.data_dir, "/a");
+  EXPECT_EQ(c.notices, std::vector<std::string>{"using only the first directory of log.dirs, '/a' "
+                                                "(Silt keeps its files in one directory)"});
+  EXPECT_NE(error_of({{"log.dirs", ","}}).find("log.dirs"), std::string::npos);
+}
+
+TEST(BrokerConfig, BrokerIdStandsInForNodeId) {
+  EXPECT_EQ(props({{"broker.id", "5"}}).node_id, 5);
+  EXPECT_EQ(props({{"broker.id", "5"}, {"node.id", "5"}}).node_id, 5);
+  EXPECT_EQ(error_of({{"broker.id", "5"}, {"node.id", "6"}}),
+            "broker.id (5) and node.id (6) differ; they name the same thing");
+  EXPECT_EQ(error_of({{"broker.id", "-1"}}),
+            "invalid value '-1' for broker.id: expected an integer of at least 0");
 }
 
 TEST(BrokerConfig, OverridesWinOverTheFileAndLaterOnesWin) {
@@ -213,13 +246,14 @@ TEST(BrokerConfig, ParsesListeners) {
   EXPECT_EQ(c.advertised_listeners.at(0).port, 19092);
   EXPECT_EQ(c.values.at("advertised.listeners"), "PLAINTEXT://broker1.example.com:19092");
 
-  EXPECT_NE(error_of({{"listeners", "SSL://:9093"}}).find("SSL is not supported yet"),
-            std::string::npos);
+  c = props({{"listeners", "plaintext://:9092"}});
+  EXPECT_EQ(c.listeners.at(0).listener_name, "PLAINTEXT");
   EXPECT_NE(error_of({{"listeners", "PLAINTEXT://:65536"}}).find("port between 0 and 65535"),
             std::string::npos);
   EXPECT_NE(error_of({{"listeners", "PLAINTEXT://:-1"}}).find("port"), std::string::npos);
-  EXPECT_NE(error_of({{"listeners", "localhost:9092"}}).find("PLAINTEXT://host:port"),
+  EXPECT_NE(error_of({{"listeners", "localhost:9092"}}).find("NAME://host:port"),
             std::string::npos);
+  EXPECT_NE(error_of({{"listeners", "PLAIN TEXT://:1"}}).find("listener name"), std::string::npos);
   EXPECT_NE(error_of({{"listeners", ""}}).find("at least one listener"), std::string::npos);
   EXPECT_NE(error_of({{"listeners", "PLAINTEXT://:1,PLAINTEXT://:2"}}).find("twice"),
             std::string::npos);
@@ -246,16 +280,244 @@ TEST(BrokerConfig, RetentionMsWinsOverMinutesOverHours) {
             std::string::npos);
 }
 
-TEST(BrokerConfig, AcceptsCommonKafkaKeys) {
-  const auto c = props({{"process.roles", "broker,controller"},
-                        {"default.replication.factor", "1"},
-                        {"offsets.topic.replication.factor", "1"},
-                        {"transaction.state.log.replication.factor", "1"},
-                        {"transaction.state.log.min.isr", "1"},
-                        {"group.initial.rebalance.delay.ms", "0"}});
-  EXPECT_EQ(c.group_initial_rebalance_delay_ms, 0);
-  EXPECT_EQ(c.values.at("process.roles"), "broker,controller");
-  EXPECT_NE(error_of({{"process.roles", "observer"}}).find("process.roles"), std::string::npos);
+TEST(BrokerConfig, NonPlaintextListenersAreRefused) {
+  EXPECT_EQ(error_of({{"listeners", "SSL://:9093"}}),
+            "invalid value 'SSL://:9093' for listeners: listener 'SSL://:9093' uses SSL: TLS and "
+            "SASL are not supported yet (only PLAINTEXT listeners)");
+  EXPECT_NE(error_of({{"listeners", "PLAINTEXT://:9092,SASL_PLAINTEXT://:9094"}})
+                .find("uses SASL_PLAINTEXT: TLS and SASL are not supported yet"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"listeners", "BROKER://:9092"},
+                      {"listener.security.protocol.map", "BROKER:SASL_SSL"}})
+                .find("'BROKER://:9092' uses SASL_SSL: TLS and SASL are not supported yet"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"listeners", "PLAINTEXT://:9092"},
+                      {"advertised.listeners", "PLAINTEXT://a:9092,SSL://a:9093"}})
+                .find("for advertised.listeners: listener 'SSL://a:9093' uses SSL"),
+            std::string::npos);
+  temp_file f("listeners=PLAINTEXT://:9092,SSL://:9093\n");
+  command_line cmd;
+  cmd.properties_file = f.path();
+  EXPECT_EQ(load(cmd).error(), f.path() +
+                                   ":1: invalid value 'PLAINTEXT://:9092,SSL://:9093' for "
+                                   "listeners: listener 'SSL://:9093' uses SSL: TLS and SASL are "
+                                   "not supported yet (only PLAINTEXT listeners)");
+}
+
+TEST(BrokerConfig, ListenerNamesMapToProtocols) {
+  auto c = props({{"listeners", "BROKER://127.0.0.1:9092"},
+                  {"listener.security.protocol.map", "broker:plaintext, CONTROLLER:SSL"}});
+  ASSERT_EQ(c.listeners.size(), 1u);
+  EXPECT_EQ(to_string(c.listeners[0]), "BROKER://127.0.0.1:9092");
+  EXPECT_EQ(to_string(c.advertised_listeners.at(0)), "BROKER://127.0.0.1:9092");
+  EXPECT_EQ(c.values.at("listener.security.protocol.map"), "BROKER:PLAINTEXT,CONTROLLER:SSL");
+  EXPECT_EQ(error_of({{"listeners", "BROKER://:9092"}}),
+            "invalid value 'BROKER://:9092' for listeners: listener 'BROKER://:9092' has no "
+            "security protocol: BROKER is not in listener.security.protocol.map");
+  EXPECT_EQ(error_of({{"listener.security.protocol.map", "PLAINTEXT"}}),
+            "invalid value 'PLAINTEXT' for listener.security.protocol.map: expected "
+            "NAME:PROTOCOL, got 'PLAINTEXT'");
+  EXPECT_EQ(error_of({{"listener.security.protocol.map", "PLAINTEXT:TLS"}}),
+            "invalid value 'PLAINTEXT:TLS' for listener.security.protocol.map: unknown security "
+            "protocol 'TLS' (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)");
+  EXPECT_NE(error_of({{"listener.security.protocol.map", "A:SSL,a:SSL"}}).find("twice"),
+            std::string::npos);
+}
+
+TEST(BrokerConfig, ControllerListenersAreDroppedWithANotice) {
+  auto c = props({{"listeners", "PLAINTEXT://:9092,CONTROLLER://:9093"},
+                  {"advertised.listeners", "PLAINTEXT://h:9092,CONTROLLER://0.0.0.0:9093"}});
+  ASSERT_EQ(c.listeners.size(), 1u);
+  EXPECT_EQ(c.listeners[0].port, 9092);
+  ASSERT_EQ(c.advertised_listeners.size(), 1u);
+  EXPECT_EQ(to_string(c.advertised_listeners[0]), "PLAINTEXT://h:9092");
+  EXPECT_EQ(c.values.at("listeners"), "PLAINTEXT://:9092");
+  EXPECT_EQ(c.notices, (std::vector<std::string>{
+                           "ignoring Kafka listener 'CONTROLLER://:9093' in listeners (Silt has "
+                           "no KRaft controller)",
+                           "ignoring Kafka listener 'CONTROLLER://0.0.0.0:9093' in "
+                           "advertised.listeners (Silt has no KRaft controller)"}));
+  // Any controller name, whatever its protocol: it is not served.
+  c = props({{"listeners", "CTRL://:9093,PLAINTEXT://:9092"},
+             {"controller.listener.names", "ctrl"},
+             {"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CTRL:SASL_SSL"}});
+  ASSERT_EQ(c.listeners.size(), 1u);
+  EXPECT_EQ(c.listeners[0].listener_name, "PLAINTEXT");
+  EXPECT_EQ(c.values.at("controller.listener.names"), "CTRL");
+  // Nothing left to serve is an error.
+  EXPECT_EQ(error_of({{"listeners", "CONTROLLER://:9093"}}),
+            "listeners has no broker listener (only Kafka controller listeners)");
+}
+
+// The settings of Apache Kafka 4.1's config/server.properties (a single KRaft node, broker and
+// controller), in the file's order, without its comments; tests/data holds the same.
+constexpr const char* kKafkaServerProperties = R"(
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=localhost:9093
+
+listeners=PLAINTEXT://:9092,CONTROLLER://:9093
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+
+log.dirs=/tmp/kraft-combined-logs
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+
+offsets.topic.replication.factor=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+
+#log.flush.interval.messages=10000
+#log.flush.interval.ms=1000
+
+log.retention.hours=168
+#log.retention.bytes=1073741824
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+)";
+
+TEST(KafkaServerProperties, TheStockFileLoads) {
+  const auto c = load_file(kKafkaServerProperties);
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c->node_id, 1);
+  EXPECT_EQ(c->data_dir, "/tmp/kraft-combined-logs");
+  EXPECT_EQ(c->wal_path, "/tmp/kraft-combined-logs/wal");
+  ASSERT_EQ(c->listeners.size(), 1u);
+  EXPECT_EQ(to_string(c->listeners[0]), "PLAINTEXT://:9092");
+  ASSERT_EQ(c->advertised_listeners.size(), 1u);
+  EXPECT_EQ(to_string(c->advertised_listeners[0]), "PLAINTEXT://localhost:9092");
+  EXPECT_EQ(c->num_network_threads, 3u);
+  EXPECT_EQ(c->num_io_threads, 8u);
+  EXPECT_EQ(c->socket_request_max_bytes, 104857600);
+  EXPECT_EQ(c->log_retention_ms, 168LL * 3600 * 1000);
+  EXPECT_EQ(c->retention_check_interval_ms, 300000);
+  const std::string controller = "Silt has no KRaft controller";
+  const std::string replication = "no replication: durability comes from the WAL, not replicas";
+  const std::string sockets = "Silt leaves socket buffers and the listen backlog to the system";
+  const std::string segments = "Silt stores objects, not segment files";
+  const std::string internal_topics = "Silt keeps no internal topics";
+  auto ignoring = [](const std::string& key, const std::string& reason) {
+    return "ignoring Kafka setting '" + key + "' (" + reason + ")";
+  };
+  EXPECT_EQ(c->notices,
+            (std::vector<std::string>{
+                ignoring("process.roles", controller),
+                ignoring("controller.quorum.bootstrap.servers", controller),
+                ignoring("inter.broker.listener.name", replication),
+                ignoring("socket.send.buffer.bytes", sockets),
+                ignoring("socket.receive.buffer.bytes", sockets),
+                ignoring("num.recovery.threads.per.data.dir", segments),
+                ignoring("offsets.topic.replication.factor", internal_topics),
+                ignoring("share.coordinator.state.topic.replication.factor", internal_topics),
+                ignoring("share.coordinator.state.topic.min.isr", internal_topics),
+                ignoring("transaction.state.log.replication.factor", internal_topics),
+                ignoring("transaction.state.log.min.isr", internal_topics),
+                ignoring("log.segment.bytes", segments),
+                "ignoring Kafka listener 'CONTROLLER://:9093' in listeners (" + controller + ")",
+                "ignoring Kafka listener 'CONTROLLER://localhost:9093' in "
+                "advertised.listeners (" +
+                    controller + ")",
+            }));
+  // Ignored settings are not described as if they had an effect.
+  EXPECT_FALSE(c->values.contains("log.segment.bytes"));
+  EXPECT_EQ(c->values.at("log.dirs"), "/tmp/kraft-combined-logs");
+}
+
+TEST(KafkaServerProperties, LoadsWithTheOverridesOfATestBroker) {
+  const auto c = load_file(kKafkaServerProperties,
+                           {"listeners=PLAINTEXT://127.0.0.1:19092", "data.dir=/tmp/silt-test"});
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c->data_dir, "/tmp/silt-test");
+  ASSERT_EQ(c->listeners.size(), 1u);
+  EXPECT_EQ(to_string(c->listeners[0]), "PLAINTEXT://127.0.0.1:19092");
+  // advertised.listeners still comes from the file, as in Kafka.
+  EXPECT_EQ(to_string(c->advertised_listeners.at(0)), "PLAINTEXT://localhost:9092");
+  EXPECT_NE(
+      std::find(c->notices.begin(), c->notices.end(), "ignoring log.dirs (data.dir is given)"),
+      c->notices.end());
+}
+
+TEST(KafkaServerProperties, LoadWritesEachNoticeOnceToStderr) {
+  temp_file f("log.segment.bytes=1073741824\nlog.segment.bytes=536870912\n");
+  command_line cmd;
+  cmd.properties_file = f.path();
+  cmd.overrides = {"log.segment.bytes=1048576", "socket.send.buffer.bytes=-1"};
+  ::testing::internal::CaptureStderr();
+  const auto c = load(cmd);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(err,
+            "silt: ignoring Kafka setting 'log.segment.bytes' (Silt stores objects, not segment "
+            "files)\n"
+            "silt: ignoring Kafka setting 'socket.send.buffer.bytes' (Silt leaves socket buffers "
+            "and the listen backlog to the system)\n");
+}
+
+TEST(KafkaServerProperties, ATypoStillStopsStartUp) {
+  const std::string text = kKafkaServerProperties;
+  const auto typo_line = std::count(text.begin(), text.end(), '\n') + 1;
+  temp_file f(text + "log.segment.byte=1073741824\n");
+  command_line cmd;
+  cmd.properties_file = f.path();
+  ::testing::internal::CaptureStderr();
+  const auto c = load(cmd);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error(),
+            f.path() + ":" + std::to_string(typo_line) + ": unknown setting 'log.segment.byte'");
+  EXPECT_EQ(err, "") << "nothing is logged when loading fails";
+  EXPECT_EQ(error_of({{"controller.quorum.voter", "1@localhost:9093"}}),
+            "unknown setting 'controller.quorum.voter'");
+}
+
+TEST(KafkaServerProperties, IgnoredSettingsMustHaveAValueOfTheirKafkaType) {
+  EXPECT_EQ(error_of({{"log.segment.bytes", "1GB"}}),
+            "invalid value '1GB' for log.segment.bytes: expected a 32-bit integer");
+  EXPECT_EQ(error_of({{"log.segment.bytes", "4294967296"}}),
+            "invalid value '4294967296' for log.segment.bytes: expected a 32-bit integer");
+  EXPECT_EQ(error_of({{"offsets.topic.replication.factor", "70000"}}),
+            "invalid value '70000' for offsets.topic.replication.factor: expected a 16-bit "
+            "integer");
+  EXPECT_EQ(error_of({{"log.preallocate", "yes"}}),
+            "invalid value 'yes' for log.preallocate: expected true or false");
+  EXPECT_EQ(error_of({{"log.cleaner.min.cleanable.ratio", "half"}}),
+            "invalid value 'half' for log.cleaner.min.cleanable.ratio: expected a number");
+  EXPECT_EQ(error_of({{"process.roles", "controller"}}),
+            "invalid value 'controller' for process.roles: expected a list of broker and "
+            "controller that includes broker");
+  EXPECT_TRUE(from_properties({{"process.roles", "broker"},
+                               {"log.preallocate", "TRUE"},
+                               {"log.flush.interval.messages", "9223372036854775807"},
+                               {"log.cleaner.io.buffer.load.factor", "0.9"},
+                               {"controller.quorum.voters", "1@localhost:9093,2@[::1]:9093"}}));
+}
+
+TEST(KafkaServerProperties, IgnoredAndKnownSettingsAreApart) {
+  std::set<std::string> known;
+  for (const auto& e : describe_broker_configs(props({}))) known.insert(e.name);
+  EXPECT_TRUE(known.contains("log.dirs"));
+  std::set<std::string> names;
+  for (const auto& s : detail::ignored_settings()) {
+    EXPECT_TRUE(names.insert(s.name).second) << s.name << " twice";
+    EXPECT_FALSE(s.reason.empty()) << s.name;
+    EXPECT_FALSE(known.contains(s.name)) << s.name << " is a Silt setting too";
+    bool loads = false;
+    for (const auto* value : {"1", "true", "broker", "x"}) {
+      loads = loads || from_properties({{s.name, value}}).has_value();
+    }
+    EXPECT_TRUE(loads) << s.name;
+  }
+  EXPECT_GT(names.size(), 50u);
 }
 
 TEST(CommandLine, ParsesFileOverridesAndFlags) {
@@ -466,8 +728,10 @@ TEST(Docs, ConfigurationMdMatchesTheTable) {
   committed << in.rdbuf();
   EXPECT_EQ(committed.str(), generated)
       << "docs/configuration.md is out of date; regenerate it with SILT_UPDATE_DOCS=1";
-  for (const auto* name : {"`listeners`", "`wal.capacity.bytes`", "`retention.ms`",
-                           "`cleanup.policy`", "`log.retention.hours`"}) {
+  for (const auto* name :
+       {"`listeners`", "`wal.capacity.bytes`", "`retention.ms`", "`cleanup.policy`",
+        "`log.retention.hours`", "`log.segment.bytes`", "Silt has no KRaft controller",
+        "`controller.quorum.bootstrap.servers`"}) {
     EXPECT_NE(generated.find(name), std::string::npos) << name;
   }
 }
