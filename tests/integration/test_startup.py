@@ -1,13 +1,29 @@
 """Start-up and shutdown of the silt binary: bad settings stop it with a message naming them,
-a properties file is read, and SIGTERM answers requests in flight before it exits 0."""
+a properties file is read (Apache Kafka's own server.properties too), and SIGTERM answers
+requests in flight before it exits 0."""
+import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
-from conftest import SILT_BIN, SiltBroker
-from util import (array, connect, create_topic, i8, i32, i64, read_response, request, string)
+from conftest import ROOT, SILT_BIN, SiltBroker
+from util import (Reader, array, connect, create_topic, i8, i32, i64, metadata_request,
+                  read_response, request, string)
 
 FETCH = 1
+
+
+def kafka_server_properties():
+    """Apache Kafka's stock KRaft config/server.properties: the reference install's
+    (tests/kafka-reference.sh) when it has a config directory, else the copy of its settings
+    in tests/data."""
+    cache = Path(os.environ.get("SILT_CACHE", Path.home() / ".cache" / "silt"))
+    version = os.environ.get("KAFKA_VERSION", "4.1.1")
+    installed = cache / f"kafka-{version}" / "config" / "server.properties"
+    if installed.exists():
+        return installed
+    return ROOT / "tests" / "data" / "kafka-4.1-server.properties"
 
 
 def run_silt(*args, timeout=30):
@@ -65,3 +81,36 @@ def test_sigterm_answers_a_waiting_fetch(silt, topic_name):
     assert time.time() - start < 10
     assert silt.proc.wait(30) == 0
     s.close()
+
+
+def test_kafka_stock_server_properties(tmp_path):
+    """Kafka's own server.properties starts Silt: the settings Silt has no use for are named
+    once on stderr, the controller listener is dropped, and the broker serves Metadata."""
+    props = kafka_server_properties()
+    b = SiltBroker(tmp_path)
+    b.command = lambda: [str(SILT_BIN), str(props),
+                         "--override", f"listeners=PLAINTEXT://127.0.0.1:{b.port}",
+                         "--override", f"data.dir={b.data_dir}"]
+    b.start()
+    try:
+        with connect(b.bootstrap) as s:
+            s.sendall(metadata_request(5, topics=None, version=1))
+            got = read_response(s)
+        assert got is not None and got[0] == 5, "no Metadata response"
+        r = Reader(got[1])
+        brokers = []
+        for _ in range(r.i32()):
+            brokers.append((r.i32(), r.string(), r.i32()))
+            r.string()  # rack
+        # node.id and advertised.listeners come from the file (its CONTROLLER entry dropped).
+        assert brokers == [(1, "localhost", 9092)]
+        assert r.i32() == 1  # controller_id
+        log = b.log_text()
+        assert ("silt: ignoring Kafka setting 'controller.quorum.bootstrap.servers' "
+                "(Silt has no KRaft controller)") in log
+        assert ("silt: ignoring Kafka listener 'CONTROLLER://localhost:9093' in "
+                "advertised.listeners (Silt has no KRaft controller)") in log
+        assert log.count("ignoring Kafka setting 'log.segment.bytes'") == 1
+        assert (b.data_dir / "wal").exists(), "data.dir overrides the file's log.dirs"
+    finally:
+        assert b.stop() == 0
