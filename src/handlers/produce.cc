@@ -4,9 +4,13 @@
 //
 // Checks, as Kafka's LogValidator does for message format v2: whole batches of magic 2 with
 // a valid CRC, a record count matching the offset range, no batch above max.message.bytes,
-// timestamps within message.timestamp.before/after.max.ms of now for CreateTime. Records
-// inside a batch are covered by its CRC and not decompressed. LogAppendTime topics get the
-// broker's clock written into each batch. Idempotent batches go through producer_state.
+// timestamps within message.timestamp.before/after.max.ms of now for CreateTime. The records
+// of each batch are walked, decompressed first when the batch is compressed (into a scratch
+// buffer that holds one batch's records at a time): exactly the counted records, each
+// well-formed and filling its length, offset deltas 0, 1, ... in order, each record's
+// timestamp in range, nothing after the last. What is appended is still the client's batch
+// as it came, compressed or not. LogAppendTime topics get the broker's clock written into
+// each batch. Idempotent batches go through producer_state.
 #include <atomic>
 
 #include <boost/asio/experimental/concurrent_channel.hpp>
@@ -36,16 +40,106 @@ struct checked {
   protocol::record_batch_header first;  // the (single) idempotent batch's header
 };
 
+// A compressed batch may decompress to at most this much. Kafka streams records and sets no
+// bound; a client's batch holds what its producer buffered (the Java producer's batch.size
+// counts compressed bytes), far below this, and a batch that expands further is a
+// decompression bomb, refused with MESSAGE_TOO_LARGE before it takes more memory.
+constexpr size_t max_decompressed_batch_bytes = size_t{64} << 20;
+
 void set_error(partition_response& p, error_code e, std::string message = {}) {
   p.error_code = static_cast<int16_t>(e);
   p.base_offset = -1;
   if (!message.empty()) p.error_message = std::move(message);
 }
 
+// What is wrong with the records of batch `batch` (0 for the first) of a partition.
+std::string record_message(int batch, int32_t record, std::string_view what) {
+  std::string m = "record " + std::to_string(record);
+  if (batch > 0) m += " of batch " + std::to_string(batch);
+  m += ": ";
+  m += what;
+  return m;
+}
+
+// Whether a record's timestamp is outside message.timestamp.before/after.max.ms of `now`
+// (LogValidator.validateTimestamp: -1, no timestamp, is always accepted).
+bool timestamp_out_of_range(const config::topic_config& cfg, int64_t timestamp, int64_t now) {
+  if (timestamp == -1) return false;
+  // The distance in uint64_t: it cannot overflow whatever the timestamp.
+  if (timestamp > now) {
+    return static_cast<uint64_t>(timestamp) - static_cast<uint64_t>(now) >
+           static_cast<uint64_t>(std::max<int64_t>(cfg.message_timestamp_after_max_ms, 0));
+  }
+  return static_cast<uint64_t>(now) - static_cast<uint64_t>(timestamp) >
+         static_cast<uint64_t>(std::max<int64_t>(cfg.message_timestamp_before_max_ms, 0));
+}
+
+// Walks the records of one batch (decompressing them into `scratch` if need be), checking what
+// LogValidator checks of each record a client produces. Returns none or the partition's error.
+error_code validate_records(const config::topic_config& cfg, const protocol::record_batch& b,
+                            int batch, int64_t now, std::vector<uint8_t>& scratch,
+                            std::string& message) {
+  const auto& h = b.header;
+  auto section = protocol::records_section(b, scratch, max_decompressed_batch_bytes);
+  if (!section) {
+    const std::string codec(protocol::compression_codec_name(h.codec()));
+    switch (section.error()) {
+      case protocol::batch_error::unknown_codec:
+        message = "unknown compression codec id " + std::to_string(static_cast<int>(h.codec()));
+        break;
+      case protocol::batch_error::decompressed_too_large:
+        message = "the " + codec + " records decompress to more than " +
+                  std::to_string(max_decompressed_batch_bytes) + " bytes";
+        break;
+      default:
+        message = "the " + codec + " records do not decompress";
+        break;
+    }
+    return protocol::to_error_code(section.error());
+  }
+  const bool create_time = cfg.message_timestamp_type == config::timestamp_type::create_time;
+  protocol::record_walker walker(*section, h.records_count);
+  for (int32_t i = 0;; ++i) {
+    auto next = walker.next();
+    if (!next) {
+      message = record_message(batch, next.error().index, next.error().what);
+      return protocol::to_error_code(next.error().error);
+    }
+    if (!*next) break;
+    const protocol::record_view& r = **next;
+    // Consumers take base_offset + offset_delta as a record's offset and the client's batch
+    // is stored as it is, so the deltas must be 0, 1, ... (Kafka stores an uncompressed batch
+    // with other deltas as sent, and rebuilds a compressed one).
+    if (r.offset_delta != i) {
+      message = record_message(
+          batch, i,
+          "offset delta " + std::to_string(r.offset_delta) + ", expected " + std::to_string(i));
+      return error_code::invalid_record;
+    }
+    if (create_time) {
+      // Java's long arithmetic: deltas wrap. A batch marked log-append-time gives every record
+      // its max timestamp.
+      const int64_t timestamp =
+          h.log_append_time() ? h.max_timestamp
+                              : static_cast<int64_t>(static_cast<uint64_t>(h.base_timestamp) +
+                                                     static_cast<uint64_t>(r.timestamp_delta));
+      if (timestamp_out_of_range(cfg, timestamp, now)) {
+        message = record_message(batch, i,
+                                 "timestamp " + std::to_string(timestamp) +
+                                     " is out of range: it must be within "
+                                     "message.timestamp.before.max.ms and "
+                                     "message.timestamp.after.max.ms of the broker's clock");
+        return error_code::invalid_timestamp;
+      }
+    }
+  }
+  return error_code::none;
+}
+
 // Validates the batches of one partition and rewrites what the broker owns in them (leader
 // epoch; max timestamp and CRC for LogAppendTime). Returns none or the partition's error.
 error_code validate(const config::topic_config& cfg, std::span<uint8_t> records, int64_t now,
-                    checked& c, std::string& message) {
+                    std::vector<uint8_t>& scratch, checked& c, std::string& message) {
   if (records.empty()) return error_code::invalid_record;
   protocol::batch_reader reader(records);
   int batches = 0;
@@ -82,6 +176,8 @@ error_code validate(const config::topic_config& cfg, std::span<uint8_t> records,
       c.idempotent = true;
       c.first = h;
     }
+    const error_code records_error = validate_records(cfg, b, batches - 1, now, scratch, message);
+    if (records_error != error_code::none) return records_error;
     auto* p = const_cast<uint8_t*>(b.bytes.data());
     const std::span<uint8_t> mutable_batch(p, b.bytes.size());
     protocol::set_partition_leader_epoch(mutable_batch, leader_epoch);
@@ -161,6 +257,7 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
   const int64_t now = base::now_ms();
 
   std::vector<checked> work;
+  std::vector<uint8_t> scratch;  // decompressed records, one batch at a time
   for (size_t ti = 0; ti < req.topic_data.size(); ++ti) {
     const auto& t = req.topic_data[ti];
     auto topic = ctx.topic(t.name);
@@ -194,7 +291,7 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
         c.records = std::span<uint8_t>(const_cast<uint8_t*>(bytes.data()), bytes.size());
       }
       std::string message;
-      const error_code e = validate(topic->cfg, c.records, now, c, message);
+      const error_code e = validate(topic->cfg, c.records, now, scratch, c, message);
       if (e != error_code::none) {
         set_error(out, e, std::move(message));
         continue;
@@ -204,6 +301,7 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
       work.push_back(std::move(c));
     }
   }
+  scratch = std::vector<uint8_t>();  // not held while the appends wait for the WAL
 
   auto p = std::make_shared<pending>(co_await asio::this_coro::executor);
   std::vector<std::pair<uint64_t, int64_t>> duplicates;  // stream, last offset to wait for

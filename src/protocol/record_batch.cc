@@ -186,12 +186,17 @@ size_t nullable_bytes_size(std::optional<std::span<const uint8_t>> b) {
 //    when converting between formats, nor UNSUPPORTED_VERSION, which is about the request.
 //  - DefaultRecord.readFrom and DefaultRecordBatch's record iterator throw
 //    InvalidRecordException for records that do not fit or fill their length and for a count
-//    that does not match the records: INVALID_RECORD.
+//    that does not match the records ("Incorrect declared batch size, premature EOF reached",
+//    "... records still remaining"): INVALID_RECORD. (A record length whose varint is too long
+//    escapes readFrom as IllegalArgumentException, UNKNOWN_SERVER_ERROR: an accident that Silt
+//    does not copy, INVALID_RECORD as for every other malformed field.)
+//  - decompression_failed: DefaultRecordBatch's StreamRecordIterator (and each codec's
+//    wrapForInput, for a bad frame header) wraps the decompressor's IOException in a
+//    KafkaException, which ReplicaManager.appendToLocalLog does not map: UNKNOWN_SERVER_ERROR,
+//    as Kafka 4.1.1 answers a gzip, snappy, lz4 or zstd payload that does not decompress (the
+//    black-box tests check it). Silt answers the same, with a message naming the codec, so that
+//    clients handle it as they do with Kafka (a retry of the same batch fails again on both).
 // Where Kafka's answer is an accident, Silt answers what a client can act on:
-//  - decompression_failed: Kafka wraps the decompressor's IOException in a KafkaException,
-//    which ReplicaManager turns into UNKNOWN_SERVER_ERROR. The batch is at fault, not the
-//    broker, and retrying cannot help, so INVALID_RECORD (non-retriable), which Kafka answers
-//    when a decompressed stream ends inside a record.
 //  - unknown_codec: CompressionType.forId throws IllegalArgumentException, again
 //    UNKNOWN_SERVER_ERROR; UNSUPPORTED_COMPRESSION_TYPE names the problem.
 //  - decompressed_too_large: Kafka has no such limit (it streams records); MESSAGE_TOO_LARGE
@@ -206,8 +211,9 @@ error_code to_error_code(batch_error e) {
     case batch_error::legacy_magic:
     case batch_error::invalid_record:
     case batch_error::record_count_mismatch:
-    case batch_error::decompression_failed:
       return error_code::invalid_record;
+    case batch_error::decompression_failed:
+      return error_code::unknown_server_error;
     case batch_error::unknown_codec:
       return error_code::unsupported_compression_type;
     case batch_error::decompressed_too_large:
