@@ -131,8 +131,9 @@ class uring_wal final : public wal {
   // What the I/O thread, about to sleep, wants to be woken for.
   enum class wake_on : uint8_t {
     nothing,    // it will wake anyway: its write slots are full, or it paces for the IOPS cap
-    any_work,   // it is idle: any append (or trim) is worth a write now
-    big_batch,  // writes are in flight and slots free: wake it for a batch of wake_bytes_,
+    any_work,   // fewer than eager_writes writes in flight: any append (or trim) is worth a
+                // write now
+    big_batch,  // more writes in flight and slots free: wake it for a batch of wake_bytes_,
                 // smaller ones wait for the next completion and grow meanwhile
   };
   wake_on wake_on_ = wake_on::nothing;
