@@ -52,13 +52,9 @@ void set_error(partition_response& p, error_code e, std::string message = {}) {
   if (!message.empty()) p.error_message = std::move(message);
 }
 
-// What is wrong with the records of batch `batch` (0 for the first) of a partition.
-std::string record_message(int batch, int32_t record, std::string_view what) {
-  std::string m = "record " + std::to_string(record);
-  if (batch > 0) m += " of batch " + std::to_string(batch);
-  m += ": ";
-  m += what;
-  return m;
+// What is wrong with record `record` of a partition's batch.
+std::string record_message(int32_t record, std::string_view what) {
+  return "record " + std::to_string(record) + ": " + std::string(what);
 }
 
 // Whether a record's timestamp is outside message.timestamp.before/after.max.ms of `now`
@@ -77,8 +73,7 @@ bool timestamp_out_of_range(const config::topic_config& cfg, int64_t timestamp, 
 // Walks the records of one batch (decompressing them into `scratch` if need be), checking what
 // LogValidator checks of each record a client produces. Returns none or the partition's error.
 error_code validate_records(const config::topic_config& cfg, const protocol::record_batch& b,
-                            int batch, int64_t now, std::vector<uint8_t>& scratch,
-                            std::string& message) {
+                            int64_t now, std::vector<uint8_t>& scratch, std::string& message) {
   const auto& h = b.header;
   auto section = protocol::records_section(b, scratch, max_decompressed_batch_bytes);
   if (!section) {
@@ -102,7 +97,7 @@ error_code validate_records(const config::topic_config& cfg, const protocol::rec
   for (int32_t i = 0;; ++i) {
     auto next = walker.next();
     if (!next) {
-      message = record_message(batch, next.error().index, next.error().what);
+      message = record_message(next.error().index, next.error().what);
       return protocol::to_error_code(next.error().error);
     }
     if (!*next) break;
@@ -112,8 +107,7 @@ error_code validate_records(const config::topic_config& cfg, const protocol::rec
     // with other deltas as sent, and rebuilds a compressed one).
     if (r.offset_delta != i) {
       message = record_message(
-          batch, i,
-          "offset delta " + std::to_string(r.offset_delta) + ", expected " + std::to_string(i));
+          i, "offset delta " + std::to_string(r.offset_delta) + ", expected " + std::to_string(i));
       return error_code::invalid_record;
     }
     if (create_time) {
@@ -124,11 +118,10 @@ error_code validate_records(const config::topic_config& cfg, const protocol::rec
                               : static_cast<int64_t>(static_cast<uint64_t>(h.base_timestamp) +
                                                      static_cast<uint64_t>(r.timestamp_delta));
       if (timestamp_out_of_range(cfg, timestamp, now)) {
-        message = record_message(batch, i,
-                                 "timestamp " + std::to_string(timestamp) +
-                                     " is out of range: it must be within "
-                                     "message.timestamp.before.max.ms and "
-                                     "message.timestamp.after.max.ms of the broker's clock");
+        message = record_message(i, "timestamp " + std::to_string(timestamp) +
+                                        " is out of range: it must be within "
+                                        "message.timestamp.before.max.ms and "
+                                        "message.timestamp.after.max.ms of the broker's clock");
         return error_code::invalid_timestamp;
       }
     }
@@ -149,7 +142,11 @@ error_code validate(const config::topic_config& cfg, std::span<uint8_t> records,
     if (!*next) break;
     const auto& b = **next;
     const auto& h = b.header;
-    ++batches;
+    if (++batches > 1) {
+      // ProduceRequest.validateRecords: from version 3 on (Silt serves no older ones).
+      message = "a produce request carries exactly one record batch per partition";
+      return error_code::invalid_record;
+    }
     if (b.bytes.size() > static_cast<size_t>(std::max(cfg.max_message_bytes, 0))) {
       message = "the record batch is " + std::to_string(b.bytes.size()) +
                 " bytes, larger than max.message.bytes " + std::to_string(cfg.max_message_bytes);
@@ -169,14 +166,14 @@ error_code validate(const config::topic_config& cfg, std::span<uint8_t> records,
       return error_code::invalid_record;
     }
     if (h.producer_id >= 0) {
-      if (batches > 1 || h.producer_epoch < 0 || h.base_sequence < 0) {
-        message = "an idempotent produce carries one batch with an epoch and a sequence";
+      if (h.producer_epoch < 0 || h.base_sequence < 0) {
+        message = "an idempotent batch carries an epoch and a sequence";
         return error_code::invalid_record;
       }
       c.idempotent = true;
       c.first = h;
     }
-    const error_code records_error = validate_records(cfg, b, batches - 1, now, scratch, message);
+    const error_code records_error = validate_records(cfg, b, now, scratch, message);
     if (records_error != error_code::none) return records_error;
     auto* p = const_cast<uint8_t*>(b.bytes.data());
     const std::span<uint8_t> mutable_batch(p, b.bytes.size());
@@ -200,10 +197,6 @@ error_code validate(const config::topic_config& cfg, std::span<uint8_t> records,
         return error_code::invalid_timestamp;
       }
     }
-  }
-  if (batches > 1 && c.idempotent) {
-    message = "an idempotent produce carries one batch per partition";
-    return error_code::invalid_record;
   }
   return error_code::none;
 }

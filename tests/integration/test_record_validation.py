@@ -212,3 +212,13 @@ def test_offset_deltas_out_of_order(broker, client_and_topic, codec):
         return
     message = refused_alone(broker, c, topic, bad, INVALID_RECORD)
     assert message == "record 1: offset delta 2, expected 1", message
+
+
+def test_two_batches_for_one_partition(broker, client_and_topic):
+    """From Produce v3 on a partition's records are exactly one batch
+    (ProduceRequest.validateRecords); two well-formed ones are refused together."""
+    c, topic = client_and_topic
+    message = refused_alone(broker, c, topic, batch(records(1), 1) + batch(records(2), 2),
+                            INVALID_RECORD)
+    if broker.kind == "silt":
+        assert "exactly one record batch" in message, message
