@@ -29,15 +29,21 @@ FINAL_RE = re.compile(
     r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
     r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99\.9th")
 
-# silt: requests: Produce n=N total p50=A p99=B max=C | handle p50=D p99=E max=F |
-# queue p99=G max=H | send p99=I max=J ms
-BROKER_RE = re.compile(
-    r"silt: requests: Produce n=(\d+) total p50=([\d.]+) p99=([\d.]+) max=([\d.]+) \| "
-    r"handle p50=([\d.]+) p99=([\d.]+) max=([\d.]+) \| queue p99=([\d.]+) max=([\d.]+) \| "
-    r"send p99=([\d.]+) max=([\d.]+) ms")
-BROKER_KEYS = ("requests", "total_p50_ms", "total_p99_ms", "total_max_ms", "handle_p50_ms",
-               "handle_p99_ms", "handle_max_ms", "queue_p99_ms", "queue_max_ms", "send_p99_ms",
-               "send_max_ms")
+# silt: requests: Produce n=N total p50=A p99=B max=C | handle p50=... | queue p50=... |
+# send p50=... ms
+BROKER_RE = re.compile(r"silt: requests: Produce n=(\d+) (.*) ms$", re.M)
+# silt: wal: writes n=N avg KiB=K appends/write=A | batch wait p50=... | write p50=... ms
+WAL_RE = re.compile(r"silt: wal: writes n=(\d+) avg KiB=(\d+) appends/write=\d+ (.*) ms$", re.M)
+PART_RE = re.compile(r"(\w+) p50=([\d.]+) p99=([\d.]+) max=([\d.]+)")
+
+
+def broker_timing(line_match, first_key):
+    out = {first_key: int(line_match.group(1))}
+    for name, p50, p99, mx in PART_RE.findall(line_match.group(line_match.re.groups)):
+        out.update({f"{name}_p50_ms": float(p50), f"{name}_p99_ms": float(p99),
+                    f"{name}_max_ms": float(mx)})
+    return out
+
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -104,13 +110,16 @@ def record(out_path, args):
     broker_log = run.pop("broker_log", None)
     if broker_log and os.path.exists(broker_log):
         with open(broker_log, errors="replace") as f:
-            found = BROKER_RE.findall(f.read())
+            text = f.read()
         # The reports come at the start of the measured run (the warm-up's), at its end, and
         # at shutdown: the second is the measured run.
+        found = list(BROKER_RE.finditer(text))
         if len(found) >= 2:
-            vals = found[1]
-            run["broker_produce"] = {k: (int(v) if k == "requests" else float(v))
-                                     for k, v in zip(BROKER_KEYS, vals)}
+            run["broker_produce"] = broker_timing(found[1], "requests")
+        found = list(WAL_RE.finditer(text))
+        if len(found) >= 2:
+            run["broker_wal"] = broker_timing(found[1], "writes")
+            run["broker_wal"]["avg_write_kib"] = int(found[1].group(2))
     log = run.pop("perf_log", None)
     final = None
     if log and os.path.exists(log):
@@ -235,6 +244,12 @@ def report(runs_dir, out_path, args):
                     f"{bp['handle_max_ms']}), response queue p99 {bp['queue_p99_ms']} ms (max "
                     f"{bp['queue_max_ms']}), send p99 {bp['send_p99_ms']} ms (max "
                     f"{bp['send_max_ms']}).")
+            bw = r.get("broker_wal") if r else None
+            if bw:
+                lines.append(
+                    f"Its WAL: {bw['writes']:,} writes of {bw['avg_write_kib']} KiB on average; "
+                    f"batch wait p99 {bw['wait_p99_ms']} ms (max {bw['wait_max_ms']}), "
+                    f"write to durable p99 {bw['write_p99_ms']} ms (max {bw['write_max_ms']}).")
             if r and r.get("exceptions_logged"):
                 lines.append(f"\nNote: the {broker} run logged {r['exceptions_logged']} "
                              "exception line(s); see its perf log.")
