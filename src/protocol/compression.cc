@@ -30,10 +30,13 @@ tl::unexpected<batch_error> fail(batch_error e) {
 // never allocating beyond it keeps a decompression bomb from costing more than the limit.
 class bounded_output {
  public:
-  bounded_output(size_t max_out, size_t input_size)
-      : max_(max_out), limit_(max_out == SIZE_MAX ? max_out : max_out + 1) {
-    // Records compress a few times at most; start near that and double from there.
+  // `reuse`: a buffer whose capacity is used first (its content is dropped).
+  bounded_output(size_t max_out, size_t input_size, std::vector<uint8_t>&& reuse)
+      : buf_(std::move(reuse)), max_(max_out), limit_(max_out == SIZE_MAX ? max_out : max_out + 1) {
+    // Records compress a few times at most; start near that and double from there (within
+    // the reused capacity, without allocating).
     const size_t guess = std::max<size_t>(input_size, 1024) * 4;
+    buf_.clear();
     buf_.resize(std::min(limit_, guess));
   }
 
@@ -68,13 +71,13 @@ uInt zlib_chunk(size_t n) {
 
 constexpr uint8_t gzip_magic[2] = {0x1f, 0x8b};
 
-result gzip_decompress(std::span<const uint8_t> in, size_t max_out) {
+result gzip_decompress(std::span<const uint8_t> in, size_t max_out, std::vector<uint8_t>&& reuse) {
   z_stream zs{};
   // 16 + MAX_WBITS: gzip wrapper only, as Java's GZIPInputStream.
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw std::bad_alloc();
   const std::unique_ptr<z_stream, decltype(&inflateEnd)> guard(&zs, &inflateEnd);
 
-  bounded_output out(max_out, in.size());
+  bounded_output out(max_out, in.size(), std::move(reuse));
   const uint8_t* next = in.data();
   size_t left = in.size();
   for (;;) {
@@ -169,8 +172,10 @@ tl::expected<void, batch_error> snappy_block(std::span<const uint8_t> block,
   return {};
 }
 
-result snappy_decompress(std::span<const uint8_t> in, size_t max_out) {
-  std::vector<uint8_t> out;
+result snappy_decompress(std::span<const uint8_t> in, size_t max_out,
+                         std::vector<uint8_t>&& reuse) {
+  std::vector<uint8_t> out = std::move(reuse);
+  out.clear();
   if (!is_xerial(in)) {
     // A raw block announces its length up front, so the limit is checked before allocating.
     auto ok = snappy_block(in, out, max_out);
@@ -215,16 +220,21 @@ std::vector<uint8_t> snappy_compress(std::span<const uint8_t> in) {
   return out;
 }
 
-result lz4_decompress(std::span<const uint8_t> in, size_t max_out) {
-  LZ4F_dctx* raw_ctx = nullptr;
-  if (LZ4F_isError(LZ4F_createDecompressionContext(&raw_ctx, LZ4F_VERSION))) {
-    throw std::bad_alloc();
-  }
-  const std::unique_ptr<LZ4F_dctx, decltype(&LZ4F_freeDecompressionContext)> ctx(
-      raw_ctx, &LZ4F_freeDecompressionContext);
+result lz4_decompress(std::span<const uint8_t> in, size_t max_out, std::vector<uint8_t>&& reuse) {
+  // One context per thread, reset for each batch: creating one costs an allocation.
+  static thread_local const std::unique_ptr<LZ4F_dctx, decltype(&LZ4F_freeDecompressionContext)>
+      ctx = [] {
+        LZ4F_dctx* raw = nullptr;
+        if (LZ4F_isError(LZ4F_createDecompressionContext(&raw, LZ4F_VERSION))) {
+          throw std::bad_alloc();
+        }
+        return std::unique_ptr<LZ4F_dctx, decltype(&LZ4F_freeDecompressionContext)>(
+            raw, &LZ4F_freeDecompressionContext);
+      }();
+  LZ4F_resetDecompressionContext(ctx.get());
 
   if (in.empty()) return fail(batch_error::decompression_failed);
-  bounded_output out(max_out, in.size());
+  bounded_output out(max_out, in.size(), std::move(reuse));
   const uint8_t* next = in.data();
   size_t left = in.size();
   for (;;) {
@@ -262,13 +272,16 @@ std::vector<uint8_t> lz4_compress(std::span<const uint8_t> in) {
   return out;
 }
 
-result zstd_decompress(std::span<const uint8_t> in, size_t max_out) {
-  // zstd's default window limit (128 MiB) bounds the memory a frame header can ask for.
-  const std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> ctx(ZSTD_createDCtx(), &ZSTD_freeDCtx);
+result zstd_decompress(std::span<const uint8_t> in, size_t max_out, std::vector<uint8_t>&& reuse) {
+  // zstd's default window limit (128 MiB) bounds the memory a frame header can ask for. One
+  // context per thread, reset for each batch: creating one costs allocations.
+  static thread_local const std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> ctx(
+      ZSTD_createDCtx(), &ZSTD_freeDCtx);
   if (!ctx) throw std::bad_alloc();
+  ZSTD_DCtx_reset(ctx.get(), ZSTD_reset_session_only);
 
   if (in.empty()) return fail(batch_error::decompression_failed);
-  bounded_output out(max_out, in.size());
+  bounded_output out(max_out, in.size(), std::move(reuse));
   ZSTD_inBuffer ib{in.data(), in.size(), 0};
   for (;;) {
     const std::span<uint8_t> space = out.space();
@@ -349,19 +362,21 @@ std::string_view batch_error_name(batch_error e) {
 
 tl::expected<std::vector<uint8_t>, batch_error> decompress(compression_codec codec,
                                                            std::span<const uint8_t> in,
-                                                           size_t max_out) {
+                                                           size_t max_out,
+                                                           std::vector<uint8_t> reuse) {
   switch (codec) {
     case compression_codec::none:
       if (in.size() > max_out) return fail(batch_error::decompressed_too_large);
-      return std::vector<uint8_t>(in.begin(), in.end());
+      reuse.assign(in.begin(), in.end());
+      return reuse;
     case compression_codec::gzip:
-      return gzip_decompress(in, max_out);
+      return gzip_decompress(in, max_out, std::move(reuse));
     case compression_codec::snappy:
-      return snappy_decompress(in, max_out);
+      return snappy_decompress(in, max_out, std::move(reuse));
     case compression_codec::lz4:
-      return lz4_decompress(in, max_out);
+      return lz4_decompress(in, max_out, std::move(reuse));
     case compression_codec::zstd:
-      return zstd_decompress(in, max_out);
+      return zstd_decompress(in, max_out, std::move(reuse));
   }
   return fail(batch_error::unknown_codec);
 }

@@ -54,9 +54,11 @@ enum class batch_error : uint8_t {
 
 // The decompressed content of `in`, or decompressed_too_large when it would exceed `max_out`
 // bytes, or decompression_failed when `in` is not a complete, valid stream of the codec.
-// An unassigned codec id gives unknown_codec; `none` returns a copy of `in`.
+// An unassigned codec id gives unknown_codec; `none` returns a copy of `in`. The output is
+// built in `reuse` (a previous output, say), so that its capacity saves allocations.
 [[nodiscard]] tl::expected<std::vector<uint8_t>, batch_error> decompress(
-    compression_codec codec, std::span<const uint8_t> in, size_t max_out);
+    compression_codec codec, std::span<const uint8_t> in, size_t max_out,
+    std::vector<uint8_t> reuse = {});
 
 // `in` compressed in the format the Java client writes (see above), at each library's default
 // level. Compressing cannot fail; `codec` must be an assigned id.

@@ -259,7 +259,7 @@ tl::expected<std::span<const uint8_t>, batch_error> records_section(const record
   if (codec > compression_codec::zstd) return fail(batch_error::unknown_codec);
   const std::span<const uint8_t> data = batch.bytes.subspan(record_batch_header_size);
   if (codec == compression_codec::none) return data;
-  auto d = decompress(codec, data, max_decompressed_bytes);
+  auto d = decompress(codec, data, max_decompressed_bytes, std::move(scratch));
   if (!d) return fail(d.error());
   scratch = std::move(*d);
   return std::span<const uint8_t>(scratch);

@@ -131,6 +131,30 @@ TEST_P(Codec, CorruptInputNeverReadsOutOfBounds) {
   }
 }
 
+TEST_P(Codec, OutputIsBuiltInTheReusedBuffer) {
+  const auto in = sample(10000);
+  const std::vector<uint8_t> packed = compress(GetParam(), in);
+  std::vector<uint8_t> reuse;
+  reuse.reserve(1 << 20);
+  const uint8_t* const storage = reuse.data();
+  auto out = decompress(GetParam(), packed, 1 << 20, std::move(reuse));
+  ASSERT_TRUE(out);
+  EXPECT_EQ(*out, in);
+  EXPECT_EQ(out->data(), storage);  // no allocation: the reused capacity held it
+}
+
+TEST_P(Codec, AFailedStreamLeavesNothingForTheNext) {
+  // The decompression contexts are kept per thread: a stream cut short must not leave state
+  // that the next one would continue.
+  const auto in = sample(5000);
+  const std::vector<uint8_t> packed = compress(GetParam(), in);
+  const std::span<const uint8_t> cut(packed.data(), packed.size() / 2);
+  EXPECT_FALSE(decompress(GetParam(), cut, 1 << 20));
+  auto out = decompress(GetParam(), packed, 1 << 20);
+  ASSERT_TRUE(out);
+  EXPECT_EQ(*out, in);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllCodecs, Codec, testing::ValuesIn(compressed_codecs),
                          [](const testing::TestParamInfo<compression_codec>& info) {
                            return std::string(compression_codec_name(info.param));
