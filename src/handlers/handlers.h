@@ -5,7 +5,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
@@ -42,6 +45,7 @@
 #include "protocol/generated/offset_for_leader_epoch_response.h"
 #include "protocol/generated/produce_request.h"
 #include "protocol/generated/produce_response.h"
+#include "protocol/types.h"
 
 namespace silt::handlers {
 
@@ -65,6 +69,36 @@ inline constexpr int32_t leader_epoch = 0;
   if (current < 0 || current == leader_epoch) return protocol::error_code::none;
   return current > leader_epoch ? protocol::error_code::unknown_leader_epoch
                                 : protocol::error_code::fenced_leader_epoch;
+}
+
+// Partitions [first, end) of a topic as Metadata describes them: this broker leads each one
+// at leader_epoch and is its only replica and in-sync replica.
+template <typename Partition>
+[[nodiscard]] std::vector<Partition> describe_partitions(const context& ctx, int32_t first,
+                                                         int32_t end) {
+  std::vector<Partition> out;
+  if (end > first) out.reserve(static_cast<size_t>(end - first));
+  for (int32_t p = first; p < end; ++p) {
+    Partition part;
+    part.partition_index = p;
+    part.leader_id = ctx.node_id;
+    part.leader_epoch = leader_epoch;
+    part.replica_nodes = {ctx.node_id};
+    part.isr_nodes = {ctx.node_id};
+    out.push_back(std::move(part));
+  }
+  return out;
+}
+
+// A topic answered with an error and no partitions.
+template <typename Topic>
+[[nodiscard]] Topic topic_error(std::optional<std::string> name, protocol::uuid id,
+                                protocol::error_code e) {
+  Topic out;
+  out.name = std::move(name);
+  out.topic_id = id;
+  out.error_code = static_cast<int16_t>(e);
+  return out;
 }
 
 // Response plus the memory its record views point into (Fetch).

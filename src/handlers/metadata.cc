@@ -1,5 +1,6 @@
 // Metadata (key 3): brokers (this one), the controller (this one: the Java admin client sends
 // admin requests to it) and topics, auto-creating requested topics when allowed.
+#include "handlers/admin_util.h"
 #include "handlers/handlers.h"
 
 namespace silt::handlers {
@@ -8,36 +9,14 @@ namespace {
 
 using protocol::error_code;
 using protocol::metadata_response;
+using response_topic = metadata_response::MetadataResponseTopic;
 
-protocol::uuid to_uuid(const metadata::topic_id& id) {
-  protocol::uuid u;
-  u.bytes = id;
-  return u;
-}
-
-metadata_response::MetadataResponseTopic describe(const context& ctx, const topic_entry& t) {
-  metadata_response::MetadataResponseTopic out;
+response_topic describe(const context& ctx, const topic_entry& t) {
+  response_topic out;
   out.name = t.info->name;
-  out.topic_id = to_uuid(t.info->id);
-  out.partitions.reserve(t.info->streams.size());
-  for (int32_t p = 0; p < t.info->partitions(); ++p) {
-    metadata_response::MetadataResponsePartition mp;
-    mp.partition_index = p;
-    mp.leader_id = ctx.node_id;
-    mp.leader_epoch = leader_epoch;
-    mp.replica_nodes = {ctx.node_id};
-    mp.isr_nodes = {ctx.node_id};
-    out.partitions.push_back(std::move(mp));
-  }
-  return out;
-}
-
-metadata_response::MetadataResponseTopic topic_error(std::optional<std::string> name,
-                                                     protocol::uuid id, error_code e) {
-  metadata_response::MetadataResponseTopic out;
-  out.name = std::move(name);
-  out.topic_id = id;
-  out.error_code = static_cast<int16_t>(e);
+  out.topic_id = admin::to_uuid(t.info->id);
+  out.partitions = describe_partitions<metadata_response::MetadataResponsePartition>(
+      ctx, 0, t.info->partitions());
   return out;
 }
 
@@ -66,16 +45,19 @@ asio::awaitable<metadata_response> handle_metadata(context& ctx, const net::requ
     } else if (!rt.topic_id.is_zero()) {
       t = ctx.topic(rt.topic_id.bytes);
       if (!t) {
-        resp.topics.push_back(topic_error(std::nullopt, rt.topic_id, error_code::unknown_topic_id));
+        resp.topics.push_back(
+            topic_error<response_topic>(std::nullopt, rt.topic_id, error_code::unknown_topic_id));
         continue;
       }
     } else {
-      resp.topics.push_back(topic_error(std::nullopt, {}, error_code::invalid_request));
+      resp.topics.push_back(
+          topic_error<response_topic>(std::nullopt, {}, error_code::invalid_request));
       continue;
     }
     if (!t && may_create) {
       if (!metadata::check_topic_name(*rt.name).empty()) {
-        resp.topics.push_back(topic_error(rt.name, {}, error_code::invalid_topic_exception));
+        resp.topics.push_back(
+            topic_error<response_topic>(rt.name, {}, error_code::invalid_topic_exception));
         continue;
       }
       auto created = ctx.create_topic(*rt.name, ctx.config.num_partitions, {});
@@ -86,7 +68,8 @@ asio::awaitable<metadata_response> handle_metadata(context& ctx, const net::requ
       }
     }
     if (!t) {
-      resp.topics.push_back(topic_error(rt.name, {}, error_code::unknown_topic_or_partition));
+      resp.topics.push_back(
+          topic_error<response_topic>(rt.name, {}, error_code::unknown_topic_or_partition));
       continue;
     }
     resp.topics.push_back(describe(ctx, *t));
