@@ -230,6 +230,9 @@ asio::awaitable<net::response> broker::handle(net::request req) {
           c, req, handle_incremental_alter_configs);
     case protocol::describe_cluster_request::api_key:
       co_return co_await serve<protocol::describe_cluster_request>(c, req, handle_describe_cluster);
+    case protocol::describe_topic_partitions_request::api_key:
+      co_return co_await serve<protocol::describe_topic_partitions_request>(
+          c, req, handle_describe_topic_partitions);
     default:
       co_return net::response::close_connection();
   }

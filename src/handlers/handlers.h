@@ -31,6 +31,8 @@
 #include "protocol/generated/describe_cluster_response.h"
 #include "protocol/generated/describe_configs_request.h"
 #include "protocol/generated/describe_configs_response.h"
+#include "protocol/generated/describe_topic_partitions_request.h"
+#include "protocol/generated/describe_topic_partitions_response.h"
 #include "protocol/generated/fetch_request.h"
 #include "protocol/generated/fetch_response.h"
 #include "protocol/generated/incremental_alter_configs_request.h"
@@ -71,8 +73,8 @@ inline constexpr int32_t leader_epoch = 0;
                                 : protocol::error_code::fenced_leader_epoch;
 }
 
-// Partitions [first, end) of a topic as Metadata describes them: this broker leads each one
-// at leader_epoch and is its only replica and in-sync replica.
+// Partitions [first, end) of a topic as Metadata and DescribeTopicPartitions describe them:
+// this broker leads each one at leader_epoch and is its only replica and in-sync replica.
 template <typename Partition>
 [[nodiscard]] std::vector<Partition> describe_partitions(const context& ctx, int32_t first,
                                                          int32_t end) {
@@ -90,7 +92,7 @@ template <typename Partition>
   return out;
 }
 
-// A topic answered with an error and no partitions.
+// A topic answered with an error and no partitions (Metadata, DescribeTopicPartitions).
 template <typename Topic>
 [[nodiscard]] Topic topic_error(std::optional<std::string> name, protocol::uuid id,
                                 protocol::error_code e) {
@@ -138,5 +140,7 @@ asio::awaitable<protocol::incremental_alter_configs_response> handle_incremental
     context& ctx, const net::request& raw, const protocol::incremental_alter_configs_request& req);
 asio::awaitable<protocol::describe_cluster_response> handle_describe_cluster(
     context& ctx, const net::request& raw, const protocol::describe_cluster_request& req);
+asio::awaitable<protocol::describe_topic_partitions_response> handle_describe_topic_partitions(
+    context& ctx, const net::request& raw, const protocol::describe_topic_partitions_request& req);
 
 }  // namespace silt::handlers
