@@ -12,8 +12,8 @@ import uuid
 import pytest
 
 from test_cli_tools import TOPIC_COMMAND, tool
-from util import (Reader, api_versions_request, connect, create_topic, i8, i16, i32,
-                  parse_api_versions_v0, read_response, string)
+from util import (Reader, api_versions_request, compact_string, connect, create_topic, i8,
+                  i16, i32, parse_api_versions_v0, read_response, string, uvarint)
 
 DESCRIBE_TOPIC_PARTITIONS = 75
 UNKNOWN_SERVER_ERROR = -1
@@ -29,18 +29,6 @@ ZERO_ID = bytes(16)
 
 # ---------------------------------------------------------------------------- wire format (v0)
 
-def uvarint(v):
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def compact_string(s):
-    b = s.encode()
-    return uvarint(len(b) + 1) + b
 
 
 def request(correlation_id, topics, limit=2000, cursor=None):

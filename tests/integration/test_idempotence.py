@@ -9,20 +9,11 @@ import crc32c
 import pytest
 
 from util import (Reader, array, connect, consume_all, create_topic, i16, i32, i64, i8,
-                  read_response, request, string)
+                  read_response, request, string, varint)
 
 PRODUCE, INIT_PRODUCER_ID = 0, 22
 NONE, OUT_OF_ORDER, INVALID_EPOCH = 0, 45, 47
 
-
-def varint(v):
-    v = (v << 1) ^ (v >> 63)
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
 
 
 def batch(pid, epoch, seq, values, timestamp=1_700_000_000_000):

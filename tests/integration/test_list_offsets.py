@@ -2,23 +2,12 @@
 and by timestamp, compared between Silt and the reference Kafka broker."""
 import struct
 
-from util import Reader, connect, create_topic, i8, i16, i32, i64, produce_all, read_response
+from util import (Reader, compact_string, connect, create_topic, i8, i16, i32, i64,
+                  produce_all, read_response, uvarint)
 
 LIST_OFFSETS = 2
 
 
-def uvarint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def compact_string(s):
-    b = s.encode()
-    return uvarint(len(b) + 1) + b
 
 
 def list_offsets_v7(bootstrap, topic, timestamps, correlation_id=7):

@@ -25,21 +25,12 @@ import pytest
 import zstandard
 
 from util import (Reader, array, connect, consume_all, create_topic, i16, i32, i64, i8,
-                  read_response, request, string, watermarks)
+                  read_response, request, string, varint, watermarks)
 
 PRODUCE = 0
 NONE, UNKNOWN_SERVER_ERROR, INVALID_TIMESTAMP, INVALID_RECORD = 0, -1, 32, 87
 GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
 
-
-def varint(v):
-    v = (v << 1) ^ (v >> 63)
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
 
 
 def record(offset_delta, value, timestamp_delta=0):

@@ -236,6 +236,27 @@ def i64(v):
     return struct.pack(">q", v)
 
 
+def uvarint(v):
+    """An UNSIGNED_VARINT: 7 bits a byte, low bits first."""
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def varint(v):
+    """A VARINT (zigzag-encoded signed), as record fields use."""
+    return uvarint((v << 1) ^ (v >> 63))
+
+
+def compact_string(s):
+    """A non-null COMPACT_STRING: uvarint length + 1, then UTF-8 bytes."""
+    b = s.encode()
+    return uvarint(len(b) + 1) + b
+
+
 def string(s):
     """A nullable STRING: int16 length (-1 for null), then UTF-8 bytes."""
     if s is None:
