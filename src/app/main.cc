@@ -88,19 +88,14 @@ static int run(int argc, char** argv) {
   std::mutex wal_report_mu;
   silt::storage::wal::wal_stats wal_before;  // guarded by wal_report_mu
   auto log_metrics = [&] {
-    std::string text;
-    const std::string requests = server.metrics().report();
-    for (size_t at = 0, end; at < requests.size(); at = end + 1) {
-      end = requests.find('\n', at);
-      text += "requests: " + requests.substr(at, end + 1 - at);
-    }
+    std::string text = server.metrics().report("silt: requests: ");
     {
       std::lock_guard lock(wal_report_mu);
       const auto wal = (*broker)->ctx().store.wal_stats();
       const auto writes = wal.write_us.since(wal_before.write_us);
       if (writes.count() > 0) {
         const auto waits = wal.batch_wait_us.since(wal_before.batch_wait_us);
-        text += "wal: writes n=" + std::to_string(writes.count()) + " avg KiB=" +
+        text += "silt: wal: writes n=" + std::to_string(writes.count()) + " avg KiB=" +
                 std::to_string((wal.write_bytes - wal_before.write_bytes) / writes.count() / 1024) +
                 " appends/write=" +
                 std::to_string((wal.appends - wal_before.appends) / writes.count()) +
@@ -109,10 +104,7 @@ static int run(int argc, char** argv) {
       }
       wal_before = wal;
     }
-    for (size_t at = 0, end; at < text.size(); at = end + 1) {
-      end = text.find('\n', at);
-      std::fprintf(stderr, "silt: %.*s\n", static_cast<int>(end - at), text.data() + at);
-    }
+    std::fputs(text.c_str(), stderr);
   };
   asio::steady_timer metrics_timer(io);
   std::function<void()> schedule_metrics = [&] {

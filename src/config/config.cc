@@ -238,13 +238,19 @@ tl::expected<std::vector<endpoint>, std::string> parse_listeners(std::string_vie
   return out;
 }
 
-std::string join(const std::vector<endpoint>& endpoints) {
+// The items of a list setting as `text` writes each, comma-separated.
+template <typename Items, typename Text>
+std::string join(const Items& items, Text text) {
   std::string s;
-  for (const auto& e : endpoints) {
+  for (const auto& i : items) {
     if (!s.empty()) s += ',';
-    s += to_string(e);
+    s += text(i);
   }
   return s;
+}
+
+std::string join(const std::vector<endpoint>& endpoints) {
+  return join(endpoints, [](const endpoint& e) { return to_string(e); });
 }
 
 setting listeners_setting(std::string name, std::vector<endpoint> broker_config::*field,
@@ -314,14 +320,9 @@ setting protocol_map_setting() {
     return {};
   };
   s.get = [](const broker_config& c) {
-    std::string out;
-    for (const auto& [name, protocol] : c.listener_security_protocol_map) {
-      if (!out.empty()) out += ',';
-      out += name;
-      out += ':';
-      out += protocol;
-    }
-    return std::optional<std::string>(out);
+    return std::optional<std::string>(join(c.listener_security_protocol_map, [](const auto& entry) {
+      return entry.first + ':' + entry.second;
+    }));
   };
   return s;
 }
@@ -349,12 +350,8 @@ setting controller_listener_names_setting() {
     return {};
   };
   s.get = [](const broker_config& c) {
-    std::string out;
-    for (const auto& n : c.controller_listener_names) {
-      if (!out.empty()) out += ',';
-      out += n;
-    }
-    return std::optional<std::string>(out);
+    return std::optional<std::string>(
+        join(c.controller_listener_names, [](const std::string& n) { return n; }));
   };
   return s;
 }

@@ -29,7 +29,7 @@ request_metrics::api_timing* request_metrics::of(int16_t key) {
   return t;  // another thread created it first
 }
 
-std::string request_metrics::report() {
+std::string request_metrics::report(std::string_view prefix) {
   std::lock_guard lock(report_mu_);
   if (!last_) last_ = std::make_unique<snapshots>();
   std::string out;
@@ -46,6 +46,7 @@ std::string request_metrics::report() {
     prev = now;
     if (total.count() == 0) continue;
     const auto* info = protocol::find_api(key);
+    out += prefix;
     out += info != nullptr ? std::string(info->name) : "api " + std::to_string(key);
     out += " n=" + std::to_string(total.count()) + " total " + total.percentiles_ms() +
            " | handle " + handle.percentiles_ms() + " | queue " + queue.percentiles_ms() +

@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "base/histogram.h"
 
@@ -42,7 +43,8 @@ class request_metrics {
   // One line per API with requests since the previous report() (all since start on the
   // first), e.g. "Produce n=5210 total p50=2.1 p99=9.8 max=14.2 | handle p50=... | queue
   // p50=... | send p50=... ms"; empty when nothing was requested.
-  [[nodiscard]] std::string report();
+  // Each line starts with `prefix`.
+  [[nodiscard]] std::string report(std::string_view prefix = {});
 
  private:
   struct snapshots;
