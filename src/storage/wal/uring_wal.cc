@@ -27,6 +27,8 @@ constexpr uint64_t wake_batch_bytes = 256u << 10;
 constexpr size_t eager_writes = 2;
 // One write (and so one frame) at most: a write system call moves less than 2 GiB.
 constexpr uint64_t max_write = 1ull << 30;
+// After a header write failed, the next attempt waits this long.
+constexpr std::chrono::milliseconds header_retry_delay{1000};
 
 using clock = token_bucket::clock;
 
@@ -48,14 +50,15 @@ uring_wal::uring_wal(ring_file file, const wal_options& options, const initial_s
       standard_buffer_(
           std::min<uint64_t>(format::align_down(options.max_write_bytes), state.header.capacity)),
       fdatasync_(options.sync == sync_mode::fdatasync),
-      epoch_(state.header.epoch),
       wake_bytes_(std::min<uint64_t>(wake_batch_bytes, standard_buffer_)),
+      faults_(options.faults),
       bucket_(options.iops, clock::now()),
       header_buf_(format::block_size),
       header_(state.header),
       next_header_index_(state.header_index ^ 1) {
   persisted_trim_ = state.header.trim_point;
   requested_trim_ = state.header.trim_point;
+  epoch_ = state.header.epoch;
   trim_point_.store(state.header.trim_point);
   durable_end_.store(state.end);
   next_start_ = state.end;
@@ -66,6 +69,7 @@ uring_wal::uring_wal(ring_file file, const wal_options& options, const initial_s
     b->start = format::align_down(state.end);
     b->buf = take_buffer(standard_buffer_);
     b->used = state.tail.size();
+    b->tail = state.tail.size();
     std::memcpy(b->buf.data(), state.tail.data(), state.tail.size());
     queue_.push_back(std::move(b));
   }
@@ -90,25 +94,35 @@ tl::expected<void, wal_error> uring_wal::init_ring() {
 
 void uring_wal::append(uint64_t stream_id, int64_t offset, std::span<const uint8_t> payload,
                        append_callback done) {
+  if (auto r = enqueue(stream_id, offset, payload, done, true); !r) done(tl::unexpected(r.error()));
+}
+
+tl::expected<void, wal_error> uring_wal::try_append(uint64_t stream_id, int64_t offset,
+                                                    std::span<const uint8_t> payload,
+                                                    append_callback done) {
+  return enqueue(stream_id, offset, payload, done, false);
+}
+
+void uring_wal::set_room_callback(std::function<void()> callback) {
+  std::lock_guard lock(mu_);
+  room_callback_ = std::move(callback);
+}
+
+tl::expected<void, wal_error> uring_wal::enqueue(uint64_t stream_id, int64_t offset,
+                                                 std::span<const uint8_t> payload,
+                                                 append_callback& done, bool wait) {
   const uint64_t frame = format::frame_header_size + payload.size();
   if (frame > std::min(capacity_ - format::ring_slack, max_write)) {
-    done(tl::unexpected(wal_error::too_large));
-    return;
+    return tl::unexpected(wal_error::too_large);
   }
   batch* b = nullptr;
   wal_position pos = 0;
-  std::optional<wal_error> refused;
+  uint32_t epoch = 0;
   {
     std::unique_lock lock(mu_);
     for (;;) {
-      if (closing_) {
-        refused = wal_error::closed;
-        break;
-      }
-      if (failed_) {
-        refused = wal_error::io;
-        break;
-      }
+      if (closing_) return tl::unexpected(wal_error::closed);
+      if (failed_) return tl::unexpected(wal_error::io);
       batch* open = !queue_.empty() && !queue_.back()->sealed ? queue_.back().get() : nullptr;
       if (open != nullptr) {
         const wal_position at = open->start + open->used;
@@ -144,15 +158,15 @@ void uring_wal::append(uint64_t stream_id, int64_t offset, std::span<const uint8
         }
       }
       // No room before the trim point, or too many batches waiting: backpressure.
+      if (!wait) {
+        room_wanted_ = true;
+        return tl::unexpected(wal_error::full);
+      }
       ++room_waiters_;
       room_cv_.wait(lock);
       --room_waiters_;
     }
-    if (refused) {
-      lock.unlock();
-      done(tl::unexpected(*refused));
-      return;
-    }
+    epoch = epoch_;
     b->used += frame;
     ++b->copies;
     b->appends.push_back({std::move(done), pos + frame});
@@ -163,7 +177,7 @@ void uring_wal::append(uint64_t stream_id, int64_t offset, std::span<const uint8
   h.type = format::frame_type::record;
   h.length = static_cast<uint32_t>(payload.size());
   h.position = pos;
-  h.epoch = epoch_;
+  h.epoch = epoch;
   h.stream_id = stream_id;
   h.offset = offset;
   format::encode_record(h, payload, b->buf.data() + (pos - b->start));
@@ -178,6 +192,7 @@ void uring_wal::append(uint64_t stream_id, int64_t offset, std::span<const uint8
     }
   }
   if (wake) signal();
+  return {};
 }
 
 void uring_wal::trim(wal_position position) {
@@ -214,6 +229,8 @@ wal_stats uring_wal::stats() const {
   s.syncs = syncs_.load(std::memory_order_relaxed);
   s.header_writes = header_writes_.load(std::memory_order_relaxed);
   s.paced = paced_.load(std::memory_order_relaxed);
+  s.failed_writes = failed_writes_.load(std::memory_order_relaxed);
+  s.recoveries = recoveries_.load(std::memory_order_relaxed);
   s.batch_wait_us = batch_wait_us_.snapshot();
   s.write_us = write_us_.snapshot();
   return s;
@@ -304,7 +321,9 @@ void uring_wal::submit_batch(batch& b) {
   uint32_t n = 0;
   auto add_write = [&](uint8_t* data, uint64_t bytes, uint64_t ring_at) {
     io_uring_sqe* sqe = next_sqe();
-    io_uring_prep_write(sqe, file_.fd(), data, static_cast<unsigned>(bytes),
+    // An injected failure writes the first half (whole blocks) and so comes back short.
+    const uint64_t written = b.inject_failure && n == 0 ? format::align_down(bytes / 2) : bytes;
+    io_uring_prep_write(sqe, file_.fd(), data, static_cast<unsigned>(written),
                         format::ring_offset + ring_at);
     b.ops[n] = {op_kind::write, &b, static_cast<uint32_t>(bytes)};
     io_uring_sqe_set_data(sqe, &b.ops[n]);
@@ -326,13 +345,11 @@ void uring_wal::submit_batch(batch& b) {
   b.submitted = clock::now();
 }
 
-void uring_wal::submit_header(wal_position trim) {
-  format::header_slot next = header_;
-  next.sequence = header_.sequence + 1;
-  next.trim_point = trim;
-  format::encode_header_slot(next, header_buf_.span());
-  header_ = next;
-  header_trim_ = trim;
+void uring_wal::submit_header(const format::header_slot& slot, bool epoch_step) {
+  format::encode_header_slot(slot, header_buf_.span());
+  pending_header_ = slot;
+  pending_epoch_step_ = epoch_step;
+  header_failed_ = false;
   io_uring_sqe* sqe = next_sqe();
   io_uring_prep_write(sqe, file_.fd(), header_buf_.data(), format::block_size,
                       static_cast<uint64_t>(next_header_index_) * format::block_size);
@@ -345,7 +362,6 @@ void uring_wal::submit_header(wal_position trim) {
     io_uring_sqe_set_data(sqe, &header_ops_[1]);
     header_ops_left_ = 2;
   }
-  next_header_index_ ^= 1;
   header_inflight_ = true;
 }
 
@@ -393,14 +409,14 @@ void uring_wal::reap() {
   if (header_inflight_ && header_ops_left_ == 0) {
     header_inflight_ = false;
     if (header_failed_) {
-      failure = true;
+      header_failed();
     } else {
       finish_header();
     }
   }
   if (failure) {
-    // From now on appends are refused; queued batches are failed once the writes before them
-    // have reported.
+    // Appends are refused until the WAL has recovered; queued batches are failed once the
+    // writes before them have reported.
     std::lock_guard lock(mu_);
     failed_ = true;
     if (room_waiters_ > 0) room_cv_.notify_all();
@@ -408,12 +424,86 @@ void uring_wal::reap() {
   finish_batches();
 }
 
+void uring_wal::header_failed() {
+  // The slot written may be torn; the other one is still current, so the next header write
+  // goes to the same slot again (next_header_index_ unchanged).
+  failed_writes_.fetch_add(1, std::memory_order_relaxed);
+  retry_at_ = clock::now() + header_retry_delay;
+  std::lock_guard lock(mu_);
+  failed_ = true;
+  // Closing does not wait for a disk that keeps failing.
+  if (closing_) recovery_abandoned_ = true;
+  if (room_waiters_ > 0) room_cv_.notify_all();
+}
+
 void uring_wal::finish_header() {
   header_writes_.fetch_add(1, std::memory_order_relaxed);
-  trim_point_.store(header_trim_, std::memory_order_release);
-  std::lock_guard lock(mu_);
-  persisted_trim_ = header_trim_;
-  if (room_waiters_ > 0) room_cv_.notify_all();
+  header_ = pending_header_;
+  next_header_index_ ^= 1;
+  if (pending_epoch_step_) {
+    if (--epoch_steps_ == 0) finish_recovery();
+    return;
+  }
+  trim_point_.store(header_.trim_point, std::memory_order_release);
+  std::function<void()> callback;
+  {
+    std::lock_guard lock(mu_);
+    persisted_trim_ = header_.trim_point;
+    if (room_waiters_ > 0) room_cv_.notify_all();
+    if (room_wanted_) {
+      room_wanted_ = false;
+      callback = room_callback_;
+    }
+  }
+  if (callback) callback();
+}
+
+void uring_wal::remember_rewind(const batch& b) {
+  if (rewind_start_) return;
+  rewind_start_ = b.start;
+  rewind_tail_.assign(b.buf.data(), b.buf.data() + b.tail);
+}
+
+format::header_slot uring_wal::begin_recovery() {
+  // Caller holds mu_; nothing is in flight and no batch holds appends. Writing resumes where
+  // the first failed write began: what the failed writes left there belongs to the old epoch,
+  // which replay does not accept at or after the new epoch's start.
+  if (rewind_start_) {
+    next_start_ = *rewind_start_;
+    queue_.clear();
+    if (!rewind_tail_.empty()) {
+      auto b = std::make_unique<batch>();
+      b->start = *rewind_start_;
+      b->buf = take_buffer(standard_buffer_);
+      b->used = b->tail = rewind_tail_.size();
+      std::memcpy(b->buf.data(), rewind_tail_.data(), rewind_tail_.size());
+      queue_.push_back(std::move(b));
+    }
+    rewind_start_.reset();
+    rewind_tail_.clear();
+  }
+  const wal_position resume =
+      queue_.empty() ? next_start_ : queue_.front()->start + queue_.front()->used;
+  format::header_slot next = header_;
+  next.epoch = header_.epoch + 1;
+  next.epoch_start = resume;
+  epoch_steps_ = 2;
+  return next;
+}
+
+void uring_wal::finish_recovery() {
+  recoveries_.fetch_add(1, std::memory_order_relaxed);
+  io_failed_ = false;
+  std::function<void()> callback;
+  {
+    std::lock_guard lock(mu_);
+    epoch_ = header_.epoch;
+    failed_ = false;
+    room_wanted_ = false;
+    callback = room_callback_;
+    if (room_waiters_ > 0) room_cv_.notify_all();
+  }
+  if (callback) callback();
 }
 
 void uring_wal::finish_batches() {
@@ -425,8 +515,12 @@ void uring_wal::finish_batches() {
   if (done.empty()) return;
   const auto now = clock::now();
   for (auto& b : done) {
-    if (b->failed) io_failed_ = true;
+    if (b->failed) {
+      failed_writes_.fetch_add(1, std::memory_order_relaxed);
+      io_failed_ = true;
+    }
     if (io_failed_) {
+      remember_rewind(*b);
       fail_appends(*b, wal_error::io);
       continue;
     }
@@ -457,10 +551,12 @@ void uring_wal::run() {
     ready.clear();
     doomed.clear();
     bool write_header = false;
-    wal_position header_trim = 0;
-    clock::duration pace = clock::duration::zero();
+    bool epoch_step = false;
+    format::header_slot header_next;
+    clock::duration wait = clock::duration::zero();
     bool waiting_for_copies = false;
     bool exit = false;
+    std::function<void()> room_callback;
     {
       std::lock_guard lock(mu_);
       const auto now = clock::now();
@@ -477,14 +573,26 @@ void uring_wal::run() {
             waiting_for_copies = true;
             break;
           }
+          remember_rewind(b);
           doomed.push_back(std::move(queue_.front()));
           queue_.pop_front();
           continue;
         }
         if (inflight_.size() + ready.size() >= iodepth_) break;
-        pace = bucket_.wait_time(now);
+        if (faults_ && !b.fault_drawn) {
+          const write_fault f = faults_->next();
+          b.fault_drawn = true;
+          b.inject_failure = f.fail;
+          if (f.delay > clock::duration::zero()) b.held_until = now + f.delay;
+        }
+        if (b.held_until > now) {
+          wait = b.held_until - now;
+          break;
+        }
+        const auto pace = bucket_.wait_time(now);
         if (pace > clock::duration::zero()) {
           paced_.fetch_add(1, std::memory_order_relaxed);
+          wait = pace;
           break;
         }
         // From here on appends go to the next batch; the last copies into this one finish.
@@ -498,15 +606,36 @@ void uring_wal::run() {
         ready.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
-      if (room_waiters_ > 0 && (!ready.empty() || !doomed.empty())) room_cv_.notify_all();
-      if (!header_inflight_ && !failed_ && requested_trim_ > persisted_trim_) {
-        write_header = true;
-        header_trim = requested_trim_;
+      if (!ready.empty() || !doomed.empty()) {
+        if (room_waiters_ > 0) room_cv_.notify_all();
+        if (room_wanted_) {
+          room_wanted_ = false;
+          room_callback = room_callback_;
+        }
       }
-      exit = closing_ && ready.empty() && doomed.empty() && !write_header && inflight_.empty() &&
-             !header_inflight_ && !has_work_to_drain();
+      const bool drained = ready.empty() && doomed.empty() && inflight_.empty() &&
+                           !header_inflight_ && !has_work_to_drain();
+      if (failed_ && !recovery_abandoned_ && drained) {
+        // Recovery: the new epoch's header, one slot after the other, then appends again (also
+        // when closing, so that what the failed writes left is never replayed).
+        if (now < retry_at_ && !closing_) {
+          wait = retry_at_ - now;
+        } else {
+          if (epoch_steps_ == 0) recovery_slot_ = begin_recovery();
+          header_next = recovery_slot_;
+          header_next.sequence = header_.sequence + 1;
+          write_header = true;
+          epoch_step = true;
+        }
+      } else if (!header_inflight_ && !failed_ && requested_trim_ > persisted_trim_) {
+        header_next = header_;
+        header_next.sequence = header_.sequence + 1;
+        header_next.trim_point = requested_trim_;
+        write_header = true;
+      }
+      exit = closing_ && drained && !write_header;
       const size_t busy = inflight_.size() + ready.size();
-      if (exit || pace > clock::duration::zero() || busy >= iodepth_) {
+      if (exit || wait > clock::duration::zero() || busy >= iodepth_) {
         wake_on_ = wake_on::nothing;
       } else if (busy < eager_writes || waiting_for_copies) {
         wake_on_ = wake_on::any_work;
@@ -515,6 +644,7 @@ void uring_wal::run() {
       }
     }
     if (exit) break;
+    if (room_callback) room_callback();
     for (auto& b : doomed) fail_appends(*b, wal_error::io);
     for (auto& b : ready) {
       submit_batch(*b);
@@ -524,12 +654,12 @@ void uring_wal::run() {
       // Header writes are few (one per trim at most, coalesced); they take from the IOPS budget
       // but never wait for it.
       bucket_.take(1, clock::now());
-      submit_header(header_trim);
+      submit_header(header_next, epoch_step);
     }
     if (!wake_armed_) arm_wake();
     int rc = 0;
-    if (pace > clock::duration::zero()) {
-      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(pace).count();
+    if (wait > clock::duration::zero()) {
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count();
       __kernel_timespec ts{};
       ts.tv_sec = ns / 1'000'000'000;
       ts.tv_nsec = ns % 1'000'000'000;

@@ -1,6 +1,10 @@
 // The WAL after recovery: appends are framed into batches by the calling threads and written
 // by one I/O thread through io_uring (see wal.h for the contract).
 //
+// Failures: a failed write fails every batch after it; once nothing is in flight the I/O
+// thread writes a new epoch's header (two slots, one after the other) with its start at the
+// first failed batch, and appends resume there (see wal.h and docs/formats/wal.md).
+//
 // Ownership: the fields under "shared" belong to mu_; the ring, the in-flight batches, the
 // token bucket and the header buffer belong to the I/O thread; counters and the durable end
 // are atomics that anyone may read. Lifecycle: start() launches the I/O thread, close() (or
@@ -21,6 +25,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -37,6 +42,8 @@ namespace silt::storage::wal {
 
 class uring_wal final : public wal {
  public:
+  using clock_type = std::chrono::steady_clock;
+
   struct initial_state {
     format::header_slot header;  // the slot open() wrote last (new epoch)
     int header_index = 0;        // where it was written
@@ -51,8 +58,12 @@ class uring_wal final : public wal {
   uring_wal& operator=(const uring_wal&) = delete;
   ~uring_wal() override;
 
+  [[nodiscard]] tl::expected<void, wal_error> try_append(uint64_t stream_id, int64_t offset,
+                                                         std::span<const uint8_t> payload,
+                                                         append_callback done) override;
   void append(uint64_t stream_id, int64_t offset, std::span<const uint8_t> payload,
               append_callback done) override;
+  void set_room_callback(std::function<void()> callback) override;
   void trim(wal_position position) override;
   [[nodiscard]] wal_position durable_end() const override;
   [[nodiscard]] wal_position trim_point() const override;
@@ -82,6 +93,7 @@ class uring_wal final : public wal {
     wal_position start = 0;
     aligned_buffer buf;
     uint64_t used = 0;    // bytes of frames (and of a rewritten tail) from start
+    uint64_t tail = 0;    // bytes of a rewritten tail at the start (the first write of an epoch)
     uint32_t copies = 0;  // appenders still copying their frame in
     bool sealed = false;  // takes no more frames
     std::vector<pending_append> appends;
@@ -89,20 +101,30 @@ class uring_wal final : public wal {
     uint32_t ops_left = 0;
     bool failed = false;
     uint64_t write_bytes = 0;
-    std::chrono::steady_clock::time_point opened;     // first append
-    std::chrono::steady_clock::time_point submitted;  // handed to io_uring
+    bool fault_drawn = false;                          // injected fault decided (faults_ only)
+    bool inject_failure = false;                       // the write lands in part and fails
+    std::chrono::steady_clock::time_point held_until;  // an injected stall
+    std::chrono::steady_clock::time_point opened;      // first append
+    std::chrono::steady_clock::time_point submitted;   // handed to io_uring
     std::array<io_op, 3> ops{};  // up to two writes (wrapping the ring end) and a sync
   };
 
   uring_wal(ring_file file, const wal_options& options, const initial_state& state);
 
+  [[nodiscard]] tl::expected<void, wal_error> enqueue(uint64_t stream_id, int64_t offset,
+                                                      std::span<const uint8_t> payload,
+                                                      append_callback& done, bool wait);
   [[nodiscard]] tl::expected<void, wal_error> init_ring();
   void run();
   void reap();
   void finish_batches();
   void finish_header();
   void submit_batch(batch& b);
-  void submit_header(wal_position trim);
+  void submit_header(const format::header_slot& slot, bool epoch_step);
+  void header_failed();
+  [[nodiscard]] format::header_slot begin_recovery();
+  void finish_recovery();
+  void remember_rewind(const batch& b);
   void arm_wake();
   void signal();
   void seal(batch& b);
@@ -117,8 +139,9 @@ class uring_wal final : public wal {
   const uint32_t iodepth_;
   const uint64_t standard_buffer_;
   const bool fdatasync_;
-  const uint32_t epoch_;
   const uint64_t wake_bytes_;
+  const std::shared_ptr<write_faults> faults_;
+  std::function<void()> room_callback_;  // set before the first append
 
   // Shared, guarded by mu_.
   mutable std::mutex mu_;
@@ -127,7 +150,9 @@ class uring_wal final : public wal {
   wal_position next_start_ = 0;               // start of the batch after the last sealed one
   wal_position persisted_trim_ = 0;
   wal_position requested_trim_ = 0;
+  uint32_t epoch_ = 0;  // of the frames appended now; changed by the I/O thread
   uint32_t room_waiters_ = 0;
+  bool room_wanted_ = false;  // a try_append() was refused for room since the last callback
   // What the I/O thread, about to sleep, wants to be woken for.
   enum class wake_on : uint8_t {
     nothing,    // it will wake anyway: its write slots are full, or it paces for the IOPS cap
@@ -138,7 +163,8 @@ class uring_wal final : public wal {
   };
   wake_on wake_on_ = wake_on::nothing;
   bool closing_ = false;
-  bool failed_ = false;
+  bool failed_ = false;  // a write failed: appends refused until the new epoch is durable
+  bool recovery_abandoned_ = false;  // a header write failed while closing
   bool stopped_ = false;
   std::vector<aligned_buffer> free_buffers_;
 
@@ -151,14 +177,22 @@ class uring_wal final : public wal {
   bool wake_armed_ = false;
   std::deque<std::unique_ptr<batch>> inflight_;  // in position order
   bool io_failed_ = false;                       // a popped batch failed: fail all after it
+  // Where writing resumes after a failure: the first failed batch's start, with the rewritten
+  // tail it began with (if any), which the first write of the new epoch must carry again.
+  std::optional<wal_position> rewind_start_;
+  std::vector<uint8_t> rewind_tail_;
+  int epoch_steps_ = 0;                // header slots still to write for a new epoch
+  format::header_slot recovery_slot_;  // the new epoch's header (its sequence aside)
+  clock_type::time_point retry_at_{};  // the next attempt at the new epoch's header
   token_bucket bucket_;
   aligned_buffer header_buf_;
-  format::header_slot header_;  // the last slot written
-  int next_header_index_ = 0;
+  format::header_slot header_;          // the last slot written durably
+  format::header_slot pending_header_;  // the slot being written
+  bool pending_epoch_step_ = false;     // it is a step of a new epoch (else a trim)
+  int next_header_index_ = 0;           // the slot that is not current
   bool header_inflight_ = false;
   bool header_failed_ = false;
   uint32_t header_ops_left_ = 0;
-  wal_position header_trim_ = 0;
   std::array<io_op, 2> header_ops_{};
 
   std::thread thread_;
@@ -173,6 +207,8 @@ class uring_wal final : public wal {
   std::atomic<uint64_t> syncs_{0};
   std::atomic<uint64_t> header_writes_{0};
   std::atomic<uint64_t> paced_{0};
+  std::atomic<uint64_t> failed_writes_{0};
+  std::atomic<uint64_t> recoveries_{0};
   base::histogram batch_wait_us_;
   base::histogram write_us_;
 };

@@ -54,6 +54,8 @@ std::string_view wal_error_name(wal_error e) {
       return "io";
     case wal_error::too_large:
       return "too_large";
+    case wal_error::full:
+      return "full";
     case wal_error::closed:
       return "closed";
     case wal_error::bad_options:
@@ -62,6 +64,53 @@ std::string_view wal_error_name(wal_error e) {
       return "bad_format";
   }
   return "unknown";
+}
+
+write_faults::write_faults(const options& o) : options_(o), state_(o.seed) {}
+
+void write_faults::set_options(const options& o) {
+  std::lock_guard lock(mu_);
+  options_ = o;
+}
+
+void write_faults::fail_next(uint32_t n) {
+  std::lock_guard lock(mu_);
+  scripted_ += n;
+}
+
+write_fault write_faults::next() {
+  std::lock_guard lock(mu_);
+  if (scripted_ > 0) {
+    --scripted_;
+    ++failed_;
+    return {true, {}};
+  }
+  // splitmix64: a draw in [0, 1) from the seeded state.
+  state_ += 0x9e3779b97f4a7c15ULL;
+  uint64_t z = state_;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  const double draw = static_cast<double>(z >> 11) * 0x1.0p-53;
+  if (draw < options_.fail_probability) {
+    ++failed_;
+    return {true, {}};
+  }
+  if (draw < options_.fail_probability + options_.delay_probability) {
+    ++delayed_;
+    return {false, options_.delay};
+  }
+  return {};
+}
+
+uint64_t write_faults::failed() const {
+  std::lock_guard lock(mu_);
+  return failed_;
+}
+
+uint64_t write_faults::delayed() const {
+  std::lock_guard lock(mu_);
+  return delayed_;
 }
 
 tl::expected<std::unique_ptr<wal>, wal_error> wal::open(

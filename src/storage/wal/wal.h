@@ -5,19 +5,28 @@
 // `iodepth` writes are in flight, an optional IOPS cap paces them, and an append's callback
 // runs only when it and every append before it are on stable storage (O_DSYNC, or fdatasync).
 // Space is reclaimed only by trim(), which the caller issues once the data before a position
-// has been committed elsewhere (in objects); when the ring is full, appends wait.
+// has been committed elsewhere (in objects); when the ring is full, try_append() refuses with
+// `full` (and the room callback says when to try again) and append() waits.
 // Format: docs/formats/wal.md.
+//
+// A failed write fails its append and every append queued after it; the WAL then waits for
+// the writes in flight, starts a new epoch at the failed write's position (so that whatever
+// the failed writes left on the device is never replayed) and takes appends again. While it
+// recovers, appends are refused with `io`; if the header writes of the new epoch fail too, it
+// tries again every second.
 //
 // Threads: append() and trim() may be called from any thread. The WAL owns one I/O thread that
 // submits writes and reaps completions; callbacks run on it, in append order, and must be
-// short (hand work off). A callback may call trim() but not append() (it could wait for room
-// that only the I/O thread can make) nor close() (which joins the I/O thread). open() replays
-// the durable records before the WAL accepts appends.
+// short (hand work off). A callback may call trim() and try_append() but not append() (it
+// could wait for room that only the I/O thread can make) nor close() (which joins the I/O
+// thread). open() replays the durable records before the WAL accepts appends.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,8 +38,9 @@
 namespace silt::storage::wal {
 
 enum class wal_error : uint8_t {
-  io,           // a read or write failed (the WAL stops accepting appends after a failed write)
+  io,           // a read or write failed (appends are refused until the WAL has recovered)
   too_large,    // a record larger than the ring can ever hold
+  full,         // no room before the trim point now (try_append only)
   closed,       // the WAL is shut down
   bad_options,  // capacity, block size or path unusable
   bad_format,   // the file is not a WAL of this format (bad magic, both header slots corrupt)
@@ -42,6 +52,8 @@ enum class sync_mode : uint8_t {
   dsync,      // O_DSYNC writes: each write is durable when it completes
   fdatasync,  // plain O_DIRECT writes followed by an fdatasync
 };
+
+class write_faults;
 
 struct wal_options {
   std::string path;  // a file (created and pre-zeroed) or a block device
@@ -55,6 +67,42 @@ struct wal_options {
                                         // written alone)
   sync_mode sync = sync_mode::dsync;
   bool direct = true;  // O_DIRECT (off only where the file system refuses it)
+  // Faults to inject into data writes (tests); none when null.
+  std::shared_ptr<write_faults> faults;
+};
+
+// What happens to one data write when faults are injected.
+struct write_fault {
+  bool fail = false;                   // the write lands only in part and reports failure
+  std::chrono::milliseconds delay{0};  // the write is held back this long (a stalled device)
+};
+
+// Decides the fault of each data write, for tests of the code above the WAL: failed writes
+// and stalls, drawn by probability from a seeded generator, or scripted (fail_next). Called
+// on the I/O thread only, once per write; thread-safe for the test that adjusts it.
+class write_faults {
+ public:
+  struct options {
+    uint64_t seed = 1;
+    double fail_probability = 0;
+    double delay_probability = 0;
+    std::chrono::milliseconds delay{50};
+  };
+  explicit write_faults(const options& o);
+  void set_options(const options& o);
+  // The next `n` writes fail whatever the probabilities.
+  void fail_next(uint32_t n);
+  [[nodiscard]] write_fault next();
+  [[nodiscard]] uint64_t failed() const;
+  [[nodiscard]] uint64_t delayed() const;
+
+ private:
+  mutable std::mutex mu_;
+  options options_;        // guarded by mu_
+  uint64_t state_;         // guarded by mu_: the generator (splitmix64)
+  uint32_t scripted_ = 0;  // guarded by mu_
+  uint64_t failed_ = 0;    // guarded by mu_
+  uint64_t delayed_ = 0;   // guarded by mu_
 };
 
 // A position in the WAL's logical byte sequence (it grows forever; the ring wraps it).
@@ -78,6 +126,8 @@ struct wal_stats {
   uint64_t syncs = 0;          // fdatasync requests completed (sync_mode::fdatasync only)
   uint64_t header_writes = 0;  // header slot writes (trim points persisted)
   uint64_t paced = 0;          // times a write waited for the IOPS cap
+  uint64_t failed_writes = 0;  // data or header writes that failed
+  uint64_t recoveries = 0;     // new epochs started after a failed write
   // Per completed data write, in microseconds: from the batch's first append to its
   // submission (filling, then waiting for a write slot or the IOPS cap), and from submission
   // to durability (the device, plus waiting for earlier writes to complete: durability is in
@@ -97,13 +147,23 @@ class wal {
 
   virtual ~wal() = default;
 
-  // Queues a record; `done` gets the position after the record (what to trim() to once it is
-  // committed elsewhere) once the record and all before it are durable. Blocks while the ring
-  // has no room for it (backpressure). The payload is copied before append() returns.
-  // A record that was not queued fails at once, on the calling thread: too_large (its frame of
-  // 40 bytes plus payload exceeds capacity less 12 KiB), closed, or io once a write has failed.
+  // Queues a record without waiting; `done` gets the position after the record (what to
+  // trim() to once it is committed elsewhere) once the record and all before it are durable,
+  // or wal_error::io when its write (or one before it) failed. The payload is copied before
+  // try_append() returns. A record that is not queued is refused at once, and `done` is not
+  // called: too_large (its frame of 40 bytes plus payload exceeds capacity less 12 KiB), full
+  // (no room before the trim point, or too many writes waiting: try again when the room
+  // callback runs), closed, or io while the WAL recovers from a failed write.
+  [[nodiscard]] virtual tl::expected<void, wal_error> try_append(uint64_t stream_id, int64_t offset,
+                                                                 std::span<const uint8_t> payload,
+                                                                 append_callback done) = 0;
+  // The same, but waits while the ring has no room (backpressure), and a refusal goes to
+  // `done`, on the calling thread.
   virtual void append(uint64_t stream_id, int64_t offset, std::span<const uint8_t> payload,
                       append_callback done) = 0;
+  // Called on the I/O thread when room may have appeared after try_append() refused with
+  // `full`, or the WAL has recovered from a failed write. Set before the first append.
+  virtual void set_room_callback(std::function<void()> callback) = 0;
 
   // Allows the space before `position` to be reused; `position` must be a record boundary at
   // or before durable_end() (a position given to a callback, a replayed record's end, or

@@ -1,5 +1,6 @@
 // The ring: wrapping over several laps, trims persisted and honoured, backpressure, and bytes
 // of earlier laps never taken for records.
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <random>
@@ -112,6 +113,35 @@ TEST(WalRing, AppendBlocksUntilTrimFreesSpace) {
   ASSERT_TRUE(r);
   EXPECT_GT(*r, ring_64k);  // written over the start of the ring
   EXPECT_EQ(w.trim_point(), end);
+}
+
+TEST(WalRing, TryAppendRefusesWhenFullAndTheRoomCallbackFollowsTheTrim) {
+  test_dir dir;
+  const auto options = ring_options(dir.path("wal"));
+  auto o = open_wal(options);
+  ASSERT_TRUE(o.log);
+  wal& w = **o.log;
+  std::atomic<int> room_calls{0};
+  w.set_room_callback([&] { room_calls.fetch_add(1); });
+  const auto payload = payload_for(1, 0, 40000);  // two do not fit in 64 KiB
+  auto first = append_and_wait(w, 1, 0, payload);
+  ASSERT_TRUE(first);
+  bool called = false;
+  auto refused = w.try_append(1, 1, payload, [&](auto) { called = true; });
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error(), wal_error::full);
+  EXPECT_EQ(room_calls.load(), 0);
+  w.trim(*first);
+  for (int i = 0; i < 1000 && room_calls.load() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(room_calls.load(), 1);
+  std::promise<tl::expected<wal_position, wal_error>> written;
+  ASSERT_TRUE(w.try_append(1, 1, payload, [&](auto r) { written.set_value(r); }));
+  auto r = written.get_future().get();
+  EXPECT_TRUE(r);
+  EXPECT_FALSE(called);  // a refused append's callback never runs
+  w.close();
 }
 
 TEST(WalRing, CloseReleasesAnAppendWaitingForRoom) {
