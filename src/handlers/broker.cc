@@ -115,6 +115,9 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   b->ctx_ = std::make_unique<context>(b->config_, *cluster_id, *b->store_, *b->registry_,
                                       *b->producers_, b->blocking_);
   for (const auto& t : b->registry_->all()) b->ctx_->refresh(t);
+  // A produce waiting for room in the WAL tries again.
+  b->store_->set_room_listener(
+      [ctx = b->ctx_.get()] { ctx->waiters.notify(data_waiters::wal_room); });
   return b;
 }
 

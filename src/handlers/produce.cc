@@ -13,7 +13,6 @@
 // each batch. Idempotent batches go through producer_state.
 #include <atomic>
 
-#include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -201,32 +200,81 @@ error_code validate(const config::topic_config& cfg, std::span<uint8_t> records,
   return error_code::none;
 }
 
-// Completion of a produce's appends: the WAL thread fills partition responses, the last one
-// wakes the handler.
+// What became of one partition's batch.
+enum class outcome : uint8_t {
+  settled,   // answered already: an error, or a duplicate of a durable batch
+  appended,  // in the WAL, durable or not yet
+  durable,   // the WAL write ended well
+  failed,    // the WAL write failed: nothing of it is left
+};
+
+// The appends of one produce. The WAL thread records each write's end here and the last one
+// wakes the handler; shared, so that a handler that stopped waiting (its timeout, shutdown)
+// leaves late callbacks somewhere to write.
 struct pending {
-  explicit pending(const asio::any_io_executor& ex) : done(ex, 1) {}
-  std::atomic<int> remaining{1};  // 1 for the handler itself until it has issued everything
-  asio::experimental::concurrent_channel<void(boost::system::error_code)> done;
+  pending(data_waiters::waiter_ptr w, size_t n) : waiter(std::move(w)), outcomes(n) {}
+  data_waiters::waiter_ptr waiter;  // subscribed to shutdown; woken by the last write
+  std::atomic<int> remaining{1};    // 1 for the handler itself until it has issued everything
+  std::vector<std::atomic<outcome>> outcomes;
   void finish_one() {
-    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      done.try_send(boost::system::error_code{});
-    }
+    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) waiter->wake();
   }
 };
 
-// Waits until offsets up to `last_offset` of a stream are durable (a retried duplicate of a
-// batch still being written).
-asio::awaitable<void> wait_durable(context& ctx, uint64_t stream_id, int64_t last_offset) {
-  const auto ex = co_await asio::this_coro::executor;
-  for (int i = 0; i < 300 && !ctx.stopping; ++i) {
-    auto w = ctx.waiters.subscribe(ex, {stream_id});
-    if (ctx.store.offsets(stream_id).end_offset > last_offset) {
-      ctx.waiters.unsubscribe(w);
-      co_return;
+// Whether a partition's batch went on (appended, or answered) or must wait: for room in the
+// WAL, or for a batch in flight that this one retries.
+enum class attempt : uint8_t { done, wait };
+
+attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pending>& p, size_t i,
+                   checked& c) {
+  auto on_durable = [p, &ctx, i, stream = c.stream_id, idempotent = c.idempotent,
+                     h = c.first](tl::expected<int64_t, storage::stream_error> r) {
+    if (idempotent) ctx.producers.finish(stream, h, r.has_value(), r ? *r : -1);
+    p->outcomes[i].store(r ? outcome::durable : outcome::failed, std::memory_order_release);
+    // Long polls of the stream, and retries waiting for this batch.
+    ctx.waiters.notify(stream);
+    p->finish_one();
+  };
+  std::unique_lock<std::mutex> lock;
+  if (c.idempotent) {
+    lock = std::unique_lock(ctx.producers.lock_for(c.stream_id));
+    const auto verdict = ctx.producers.check(c.stream_id, c.first);
+    switch (verdict.v) {
+      case producer_state::verdict::reject:
+        set_error(*c.out, verdict.error);
+        return attempt::done;
+      case producer_state::verdict::duplicate:
+        // Producer state holds durable batches only: the first write is acknowledged truly.
+        c.out->base_offset = verdict.duplicate.first_offset;
+        return attempt::done;
+      case producer_state::verdict::in_flight:
+        return attempt::wait;
+      case producer_state::verdict::append:
+        break;
     }
-    (void)co_await data_waiters::wait(w, std::chrono::milliseconds(100));
-    ctx.waiters.unsubscribe(w);
   }
+  p->remaining.fetch_add(1, std::memory_order_relaxed);
+  // Before the append: its callback may run before append() returns.
+  p->outcomes[i].store(outcome::appended, std::memory_order_relaxed);
+  auto base = ctx.store.append(c.stream_id, raw.frame, c.records, on_durable);
+  if (!base) {
+    p->outcomes[i].store(outcome::settled, std::memory_order_relaxed);
+    p->finish_one();
+    switch (base.error()) {
+      case storage::stream_error::wal_full:
+        return attempt::wait;
+      case storage::stream_error::too_large:
+        set_error(*c.out, error_code::message_too_large,
+                  "the record batch is larger than the WAL (wal.capacity.bytes) can hold");
+        return attempt::done;
+      default:
+        set_error(*c.out, error_code::kafka_storage_error);
+        return attempt::done;
+    }
+  }
+  if (c.idempotent) ctx.producers.begin(c.stream_id, c.first, *base);
+  c.out->base_offset = *base;
+  return attempt::done;
 }
 
 }  // namespace
@@ -296,51 +344,54 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
   }
   scratch = std::vector<uint8_t>();  // not held while the appends wait for the WAL
 
-  auto p = std::make_shared<pending>(co_await asio::this_coro::executor);
-  std::vector<std::pair<uint64_t, int64_t>> duplicates;  // stream, last offset to wait for
-  for (auto& c : work) {
-    auto on_durable = [p, &ctx, out = c.out,
-                       stream = c.stream_id](tl::expected<int64_t, storage::stream_error> r) {
-      if (!r) {
-        // Only the error code: base_offset is the handler's to write (no shared field).
-        out->error_code = static_cast<int16_t>(error_code::kafka_storage_error);
-      } else {
-        ctx.waiters.notify(stream);
+  // Waits end by the request's timeout: for room in the WAL, for a batch in flight that a
+  // retry matches, for durability. Partitions not written by then get REQUEST_TIMED_OUT.
+  const int64_t deadline = now + std::max<int64_t>(req.timeout_ms, 0);
+  const auto ex = co_await asio::this_coro::executor;
+  auto p =
+      std::make_shared<pending>(ctx.waiters.subscribe(ex, {data_waiters::shutdown}), work.size());
+  for (size_t i = 0; i < work.size(); ++i) {
+    auto& c = work[i];
+    if (try_append(ctx, raw, p, i, c) == attempt::done) continue;
+    for (;;) {
+      // Subscribed before trying again, so that the wake-up cannot fall in between.
+      auto w = ctx.waiters.subscribe(ex, {data_waiters::wal_room, c.stream_id});
+      if (try_append(ctx, raw, p, i, c) == attempt::done) {
+        ctx.waiters.unsubscribe(w);
+        break;
       }
-      p->finish_one();
-    };
-    p->remaining.fetch_add(1, std::memory_order_relaxed);
-    tl::expected<int64_t, storage::stream_error> base;
-    if (c.idempotent) {
-      std::lock_guard lock(ctx.producers.lock_for(c.stream_id));
-      const auto verdict = ctx.producers.check(c.stream_id, c.first);
-      if (verdict.v == producer_state::verdict::reject) {
-        set_error(*c.out, verdict.error);
-        p->finish_one();
-        continue;
+      const int64_t left = deadline - base::now_ms();
+      if (left <= 0 || ctx.stopping) {
+        ctx.waiters.unsubscribe(w);
+        set_error(*c.out, error_code::request_timed_out,
+                  "no room in the WAL within the request's timeout");
+        break;
       }
-      if (verdict.v == producer_state::verdict::duplicate) {
-        c.out->base_offset = verdict.duplicate.first_offset;
-        duplicates.emplace_back(c.stream_id, verdict.duplicate.last_offset);
-        p->finish_one();
-        continue;
-      }
-      base = ctx.store.append(c.stream_id, raw.frame, c.records, on_durable);
-      if (base) ctx.producers.record(c.stream_id, c.first, *base);
-    } else {
-      base = ctx.store.append(c.stream_id, raw.frame, c.records, on_durable);
+      (void)co_await data_waiters::wait(w, std::chrono::milliseconds(left));
+      ctx.waiters.unsubscribe(w);
     }
-    if (!base) {
-      set_error(*c.out, error_code::kafka_storage_error);
-      p->finish_one();
-      continue;
-    }
-    c.out->base_offset = *base;
   }
   p->finish_one();
-  co_await p->done.async_receive(asio::use_awaitable);
-  for (const auto& [stream, last] : duplicates) co_await wait_durable(ctx, stream, last);
-  for (auto& c : work) {
+  if (p->remaining.load(std::memory_order_acquire) > 0 && !ctx.stopping) {
+    const int64_t left = deadline - base::now_ms();
+    if (left > 0) (void)co_await data_waiters::wait(p->waiter, std::chrono::milliseconds(left));
+  }
+  ctx.waiters.unsubscribe(p->waiter);
+  for (size_t i = 0; i < work.size(); ++i) {
+    auto& c = work[i];
+    switch (p->outcomes[i].load(std::memory_order_acquire)) {
+      case outcome::settled:
+        break;
+      case outcome::appended:
+        set_error(*c.out, error_code::request_timed_out,
+                  "the WAL write did not complete within the request's timeout");
+        break;
+      case outcome::failed:
+        set_error(*c.out, error_code::kafka_storage_error, "the WAL write failed");
+        break;
+      case outcome::durable:
+        break;
+    }
     if (c.out->error_code == 0) {
       c.out->log_start_offset = ctx.store.offsets(c.stream_id).start_offset;
     } else {

@@ -107,20 +107,41 @@ const std::unordered_map<int64_t, producer_state::producer_entry>& producer_stat
 producer_state::check_result producer_state::check(uint64_t stream_id,
                                                    const record_batch_header& h) {
   auto& sp = stream_locked(stream_id);
-  auto it = sp.producers.find(h.producer_id);
-  if (it == sp.producers.end()) return {};  // a new (or expired) producer starts anywhere
-  const auto& e = it->second;
-  if (h.producer_epoch < e.epoch) {
+  const auto it = sp.producers.find(h.producer_id);
+  const producer_entry* durable = it == sp.producers.end() ? nullptr : &it->second;
+  const auto fit = sp.in_flight.find(h.producer_id);
+  const std::deque<pending_batch>* flying =
+      fit == sp.in_flight.end() || fit->second.empty() ? nullptr : &fit->second;
+  if (durable == nullptr && flying == nullptr) return {};  // a new (or expired) producer
+  // The producer's latest epoch and last batch, counting the batches in flight.
+  const int16_t epoch = flying != nullptr ? flying->back().epoch : durable->epoch;
+  if (h.producer_epoch < epoch) {
     return {verdict::reject, error_code::invalid_producer_epoch, {}};
   }
   const int32_t last = last_sequence(h);
-  if (h.producer_epoch == e.epoch) {
-    for (const auto& b : e.batches) {
-      if (b.first_seq == h.base_sequence && b.last_seq == last) {
-        return {verdict::duplicate, error_code::none, b};
+  if (h.producer_epoch == epoch) {
+    if (durable != nullptr && durable->epoch == h.producer_epoch) {
+      for (const auto& b : durable->batches) {
+        if (b.first_seq == h.base_sequence && b.last_seq == last) {
+          return {verdict::duplicate, error_code::none, b};
+        }
       }
     }
-    if (!e.batches.empty() && h.base_sequence != next_sequence(e.batches.back().last_seq)) {
+    const batch_meta* previous = nullptr;
+    if (flying != nullptr) {
+      for (const auto& p : *flying) {
+        if (p.epoch == h.producer_epoch && p.meta.first_seq == h.base_sequence &&
+            p.meta.last_seq == last) {
+          return {verdict::in_flight, error_code::none, p.meta};
+        }
+      }
+      if (flying->back().epoch == h.producer_epoch) previous = &flying->back().meta;
+    }
+    if (previous == nullptr && durable != nullptr && durable->epoch == h.producer_epoch &&
+        !durable->batches.empty()) {
+      previous = &durable->batches.back();
+    }
+    if (previous != nullptr && h.base_sequence != next_sequence(previous->last_seq)) {
       return {verdict::reject, error_code::out_of_order_sequence_number, {}};
     }
     return {};
@@ -130,6 +151,38 @@ producer_state::check_result producer_state::check(uint64_t stream_id,
     return {verdict::reject, error_code::out_of_order_sequence_number, {}};
   }
   return {};
+}
+
+void producer_state::begin(uint64_t stream_id, const record_batch_header& h, int64_t base_offset) {
+  auto& sp = stream_locked(stream_id);
+  sp.in_flight[h.producer_id].push_back(
+      {h.producer_epoch,
+       {h.base_sequence, last_sequence(h), base_offset, base_offset + h.last_offset_delta}});
+}
+
+void producer_state::finish(uint64_t stream_id, const record_batch_header& h, bool durable,
+                            int64_t base_offset) {
+  std::lock_guard lock(lock_for(stream_id));
+  auto& sp = stream_locked(stream_id);
+  auto fit = sp.in_flight.find(h.producer_id);
+  if (fit != sp.in_flight.end()) {
+    auto& q = fit->second;
+    const auto at = std::find_if(q.begin(), q.end(), [&](const pending_batch& p) {
+      return p.epoch == h.producer_epoch && p.meta.first_seq == h.base_sequence;
+    });
+    if (at != q.end()) {
+      // A failed write fails every write after it: the producer's later batches go with it,
+      // so that its retry is checked against what is durable.
+      q.erase(at, durable ? std::next(at) : q.end());
+    } else if (!durable) {
+      return;  // already forgotten with an earlier failed batch
+    }
+    if (q.empty()) sp.in_flight.erase(fit);
+  }
+  if (durable) {
+    apply(sp.producers, h, base_offset);
+    sp.dirty = true;
+  }
 }
 
 void producer_state::apply(std::unordered_map<int64_t, producer_entry>& m,

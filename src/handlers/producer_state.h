@@ -2,10 +2,14 @@
 // producer's last five batches, as Kafka keeps them (ProducerStateManager).
 //
 // A produce of an idempotent batch takes the stream's lock (lock_for()), check()s the batch,
-// appends it to the stream store if it is new and record()s its offsets, so that check and
-// offset assignment are one step. A retried batch that matches one of the last five is a
-// duplicate: it is answered with the first write's offsets and not written again. A gap in
-// the sequence is OUT_OF_ORDER_SEQUENCE_NUMBER; an old epoch INVALID_PRODUCER_EPOCH.
+// appends it to the stream store if it is new and begin()s it: check and offset assignment
+// are one step. The batch is in flight until its WAL write ends; finish() then records it
+// (durable) or forgets it (failed: the retry is appended again). Only durable batches are
+// producer state: a retried batch that matches one of the last five is a duplicate, answered
+// with the first write's offsets and not written again; one that matches a batch in flight
+// waits for it (in_flight). Sequences continue from the last batch in flight, so that a
+// producer may pipeline. A gap in the sequence is OUT_OF_ORDER_SEQUENCE_NUMBER; an old epoch
+// INVALID_PRODUCER_EPOCH.
 //
 // Restarts: snapshot() stores, per stream, the state as of the stream's durable end (in the
 // registry's blob table); the first use of a stream after a restart loads that snapshot and
@@ -44,7 +48,7 @@ class producer_state {
     int64_t last_timestamp = -1;     // of its last batch (expiration)
   };
 
-  enum class verdict : uint8_t { append, duplicate, reject };
+  enum class verdict : uint8_t { append, duplicate, in_flight, reject };
   struct check_result {
     verdict v = verdict::append;
     protocol::error_code error = protocol::error_code::none;
@@ -64,8 +68,15 @@ class producer_state {
 
   // Checks an idempotent batch against the stream's producer state. Caller holds lock_for().
   [[nodiscard]] check_result check(uint64_t stream_id, const protocol::record_batch_header& h);
-  // Records an appended batch at its assigned base offset. Caller holds lock_for().
+  // Records a durable batch at its assigned base offset. Caller holds lock_for().
   void record(uint64_t stream_id, const protocol::record_batch_header& h, int64_t base_offset);
+  // Notes a batch appended at `base_offset` whose write is in flight. Caller holds lock_for().
+  void begin(uint64_t stream_id, const protocol::record_batch_header& h, int64_t base_offset);
+  // The write of a begun batch ended: durable at `base_offset`, it is recorded; failed, it is
+  // forgotten with every batch of its producer begun after it (their writes fail too).
+  // Takes lock_for().
+  void finish(uint64_t stream_id, const protocol::record_batch_header& h, bool durable,
+              int64_t base_offset);
 
   // Stores the durable state of every stream touched since the last snapshot.
   [[nodiscard]] tl::expected<void, std::string> snapshot();
@@ -74,10 +85,16 @@ class producer_state {
   [[nodiscard]] const std::unordered_map<int64_t, producer_entry>& producers(uint64_t stream_id);
 
  private:
+  // A batch whose write is in flight.
+  struct pending_batch {
+    int16_t epoch = -1;
+    batch_meta meta;
+  };
   struct stream_producers {
     bool loaded = false;
     bool dirty = false;
     std::unordered_map<int64_t, producer_entry> producers;
+    std::unordered_map<int64_t, std::deque<pending_batch>> in_flight;  // append order
   };
 
   stream_producers& stream_locked(uint64_t stream_id);  // loads on first use

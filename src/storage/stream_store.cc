@@ -93,6 +93,10 @@ std::string_view stream_error_name(stream_error e) {
       return "invalid record batch";
     case stream_error::wal_failed:
       return "WAL failed";
+    case stream_error::wal_full:
+      return "WAL full";
+    case stream_error::too_large:
+      return "too large for the WAL";
     case stream_error::object_store:
       return "object store error";
     case stream_error::corrupt_object:
@@ -192,6 +196,14 @@ tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
                                std::string(wal::wal_error_name(w.error())));
   if (!replay_error.empty()) return tl::make_unexpected(replay_error);
   s->wal_ = std::move(*w);
+  s->wal_->set_room_callback([p = s.get()] {
+    std::function<void()> listener;
+    {
+      std::lock_guard lock(p->room_mu_);
+      listener = p->room_listener_;
+    }
+    if (listener) listener();
+  });
   s->durable_wal_end_ = s->wal_->durable_end();
   if (options.background) s->background_ = std::thread([p = s.get()] { p->background_loop(); });
   return s;
@@ -231,6 +243,11 @@ void stream_store::append(uint64_t stream_id, std::vector<uint8_t> batches,
   if (!r) done(fail(r.error()));
 }
 
+void stream_store::set_room_listener(std::function<void()> listener) {
+  std::lock_guard lock(room_mu_);
+  room_listener_ = std::move(listener);
+}
+
 tl::expected<int64_t, stream_error> stream_store::append(uint64_t stream_id,
                                                          std::shared_ptr<const void> owner,
                                                          std::span<uint8_t> batches,
@@ -239,7 +256,7 @@ tl::expected<int64_t, stream_error> stream_store::append(uint64_t stream_id,
   auto e = std::make_shared<entry>();
   {
     std::lock_guard lock(state_mu_);
-    if (failed_ || stopping_) return fail(stream_error::wal_failed);
+    if (stopping_) return fail(stream_error::wal_failed);
     auto& st = stream_locked(stream_id);
     int64_t next = st.next_offset;
     int64_t max_ts = -1;
@@ -262,30 +279,61 @@ tl::expected<int64_t, stream_error> stream_store::append(uint64_t stream_id,
     cache_bytes_ += e->data.size();
   }
   const int64_t base = e->base_offset;
-  wal_->append(stream_id, e->base_offset, e->data,
-               [this, e, done = std::move(done)](
-                   tl::expected<wal::wal_position, wal::wal_error> r) { on_durable(e, r, done); });
+  auto queued = wal_->try_append(
+      stream_id, e->base_offset, e->data,
+      [this, e, done = std::move(done)](tl::expected<wal::wal_position, wal::wal_error> r) {
+        on_durable(e, r, done);
+      });
+  if (!queued) {
+    // Not in the WAL: the append never happened. No other append ran meanwhile
+    // (append_mu_), so the entry is the stream's last.
+    std::lock_guard lock(state_mu_);
+    forget_locked(e);
+    switch (queued.error()) {
+      case wal::wal_error::full:
+        return fail(stream_error::wal_full);
+      case wal::wal_error::too_large:
+        return fail(stream_error::too_large);
+      default:
+        return fail(stream_error::wal_failed);
+    }
+  }
   return base;
+}
+
+void stream_store::forget_locked(const std::shared_ptr<entry>& e) {
+  auto& st = stream_locked(e->stream_id);
+  // Every append after a failed one fails too, so its offsets are the stream's end again.
+  st.next_offset = std::min(st.next_offset, e->base_offset);
+  for (auto it = st.cache.rbegin(); it != st.cache.rend(); ++it) {
+    if (*it == e) {
+      cache_bytes_ -= e->data.size();
+      st.cache.erase(std::next(it).base());
+      break;
+    }
+  }
 }
 
 void stream_store::on_durable(const std::shared_ptr<entry>& e,
                               tl::expected<wal::wal_position, wal::wal_error> r,
                               const append_callback& done) {
   bool wake = false;
-  {
+  if (!r) {
+    // A failed write: the entry goes, and its offsets with it. append_mu_ keeps an append
+    // from taking offsets between this and the entries failed after it.
+    std::lock_guard append_lock(append_mu_);
     std::lock_guard lock(state_mu_);
-    if (!r) {
-      failed_ = true;
-    } else {
-      e->durable = true;
-      e->wal_end = *r;
-      durable_wal_end_ = std::max(durable_wal_end_, *r);
-      auto& st = stream_locked(e->stream_id);
-      st.durable_end = std::max(st.durable_end, e->end_offset);
-      pending_upload_bytes_ += e->data.size();
-      wake = pending_upload_bytes_ >= options_.upload_threshold_bytes ||
-             cache_bytes_ >= options_.log_cache_bytes;
-    }
+    forget_locked(e);
+  } else {
+    std::lock_guard lock(state_mu_);
+    e->durable = true;
+    e->wal_end = *r;
+    durable_wal_end_ = std::max(durable_wal_end_, *r);
+    auto& st = stream_locked(e->stream_id);
+    st.durable_end = std::max(st.durable_end, e->end_offset);
+    pending_upload_bytes_ += e->data.size();
+    wake = pending_upload_bytes_ >= options_.upload_threshold_bytes ||
+           cache_bytes_ >= options_.log_cache_bytes;
   }
   if (wake) upload_wanted_.notify_one();
   if (r) {

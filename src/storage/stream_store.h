@@ -49,7 +49,9 @@ namespace silt::storage {
 enum class stream_error : uint8_t {
   offset_out_of_range,  // below the stream's start or above its end
   invalid_batch,        // append data that is not whole record batches
-  wal_failed,           // the WAL failed or is closed; nothing more can be appended
+  wal_failed,           // the WAL write failed, or the WAL is recovering from one, or closed
+  wal_full,             // no room in the WAL now: try again after the room listener runs
+  too_large,            // larger than the WAL can ever hold
   object_store,         // a cold read failed in the object store
   corrupt_object,       // an object failed its checksums
   catalog,              // the catalog failed
@@ -126,11 +128,17 @@ class stream_store {
   void append(uint64_t stream_id, std::vector<uint8_t> batches, const append_callback& done);
   // The same without a copy: `batches` lie inside memory `owner` keeps alive (a request
   // frame); they are modified in place and kept in the log cache until uploaded. Returns the
-  // first offset assigned, or an error (and then `done` is not called).
+  // first offset assigned, or an error (and then `done` is not called, and nothing of the
+  // append is left). Never waits for the WAL: wal_full when it has no room now. If the
+  // WAL write fails later, `done` gets wal_failed and the append leaves no trace: its offsets
+  // are given to the next append (every append after it in the WAL fails too).
   [[nodiscard]] tl::expected<int64_t, stream_error> append(uint64_t stream_id,
                                                            std::shared_ptr<const void> owner,
                                                            std::span<uint8_t> batches,
                                                            append_callback done);
+  // Called (on the WAL's thread; keep it short) when an append refused with wal_full or
+  // wal_failed may succeed now. Set before appends start.
+  void set_room_listener(std::function<void()> listener);
   // Whether a read at `offset` is served from the log cache (no object store I/O).
   [[nodiscard]] bool in_log_cache(uint64_t stream_id, int64_t offset);
 
@@ -169,6 +177,7 @@ class stream_store {
   void on_durable(const std::shared_ptr<entry>& e,
                   tl::expected<wal::wal_position, wal::wal_error> r, const append_callback& done);
   void evict_locked();
+  void forget_locked(const std::shared_ptr<entry>& e);
   tl::expected<read_result, stream_error> read_cold(uint64_t stream_id, int64_t offset,
                                                     size_t max_bytes);
   tl::expected<std::shared_ptr<const std::vector<block_entry>>, stream_error> object_index(
@@ -190,12 +199,14 @@ class stream_store {
   size_t cache_bytes_ = 0;                    // guarded by state_mu_
   uint64_t pending_upload_bytes_ = 0;         // guarded by state_mu_
   wal::wal_position durable_wal_end_ = 0;     // guarded by state_mu_
-  bool failed_ = false;                       // guarded by state_mu_
   bool stopping_ = false;                     // guarded by state_mu_
   stream_store_stats stats_;                  // guarded by state_mu_
 
   std::mutex index_mu_;
   std::map<std::string, std::shared_ptr<const std::vector<block_entry>>> indexes_;  // index_mu_
+
+  std::mutex room_mu_;
+  std::function<void()> room_listener_;  // guarded by room_mu_
 
   std::mutex task_mu_;  // one background task at a time (thread or run_*_once())
   std::thread background_;
