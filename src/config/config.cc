@@ -473,7 +473,7 @@ std::vector<setting> make_settings() {
                       "The WAL's data is uploaded to the object store at least this often."));
   t.push_back(integer("upload.threshold.bytes", &bc::upload_threshold_bytes, 1, kMax,
                       "Upload as soon as this many bytes wait in the WAL. Less than "
-                      "`wal.capacity.bytes`."));
+                      "`wal.capacity.bytes`; unless set, at most a quarter of it."));
   t.push_back(integer("compaction.interval.ms", &bc::compaction_interval_ms, 1, kMax,
                       "How often small objects are merged into bigger ones."));
   t.push_back(integer("log.retention.check.interval.ms", &bc::retention_check_interval_ms, 1, kMax,
@@ -674,6 +674,11 @@ tl::expected<void, std::string> resolve(broker_config& c,
   const std::filesystem::path data_dir(c.data_dir);
   if (!given.contains("wal.path")) c.wal_path = (data_dir / "wal").string();
   if (!given.contains("metadata.path")) c.metadata_path = (data_dir / "metadata.db").string();
+  // A small WAL uploads sooner by default: at a quarter of its capacity at most.
+  if (!given.contains("upload.threshold.bytes")) {
+    c.upload_threshold_bytes =
+        std::min(c.upload_threshold_bytes, std::max<uint64_t>(c.wal_capacity_bytes / 4, 1));
+  }
   if (!given.contains("object.store.uri")) {
     std::error_code ec;
     auto absolute = std::filesystem::absolute(data_dir, ec);

@@ -141,6 +141,10 @@ void broker::start_background(std::chrono::milliseconds period) {
 void broker::begin_shutdown() {
   ctx_->stopping = true;
   ctx_->waiters.notify_all();
+  // Nothing waits on an unreachable object store at shutdown: cold reads in progress fail
+  // (the fetch answers KAFKA_STORAGE_ERROR) and so does an upload (its data stays in the WAL
+  // for the next start).
+  objects_->cancel();
 }
 
 void broker::close() {
@@ -149,6 +153,7 @@ void broker::close() {
   if (snapshot_timer_) {
     asio::post(blocking_.get_executor(), [this] { snapshot_timer_->cancel(); });
   }
+  objects_->cancel();
   store_->close();
   if (auto r = producers_->snapshot(); !r) std::fprintf(stderr, "silt: %s\n", r.error().c_str());
 }

@@ -45,6 +45,11 @@ struct download_state {
   bool stopped = false;  // the write callback ended the transfer on purpose
 };
 
+// CURLOPT_XFERINFOFUNCTION: non-zero aborts the transfer (CURLE_ABORTED_BY_CALLBACK).
+int abort_if_cancelled(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<const std::atomic<bool>*>(user)->load(std::memory_order_acquire) ? 1 : 0;
+}
+
 size_t write_body(char* data, size_t size, size_t count, void* user) {
   auto* st = static_cast<download_state*>(user);
   const size_t n = size * count;
@@ -191,7 +196,16 @@ response client::perform(const request& r) {
 
   upload_state up{r.body, 0};
   download_state down{h, &r, &resp};
+  if (cancelled()) {
+    release(h);
+    resp.transport_error = "cancelled: the broker is shutting down";
+    return resp;
+  }
   curl_easy_setopt(h, CURLOPT_URL, r.url.c_str());
+  // Called about once a second even while nothing moves: a cancel() aborts the exchange.
+  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, abort_if_cancelled);
+  curl_easy_setopt(h, CURLOPT_XFERINFODATA, &cancelled_);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   // Object keys may contain "." and ".." segments; they must reach the server unchanged.
   curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
@@ -238,6 +252,7 @@ response client::perform(const request& r) {
   }
 
   const CURLcode rc = curl_easy_perform(h);
+  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 1L);
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp.status);
   if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && down.stopped)) {
     resp.outcome = transport::ok;
@@ -249,6 +264,10 @@ response client::perform(const request& r) {
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
   release(h);
   return resp;
+}
+
+void client::cancel() {
+  cancelled_.store(true, std::memory_order_release);
 }
 
 }  // namespace silt::storage::http

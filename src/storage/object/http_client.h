@@ -6,6 +6,7 @@
 // returns it afterwards. Thread-safe; no retries here (the S3 store decides what to retry).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -69,12 +70,17 @@ class client {
 
   // Performs `r`; never throws.
   [[nodiscard]] response perform(const request& r);
+  // Aborts the exchanges in progress (within about a second: libcurl's progress callback) and
+  // fails every later one at once. Irreversible.
+  void cancel();
+  [[nodiscard]] bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
 
  private:
   void* acquire();  // a CURL*, kept opaque so that users need not include curl.h
   void release(void* handle);
 
   const client_options options_;
+  std::atomic<bool> cancelled_{false};
   std::mutex mu_;
   std::vector<void*> idle_;  // guarded by mu_
 };

@@ -71,6 +71,10 @@ class object_store {
       std::string_view prefix) = 0;
   // A short description for logs (e.g. "file:///data/objects", "s3://bucket at host:port").
   [[nodiscard]] virtual std::string describe() const = 0;
+  // Shutdown: calls in progress give up as soon as they can (transfers aborted, no more
+  // retries) and later calls fail at once, so that nothing waits on an unreachable store.
+  // Irreversible. The default does nothing (stores whose calls never hang).
+  virtual void cancel() {}
 };
 
 // Opens the store a URI names:

@@ -166,8 +166,6 @@ tl::expected<std::unique_ptr<s3_store>, std::string> s3_store::open(s3_options o
     std::random_device rd;
     options.jitter_seed = (static_cast<uint64_t>(rd()) << 32) | rd();
   }
-  if (!options.sleep)
-    options.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
   return std::unique_ptr<s3_store>(new s3_store(std::move(options), std::move(ep)));
 }
 
@@ -257,13 +255,18 @@ tl::expected<http::response, store_error> s3_store::execute(const http::request&
       }
       return resp;
     }
-    if (attempt >= options_.retry.max_attempts) {
+    if (attempt >= options_.retry.max_attempts || client_.cancelled()) {
       report(req, resp, attempt, std::nullopt);
       return tl::make_unexpected(*failure);
     }
     const auto wait = backoff_.delay(attempt - 1);
     report(req, resp, attempt, wait);
-    options_.sleep(wait);
+    if (options_.sleep) {
+      options_.sleep(wait);
+    } else {
+      std::unique_lock lock(cancel_mu_);
+      cancel_cv_.wait_for(lock, wait, [&] { return client_.cancelled(); });
+    }
   }
 }
 
@@ -498,6 +501,12 @@ tl::expected<std::vector<object_info>, store_error> s3_store::list(std::string_v
   std::sort(out.begin(), out.end(),
             [](const object_info& a, const object_info& b) { return a.key < b.key; });
   return out;
+}
+
+void s3_store::cancel() {
+  client_.cancel();
+  std::lock_guard lock(cancel_mu_);
+  cancel_cv_.notify_all();
 }
 
 }  // namespace silt::storage

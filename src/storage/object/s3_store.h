@@ -16,9 +16,11 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,7 +53,8 @@ struct s3_options {
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds request_timeout{0};  // 0: none (large objects take long)
   std::chrono::seconds stall_timeout{30};        // a transfer moving no byte this long fails
-  // How the store waits between retries; tests substitute a recorder. Default: sleep_for.
+  // How the store waits between retries; tests substitute a recorder. Default: a wait that
+  // cancel() cuts short.
   std::function<void(std::chrono::milliseconds)> sleep;
   // Called with a one-line description of every failed attempt, retried or not (for logs).
   std::function<void(std::string_view)> on_failure;
@@ -97,6 +100,7 @@ class s3_store final : public object_store {
   [[nodiscard]] tl::expected<std::vector<object_info>, store_error> list(
       std::string_view prefix) override;
   [[nodiscard]] std::string describe() const override;
+  void cancel() override;
 
   // The URL of `key` (of the bucket when empty) with a query already in canonical form.
   [[nodiscard]] std::string url(std::string_view key, std::string_view query = {}) const;
@@ -127,6 +131,8 @@ class s3_store final : public object_store {
   const endpoint_parts endpoint_;
   http::client client_;
   backoff backoff_;
+  std::mutex cancel_mu_;
+  std::condition_variable cancel_cv_;  // wakes retry sleeps on cancel()
 };
 
 }  // namespace silt::storage
