@@ -102,6 +102,12 @@ static int run(int argc, char** argv) {
                 " | batch wait " + waits.percentiles_ms() + " | write " + writes.percentiles_ms() +
                 " ms\n";
       }
+      if (wal.failed_writes != wal_before.failed_writes) {
+        text += "silt: wal: failed writes " +
+                std::to_string(wal.failed_writes - wal_before.failed_writes) +
+                ", recoveries (new epochs) " +
+                std::to_string(wal.recoveries - wal_before.recoveries) + "\n";
+      }
       wal_before = wal;
     }
     std::fputs(text.c_str(), stderr);

@@ -1,5 +1,6 @@
 #include "handlers/broker.h"
 
+#include <cstdlib>
 #include <filesystem>
 
 #include <boost/asio/co_spawn.hpp>
@@ -37,6 +38,42 @@ net::response encode_response(const protocol::parsed_request_header& h, const Re
 namespace {
 
 namespace fs = std::filesystem;
+
+// SILT_TEST_WAL_FAULTS, for tests of real clients against a failing disk:
+// "fail=P,delay=P,delay_ms=N,seed=N" (probabilities per WAL write; any subset).
+tl::expected<storage::wal::write_faults::options, std::string> parse_wal_faults(
+    std::string_view spec) {
+  storage::wal::write_faults::options o;
+  while (!spec.empty()) {
+    const size_t comma = spec.find(',');
+    const std::string_view item = spec.substr(0, comma);
+    spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) return tl::make_unexpected("expected key=value");
+    const std::string key(item.substr(0, eq));
+    const std::string value(item.substr(eq + 1));
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || v < 0) {
+      return tl::make_unexpected("bad value '" + value + "' for " + key);
+    }
+    if (key == "fail") {
+      o.fail_probability = v;
+    } else if (key == "delay") {
+      o.delay_probability = v;
+    } else if (key == "delay_ms") {
+      o.delay = std::chrono::milliseconds(static_cast<int64_t>(v));
+    } else if (key == "seed") {
+      o.seed = static_cast<uint64_t>(v);
+    } else {
+      return tl::make_unexpected("unknown key '" + key + "'");
+    }
+  }
+  if (o.fail_probability + o.delay_probability > 1) {
+    return tl::make_unexpected("fail + delay must be at most 1");
+  }
+  return o;
+}
 
 // Decodes the request body at its version, runs the handler and encodes what it returns.
 // A body that does not decode closes the connection, as Kafka does.
@@ -96,6 +133,12 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   so.retention_interval = std::chrono::milliseconds(config.retention_check_interval_ms);
   so.retention_ms = config.log_retention_ms;
   so.retention_bytes = config.log_retention_bytes;
+  if (const char* faults = std::getenv("SILT_TEST_WAL_FAULTS"); faults != nullptr) {
+    auto parsed = parse_wal_faults(faults);
+    if (!parsed) return tl::make_unexpected("SILT_TEST_WAL_FAULTS: " + parsed.error());
+    std::fprintf(stderr, "silt: injecting WAL write faults (SILT_TEST_WAL_FAULTS=%s)\n", faults);
+    so.wal.faults = std::make_shared<storage::wal::write_faults>(*parsed);
+  }
   auto store = storage::stream_store::open(so, *b->objects_);
   if (!store) return tl::make_unexpected(store.error());
   b->store_ = std::move(*store);

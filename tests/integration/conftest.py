@@ -71,8 +71,9 @@ class SiltBroker:
 
     kind = "silt"
 
-    def __init__(self, workdir, extra_overrides=None):
+    def __init__(self, workdir, extra_overrides=None, env=None):
         self.workdir = Path(workdir)
+        self.env = env  # extra environment variables
         self.data_dir = self.workdir / "data"
         self.port = free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
@@ -94,8 +95,9 @@ class SiltBroker:
     def start(self, timeout=60.0):
         assert self.proc is None or self.proc.poll() is not None, "already running"
         logf = open(self.log, "ab")
+        env = dict(os.environ, **self.env) if self.env else None
         self.proc = subprocess.Popen(self.command(), stdout=logf, stderr=subprocess.STDOUT,
-                                     cwd=self.workdir)
+                                     cwd=self.workdir, env=env)
         logf.close()
         wait_port(self.port, self.proc, timeout, self.log)
 
