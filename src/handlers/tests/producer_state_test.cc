@@ -169,6 +169,62 @@ TEST_F(ProducerStateTest, CorruptSnapshotIsRebuiltFromTheStream) {
   close();
 }
 
+// The handler's steps without the store: check, then begin (in flight), then finish.
+TEST_F(ProducerStateTest, ABatchInFlightIsNotProducerStateUntilItIsDurable) {
+  open();
+  const auto b0 = header_of(idempotent_batch(7, 0, 0, 3));
+  const auto b1 = header_of(idempotent_batch(7, 0, 3, 2));
+  std::unique_lock lock(state_->lock_for(1));
+  ASSERT_EQ(state_->check(1, b0).v, verdict::append);
+  state_->begin(1, b0, 0);
+  // A retry of it waits for its write; the next batch may follow it at once (pipelining).
+  EXPECT_EQ(state_->check(1, b0).v, verdict::in_flight);
+  ASSERT_EQ(state_->check(1, b1).v, verdict::append);
+  state_->begin(1, b1, 3);
+  lock.unlock();
+  state_->finish(1, b0, true, 0);
+  lock.lock();
+  auto c = state_->check(1, b0);
+  EXPECT_EQ(c.v, verdict::duplicate);
+  EXPECT_EQ(c.duplicate.first_offset, 0);
+  EXPECT_EQ(state_->check(1, b1).v, verdict::in_flight);
+  lock.unlock();
+  state_->finish(1, b1, true, 3);
+  lock.lock();
+  EXPECT_EQ(state_->check(1, b1).v, verdict::duplicate);
+  EXPECT_EQ(state_->check(1, header_of(idempotent_batch(7, 0, 5, 1))).v, verdict::append);
+}
+
+TEST_F(ProducerStateTest, AFailedWriteLeavesNoTraceAndItsRetryIsAppended) {
+  open();
+  const auto b0 = header_of(idempotent_batch(7, 0, 0, 3));
+  const auto b1 = header_of(idempotent_batch(7, 0, 3, 2));
+  const auto b2 = header_of(idempotent_batch(7, 0, 5, 1));
+  std::unique_lock lock(state_->lock_for(1));
+  ASSERT_EQ(state_->check(1, b0).v, verdict::append);
+  state_->begin(1, b0, 0);
+  lock.unlock();
+  state_->finish(1, b0, true, 0);
+  lock.lock();
+  ASSERT_EQ(state_->check(1, b1).v, verdict::append);
+  state_->begin(1, b1, 3);
+  ASSERT_EQ(state_->check(1, b2).v, verdict::append);
+  state_->begin(1, b2, 5);
+  lock.unlock();
+  // b1's write fails, and with it b2's (written after it).
+  state_->finish(1, b1, false, -1);
+  lock.lock();
+  EXPECT_EQ(state_->check(1, b1).v, verdict::append);  // not a duplicate: never written
+  const auto c2 = state_->check(1, b2);
+  EXPECT_EQ(c2.v, verdict::reject);  // b1 must come first
+  EXPECT_EQ(c2.error, error_code::out_of_order_sequence_number);
+  lock.unlock();
+  state_->finish(1, b2, false, -1);  // its own failure changes nothing more
+  lock.lock();
+  EXPECT_EQ(state_->check(1, b1).v, verdict::append);
+  EXPECT_EQ(state_->check(1, b0).v, verdict::duplicate);
+}
+
 TEST_F(ProducerStateTest, ProducerIdsAreNeverHandedOutTwiceAcrossRestarts) {
   open();
   auto a = state_->init_producer(-1, -1);

@@ -338,5 +338,107 @@ TEST_F(StreamStore, UploadsRetryThroughAFaultyObjectStoreWithoutLosingData) {
   EXPECT_EQ(read_all(s, 2, 0, 2000), expected(2, 0, 100));
 }
 
+// Appends until one is durable, retrying the same batch after a failed WAL write (as a client
+// retries); returns the base offset and counts the failures.
+int64_t append_retrying(stream_store& s, uint64_t stream, const std::vector<uint8_t>& data,
+                        int& failures) {
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    std::promise<tl::expected<int64_t, stream_error>> p;
+    s.append(stream, data, [&](auto r) { p.set_value(r); });
+    auto r = p.get_future().get();
+    if (r) return *r;
+    EXPECT_EQ(r.error(), stream_error::wal_failed);
+    ++failures;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the WAL recovers
+  }
+  ADD_FAILURE() << "never durable";
+  return -1;
+}
+
+TEST_F(StreamStore, FailedWalWritesLeaveNoTraceAndTheirOffsetsAreReused) {
+  auto o = options();
+  auto faults = std::make_shared<wal::write_faults>(wal::write_faults::options{});
+  o.wal.faults = faults;
+  int failures = 0;
+  {
+    auto s = open(o);
+    faults->fail_next(1);
+    std::promise<tl::expected<int64_t, stream_error>> p;
+    s->append(1, batch(1, 0, 5), [&](auto r) { p.set_value(r); });
+    auto first = p.get_future().get();
+    ASSERT_FALSE(first);
+    EXPECT_EQ(first.error(), stream_error::wal_failed);
+    EXPECT_EQ(s->offsets(1).end_offset, 0);
+    // The retry gets the same offsets, and the store goes on appending.
+    EXPECT_EQ(append_retrying(*s, 1, batch(1, 0, 5), failures), 0);
+    faults->set_options({.seed = 3, .fail_probability = 0.3});
+    int next = 5;
+    for (int i = 0; i < 60; ++i) {
+      const uint64_t stream = 1 + i % 3;
+      const int first_value = stream == 1 ? next : i * 10;
+      auto data = batch(stream, first_value, 5);
+      const int64_t base = append_retrying(*s, stream, data, failures);
+      if (stream == 1) {
+        EXPECT_EQ(base, next);
+        next += 5;
+      }
+    }
+    EXPECT_GT(failures, 5);
+    EXPECT_EQ(read_all(*s, 1, 0), expected(1, 0, next));
+    EXPECT_EQ(s->offsets(1).end_offset, next);
+    faults->set_options({});
+    ASSERT_TRUE(s->run_upload_once());
+    EXPECT_EQ(read_all(*s, 1, 0), expected(1, 0, next));
+    s->close();
+    o.wal.faults = nullptr;
+    auto again = open(o);
+    EXPECT_EQ(read_all(*again, 1, 0), expected(1, 0, next));
+    EXPECT_EQ(again->offsets(2).end_offset, 20 * 5);
+  }
+}
+
+TEST_F(StreamStore, AppendTooLargeForTheWalFailsAloneAndAFullWalRefusesUntilUploaded) {
+  auto o = options();
+  o.wal.capacity = 64 << 10;
+  o.upload_threshold_bytes = 1 << 30;  // uploads only when the test says
+  auto s = open(o);
+  std::atomic<int> room{0};
+  s->set_room_listener([&] { room.fetch_add(1); });
+  std::vector<uint8_t> huge = batch(1, 0, 1);
+  {
+    protocol::record_batch_builder b;
+    const std::vector<uint8_t> value(100 << 10, 'x');
+    b.add(1700000000000, std::nullopt, value);
+    huge = b.build();
+  }
+  auto owner = std::make_shared<std::vector<uint8_t>>(huge);
+  auto refused = s->append(1, owner, *owner, [](auto) { ADD_FAILURE() << "called back"; });
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error(), stream_error::too_large);
+  EXPECT_EQ(append(*s, 1, batch(1, 0, 3)), 0);  // the store still takes appends
+  // Fill the ring; the next append is refused at once, without waiting.
+  int value = 3;
+  tl::expected<int64_t, stream_error> r;
+  for (int i = 0; i < 1000; ++i) {
+    auto data = std::make_shared<std::vector<uint8_t>>(batch(1, value, 50));
+    std::promise<void> durable;
+    r = s->append(1, data, *data, [&](auto) { durable.set_value(); });
+    if (!r) break;
+    durable.get_future().wait();
+    value += 50;
+  }
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(), stream_error::wal_full);
+  EXPECT_EQ(s->offsets(1).end_offset, value);  // the refused append took no offsets
+  EXPECT_EQ(room.load(), 0);
+  ASSERT_TRUE(s->run_upload_once());  // commits the data, then trims the WAL
+  for (int i = 0; i < 500 && room.load() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(room.load(), 1);
+  EXPECT_EQ(append(*s, 1, batch(1, value, 50)), value);
+  EXPECT_EQ(read_all(*s, 1, 0), expected(1, 0, value + 50));
+}
+
 }  // namespace
 }  // namespace silt::storage
