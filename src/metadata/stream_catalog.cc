@@ -308,6 +308,19 @@ tl::expected<std::vector<uint64_t>, catalog_error> stream_catalog::streams() {
   return out;
 }
 
+tl::expected<std::vector<std::pair<uint64_t, stream_state>>, catalog_error>
+stream_catalog::stream_states() {
+  std::lock_guard lock(mu_);
+  statement s(db_, "SELECT stream_id, start_offset, end_offset FROM streams ORDER BY stream_id");
+  std::vector<std::pair<uint64_t, stream_state>> out;
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    out.emplace_back(static_cast<uint64_t>(s.integer(0)), stream_state{s.integer(1), s.integer(2)});
+  }
+  if (rc != SQLITE_DONE) return fail(catalog_error::io);
+  return out;
+}
+
 tl::expected<void, catalog_error> stream_catalog::trim(uint64_t stream_id, int64_t offset) {
   std::lock_guard lock(mu_);
   transaction tx(db_);

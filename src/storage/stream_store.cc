@@ -156,6 +156,18 @@ tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
   auto catalog = metadata::stream_catalog::open(options.catalog_path);
   if (!catalog) return tl::make_unexpected(catalog.error());
   std::unique_ptr<stream_store> s(new stream_store(options, store, std::move(*catalog)));
+  // Every stream's offsets, now: from here on the store keeps them itself, and the request
+  // path never waits on the catalog to touch a stream.
+  auto states = s->catalog_->stream_states();
+  if (!states) {
+    return tl::make_unexpected("cannot read the streams of the catalog " + options.catalog_path);
+  }
+  for (const auto& [id, c] : *states) {
+    stream_state st;
+    st.start_offset = c.start_offset;
+    st.next_offset = st.durable_end = st.committed_end = c.end_offset;
+    s->streams_.emplace(id, std::move(st));
+  }
   std::string replay_error;
   auto w = wal::wal::open(options.wal, [&](const wal::replayed_record& rec) {
     std::lock_guard lock(s->state_mu_);
@@ -225,14 +237,8 @@ void stream_store::close() {
 }
 
 stream_store::stream_state& stream_store::stream_locked(uint64_t stream_id) {
-  auto it = streams_.find(stream_id);
-  if (it != streams_.end()) return it->second;
-  stream_state st;
-  if (auto c = catalog_->stream(stream_id); c && c->has_value()) {
-    st.start_offset = (*c)->start_offset;
-    st.next_offset = st.durable_end = st.committed_end = (*c)->end_offset;
-  }
-  return streams_.emplace(stream_id, std::move(st)).first->second;
+  // Streams the catalog knows were loaded at open; any other one is new, at offset 0.
+  return streams_[stream_id];
 }
 
 void stream_store::append(uint64_t stream_id, std::vector<uint8_t> batches,
@@ -500,12 +506,17 @@ tl::expected<read_result, stream_error> stream_store::read_cold(uint64_t stream_
 }
 
 tl::expected<void, stream_error> stream_store::trim(uint64_t stream_id, int64_t offset) {
+  {
+    std::lock_guard lock(state_mu_);
+    auto& st = stream_locked(stream_id);
+    if (offset > st.durable_end) return fail(stream_error::offset_out_of_range);
+    if (offset <= st.start_offset) return {};
+  }
+  // The catalog's transaction runs without the state lock: readers and appends go on.
+  if (!catalog_->trim(stream_id, offset)) return fail(stream_error::catalog);
   std::lock_guard lock(state_mu_);
   auto& st = stream_locked(stream_id);
-  if (offset > st.durable_end) return fail(stream_error::offset_out_of_range);
-  if (offset <= st.start_offset) return {};
-  if (!catalog_->trim(stream_id, offset)) return fail(stream_error::catalog);
-  st.start_offset = offset;
+  st.start_offset = std::max(st.start_offset, offset);
   return {};
 }
 

@@ -14,8 +14,11 @@
 // Threads and ownership:
 //  - append() and read() may be called from any thread. append_mu_ serialises appends so
 //    that offsets are assigned in WAL order; state_mu_ guards the in-memory stream state and
-//    the log cache and is held across I/O only once per stream: the first touch of a stream
-//    loads its offsets from the catalog (a SQLite read).
+//    the log cache and is never held across I/O: every stream's offsets are loaded from the
+//    catalog at open, and append() never waits for the WAL (wal_full instead). A read from
+//    the log cache does no I/O; a read below it (read_cold) does catalog and object store
+//    I/O on the calling thread, which must be one that may block.
+//  - trim() does a catalog transaction on the calling thread (without state_mu_).
 //  - The WAL's I/O thread runs durability callbacks (marks entries durable, then calls the
 //    caller's callback).
 //  - One background thread runs upload, compaction, retention and object deletion in turn
