@@ -478,6 +478,13 @@ std::vector<setting> make_settings() {
                       "How often small objects are merged into bigger ones."));
   t.push_back(integer("log.retention.check.interval.ms", &bc::retention_check_interval_ms, 1, kMax,
                       "How often data past its retention is deleted."));
+  t.push_back(integer("object.sweep.interval.ms", &bc::object_sweep_interval_ms, 1, kMax,
+                      "How often objects that were written but never committed to the catalog "
+                      "(a lost PUT reply, a failed commit, a crash between the two) are looked "
+                      "for under `objects/` in the object store."));
+  t.push_back(integer("object.sweep.grace.ms", &bc::object_sweep_grace_ms, 0, kMax,
+                      "Such an object is deleted once its upload began at least this long "
+                      "ago. Keys outside `objects/` are never touched."));
   // Topics
   t.push_back(integer("num.partitions", &bc::num_partitions, 1, INT32_MAX,
                       "Partitions of a topic created without a partition count (including "

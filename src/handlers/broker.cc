@@ -131,6 +131,8 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   so.upload_threshold_bytes = config.upload_threshold_bytes;
   so.compaction_interval = std::chrono::milliseconds(config.compaction_interval_ms);
   so.retention_interval = std::chrono::milliseconds(config.retention_check_interval_ms);
+  so.sweep_interval = std::chrono::milliseconds(config.object_sweep_interval_ms);
+  so.sweep_grace = std::chrono::milliseconds(config.object_sweep_grace_ms);
   so.retention_ms = config.log_retention_ms;
   so.retention_bytes = config.log_retention_bytes;
   if (const char* faults = std::getenv("SILT_TEST_WAL_FAULTS"); faults != nullptr) {

@@ -378,4 +378,21 @@ tl::expected<void, catalog_error> stream_catalog::forget(uint64_t object_id) {
   return {};
 }
 
+tl::expected<uint64_t, catalog_error> stream_catalog::last_object_id() {
+  std::lock_guard lock(mu_);
+  statement s(db_, "SELECT value FROM counters WHERE name = 'object_id'");
+  if (s.step() != SQLITE_ROW) return fail(catalog_error::io);
+  return static_cast<uint64_t>(s.integer(0));
+}
+
+tl::expected<std::vector<std::string>, catalog_error> stream_catalog::object_keys() {
+  std::lock_guard lock(mu_);
+  statement s(db_, "SELECT key FROM objects ORDER BY key");
+  std::vector<std::string> out;
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) out.push_back(s.text(0));
+  if (rc != SQLITE_DONE) return fail(catalog_error::io);
+  return out;
+}
+
 }  // namespace silt::metadata

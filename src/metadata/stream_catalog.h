@@ -115,6 +115,12 @@ class stream_catalog {
   // Forgets an object after it was deleted from the store.
   [[nodiscard]] tl::expected<void, catalog_error> forget(uint64_t object_id);
 
+  // The highest object id next_object_id() has handed out (0 before the first).
+  [[nodiscard]] tl::expected<uint64_t, catalog_error> last_object_id();
+  // The keys of every object the catalog knows, live or marked for deletion, in key order.
+  // A key missing here was never committed, or was deleted and forgotten.
+  [[nodiscard]] tl::expected<std::vector<std::string>, catalog_error> object_keys();
+
  private:
   explicit stream_catalog(sqlite3* db) : db_(db) {}
   tl::expected<void, catalog_error> exec(const char* sql);

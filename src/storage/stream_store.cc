@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <optional>
+#include <string_view>
 #include <utility>
 
 #include <sys/syscall.h>
@@ -76,11 +78,34 @@ bool add_batches(read_result& out, size_t& bytes, std::span<const uint8_t> data,
   });
 }
 
+// Every object the store writes lies under this prefix; the sweep looks nowhere else.
+constexpr std::string_view object_prefix = "objects/";
+
 std::string object_key(uint64_t id, metadata::object_kind kind) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "objects/%016" PRIx64 ".%s", id,
                 kind == metadata::object_kind::stream ? "stream" : "set");
   return buf;
+}
+
+// The id in a key object_key() made; nullopt for any other key.
+std::optional<uint64_t> object_key_id(std::string_view key) {
+  constexpr size_t digits = 16;
+  if (!key.starts_with(object_prefix) || key.size() < object_prefix.size() + digits) {
+    return std::nullopt;
+  }
+  const std::string_view hex = key.substr(object_prefix.size(), digits);
+  uint64_t id = 0;
+  for (const char c : hex) {
+    const int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (v < 0) return std::nullopt;
+    id = id << 4 | static_cast<uint64_t>(v);
+  }
+  // Exactly the key of one kind: no other suffix, no upper-case digits.
+  for (const auto kind : {metadata::object_kind::stream_set, metadata::object_kind::stream}) {
+    if (object_key(id, kind) == key) return id;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -573,12 +598,17 @@ tl::expected<void, std::string> stream_store::upload_object(
   auto id = catalog_->next_object_id();
   if (!id) return tl::make_unexpected("catalog: cannot allocate an object id");
   metadata::object_record record{*id, object_key(*id, kind), object.size, kind, now_ms()};
+  // A failed PUT may still have written the object (a lost reply), and a crash may come
+  // between PUT and commit: the sweep deletes such objects, which nothing references.
   if (auto put = store_.put_parts(record.key, object.parts); !put) {
     return tl::make_unexpected("upload of " + record.key +
                                " failed: " + std::string(store_error_name(put.error())));
   }
   if (auto c = catalog_->commit_object(record, ranges); !c) {
-    (void)store_.remove(record.key);
+    // Only a refusal is sure to have committed nothing; after any other failure the commit
+    // may have happened, and deleting the object would lose data. If the remove fails, or
+    // is not tried and the commit did not happen, the sweep deletes the object later.
+    if (c.error() == metadata::catalog_error::discontinuous) (void)store_.remove(record.key);
     return tl::make_unexpected("commit of " + record.key +
                                " refused: " + std::string(metadata::catalog_error_name(c.error())));
   }
@@ -662,11 +692,12 @@ tl::expected<void, std::string> write_stream_object(metadata::stream_catalog& ca
   if (!id) return tl::make_unexpected("catalog: cannot allocate an object id");
   metadata::object_record record{*id, object_key(*id, metadata::object_kind::stream), object.size,
                                  metadata::object_kind::stream, now_ms()};
+  // As in upload_object: an object left behind here is the sweep's to delete.
   if (!store.put_parts(record.key, object.parts)) {
     return tl::make_unexpected("compaction: upload of " + record.key + " failed");
   }
   if (auto c = catalog.replace(record, {range}, replaced); !c) {
-    (void)store.remove(record.key);
+    if (c.error() == metadata::catalog_error::discontinuous) (void)store.remove(record.key);
     return tl::make_unexpected("compaction: commit of " + record.key +
                                " refused: " + std::string(metadata::catalog_error_name(c.error())));
   }
@@ -800,6 +831,56 @@ tl::expected<void, std::string> stream_store::run_deletions_once() {
   return {};
 }
 
+tl::expected<void, std::string> stream_store::run_sweep_once() {
+  std::lock_guard task(task_mu_);
+  // An upload allocates its object's id just before the PUT and commits just after, holding
+  // task_mu_ throughout; an object not in the catalog whose id is a grace period old is left
+  // over from an upload that failed or died. The id counter is read at each sweep, so that
+  // a later sweep knows which ids were allocated a grace period before it.
+  const auto now = std::chrono::steady_clock::now();
+  auto last_id = catalog_->last_object_id();
+  if (!last_id) return tl::make_unexpected("catalog: cannot read the object id counter");
+  if (sweep_marks_.empty() || sweep_marks_.back().last_id != *last_id) {
+    sweep_marks_.push_back({now, *last_id});
+  }
+  const auto old_enough = now - options_.sweep_grace;
+  while (sweep_marks_.size() > 1 && sweep_marks_[1].at <= old_enough) sweep_marks_.pop_front();
+  if (sweep_marks_.front().at > old_enough) return {};
+  const uint64_t max_id = sweep_marks_.front().last_id;
+  // List before reading the catalog: an object committed in between is then in the catalog.
+  auto listed = store_.list(object_prefix);
+  if (!listed) {
+    return tl::make_unexpected("sweep: cannot list " + std::string(object_prefix) + ": " +
+                               std::string(store_error_name(listed.error())));
+  }
+  auto known = catalog_->object_keys();
+  if (!known) return tl::make_unexpected("catalog: cannot list object keys");
+  std::string error;
+  uint64_t swept = 0;
+  for (const auto& o : *listed) {
+    // Keys not of the store's making, and ids this catalog has not handed out (a bucket
+    // shared by mistake), are not the sweep's to delete.
+    const auto id = object_key_id(o.key);
+    if (!id || *id == 0 || *id > max_id) continue;
+    if (std::binary_search(known->begin(), known->end(), o.key)) continue;
+    if (auto r = store_.remove(o.key); !r) {
+      if (error.empty()) {
+        error = "sweep: cannot delete " + o.key + ": " + std::string(store_error_name(r.error()));
+      }
+      continue;
+    }
+    std::fprintf(stderr, "stream store: sweep: deleted %s (%" PRIu64 " bytes), never committed\n",
+                 o.key.c_str(), o.size);
+    ++swept;
+  }
+  {
+    std::lock_guard lock(state_mu_);
+    stats_.swept_objects += swept;
+  }
+  if (!error.empty()) return tl::make_unexpected(error);
+  return {};
+}
+
 stream_store_stats stream_store::stats() {
   std::lock_guard lock(state_mu_);
   stream_store_stats s = stats_;
@@ -818,6 +899,9 @@ void stream_store::background_loop() {
   using clock = std::chrono::steady_clock;
   auto next_compaction = clock::now() + options_.compaction_interval;
   auto next_retention = clock::now() + options_.retention_interval;
+  // The first sweep right away: it records the id counter (and with a grace period does no
+  // more), so that objects a crash left behind go one grace period after the start.
+  auto next_sweep = clock::now();
   for (;;) {
     {
       std::unique_lock lock(state_mu_);
@@ -845,6 +929,10 @@ void stream_store::background_loop() {
       report("retention", run_retention_once());
       report("deletion", run_deletions_once());
       next_retention = now + options_.retention_interval;
+    }
+    if (now >= next_sweep) {
+      report("sweep", run_sweep_once());
+      next_sweep = now + options_.sweep_interval;
     }
   }
 }

@@ -9,7 +9,10 @@
 // Reads below the log cache find objects through the catalog and fetch only the blocks they
 // need through the block cache, reading ahead on sequential catch-up. Compaction merges
 // stream-set objects into per-stream stream objects; retention drops whole ranges by time
-// and size. Layout of objects: docs/formats/object.md; of the WAL: docs/formats/wal.md.
+// and size. A sweep deletes objects under objects/ that the catalog does not know and whose id
+// was allocated at least a grace period ago: leftovers of uploads whose PUT reply was lost,
+// whose commit failed, or that a crash cut short between PUT and commit. Layout of objects:
+// docs/formats/object.md; of the WAL: docs/formats/wal.md.
 //
 // Threads and ownership:
 //  - append() and read() may be called from any thread. append_mu_ serialises appends so
@@ -21,8 +24,9 @@
 //  - trim() does a catalog transaction on the calling thread (without state_mu_).
 //  - The WAL's I/O thread runs durability callbacks (marks entries durable, then calls the
 //    caller's callback).
-//  - One background thread runs upload, compaction, retention and object deletion in turn
-//    (run_*_once() run them directly, for tests).
+//  - One background thread runs upload, compaction, retention, object deletion and the sweep
+//    in turn (run_*_once() run them directly, for tests); task_mu_ lets one run at a time, so
+//    the sweep never sees an upload between its PUT and its commit.
 //  - Cold reads do their object store I/O on the calling thread.
 #pragma once
 
@@ -80,6 +84,10 @@ struct stream_store_options {
   // reads that looked them up just before still find them.
   std::chrono::milliseconds delete_delay{30000};
   std::chrono::milliseconds retention_interval{60000};
+  // How often the sweep looks for objects that were written but never committed, and how
+  // long after its id was allocated such an object is deleted.
+  std::chrono::milliseconds sweep_interval{600000};
+  std::chrono::milliseconds sweep_grace{3600000};
   int64_t retention_ms = -1;     // default per stream; -1: keep forever
   int64_t retention_bytes = -1;  // default per stream; -1: no size limit
   uint32_t read_ahead_blocks = 4;
@@ -108,6 +116,7 @@ struct stream_store_stats {
   uint64_t stream_objects = 0;
   uint64_t compactions = 0;
   uint64_t deleted_objects = 0;
+  uint64_t swept_objects = 0;  // never committed, deleted by the sweep
   uint64_t cold_reads = 0;
   uint64_t object_gets = 0;
   size_t log_cache_bytes = 0;
@@ -161,6 +170,10 @@ class stream_store {
   [[nodiscard]] tl::expected<void, std::string> run_compaction_once();
   [[nodiscard]] tl::expected<void, std::string> run_retention_once();
   [[nodiscard]] tl::expected<void, std::string> run_deletions_once();
+  // Deletes the objects under objects/ that the catalog does not know and whose id was
+  // allocated at least sweep_grace before (as far as earlier sweeps saw); keys of any other
+  // form, and ids the catalog has not handed out, are left alone.
+  [[nodiscard]] tl::expected<void, std::string> run_sweep_once();
 
   [[nodiscard]] stream_store_stats stats();
   [[nodiscard]] wal::wal_position wal_trim_point() const { return wal_->trim_point(); }
@@ -212,6 +225,13 @@ class stream_store {
   std::function<void()> room_listener_;  // guarded by room_mu_
 
   std::mutex task_mu_;  // one background task at a time (thread or run_*_once())
+  // The sweep's record of the catalog's object id counter: by `at`, every id up to `last_id`
+  // had been allocated. Oldest first; guarded by task_mu_.
+  struct sweep_mark {
+    std::chrono::steady_clock::time_point at;
+    uint64_t last_id = 0;
+  };
+  std::deque<sweep_mark> sweep_marks_;
   std::thread background_;
 };
 

@@ -96,6 +96,24 @@ TEST(StreamCatalog, TrimDropsWholeRangesAndFreesEmptyObjects) {
   EXPECT_EQ(c->stream(1)->value().start_offset, 15);
 }
 
+TEST(StreamCatalog, KnowsTheKeysOfItsObjectsUntilTheyAreForgotten) {
+  auto c = memory_catalog();
+  EXPECT_EQ(*c->last_object_id(), 0u);
+  auto o1 = object(*c);
+  auto o2 = object(*c);
+  auto uncommitted = object(*c);
+  EXPECT_EQ(*c->last_object_id(), uncommitted.object_id);
+  ASSERT_TRUE(c->commit_object(o1, {{1, 0, 10, 5, 50}}));
+  ASSERT_TRUE(c->commit_object(o2, {{1, 10, 20, 5, 50}}));
+  EXPECT_EQ(*c->object_keys(), (std::vector<std::string>{o1.key, o2.key}));
+  // Marked for deletion: still known until forgotten.
+  ASSERT_TRUE(c->trim(1, 10));
+  EXPECT_EQ(*c->object_keys(), (std::vector<std::string>{o1.key, o2.key}));
+  ASSERT_TRUE(c->forget(o1.object_id));
+  EXPECT_EQ(*c->object_keys(), std::vector<std::string>{o2.key});
+  EXPECT_EQ(*c->last_object_id(), uncommitted.object_id);
+}
+
 TEST(StreamCatalog, SurvivesReopening) {
   const auto path = std::filesystem::temp_directory_path() /
                     ("silt-catalog-" + std::to_string(::getpid()) + ".db");

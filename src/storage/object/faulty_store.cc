@@ -80,12 +80,22 @@ std::optional<store_error> faulty_store::before(const decision& d) const {
   return std::nullopt;
 }
 
+void faulty_store::after(store_operation op, std::string_view key) const {
+  std::function<void(store_operation, std::string_view)> hook;
+  {
+    std::lock_guard lock(mu_);
+    hook = options_.after_inner_call;
+  }
+  if (hook) hook(op, key);
+}
+
 tl::expected<void, store_error> faulty_store::put(std::string_view key,
                                                   std::span<const uint8_t> data) {
   const auto d = next(store_operation::put);
   if (auto e = before(d)) return tl::make_unexpected(*e);
   if (d.f == fault::partial) return tl::make_unexpected(store_error::io);  // nothing written
   auto r = inner_.put(key, data);
+  after(store_operation::put, key);
   if (r && d.f == fault::lost_reply) return tl::make_unexpected(store_error::io);
   return r;
 }
@@ -96,6 +106,7 @@ tl::expected<void, store_error> faulty_store::put_parts(
   if (auto e = before(d)) return tl::make_unexpected(*e);
   if (d.f == fault::partial) return tl::make_unexpected(store_error::io);  // nothing written
   auto r = inner_.put_parts(key, parts);
+  after(store_operation::put, key);
   if (r && d.f == fault::lost_reply) return tl::make_unexpected(store_error::io);
   return r;
 }
@@ -106,6 +117,7 @@ tl::expected<std::vector<uint8_t>, store_error> faulty_store::get(std::string_vi
   const auto d = next(store_operation::get);
   if (auto e = before(d)) return tl::make_unexpected(*e);
   auto r = inner_.get(key, offset, length);
+  after(store_operation::get, key);
   if (!r) return r;
   if (d.f == fault::lost_reply) return tl::make_unexpected(store_error::io);
   if (d.f == fault::partial && !r->empty()) r->resize(d.cut % r->size());
@@ -117,6 +129,7 @@ tl::expected<uint64_t, store_error> faulty_store::head(std::string_view key) {
   if (auto e = before(d)) return tl::make_unexpected(*e);
   if (d.f == fault::partial) return tl::make_unexpected(store_error::io);
   auto r = inner_.head(key);
+  after(store_operation::head, key);
   if (r && d.f == fault::lost_reply) return tl::make_unexpected(store_error::io);
   return r;
 }
@@ -126,6 +139,7 @@ tl::expected<void, store_error> faulty_store::remove(std::string_view key) {
   if (auto e = before(d)) return tl::make_unexpected(*e);
   if (d.f == fault::partial) return tl::make_unexpected(store_error::io);
   auto r = inner_.remove(key);
+  after(store_operation::remove, key);
   if (r && d.f == fault::lost_reply) return tl::make_unexpected(store_error::io);
   return r;
 }
@@ -135,6 +149,7 @@ tl::expected<std::vector<object_info>, store_error> faulty_store::list(std::stri
   if (auto e = before(d)) return tl::make_unexpected(*e);
   if (d.f == fault::partial) return tl::make_unexpected(store_error::io);
   auto r = inner_.list(prefix);
+  after(store_operation::list, prefix);
   if (r && d.f == fault::lost_reply) return tl::make_unexpected(store_error::io);
   return r;
 }

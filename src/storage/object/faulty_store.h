@@ -12,6 +12,8 @@
 //                   nothing; other calls: fail with io
 //   lost_reply      make the call, then fail with io (the change happened; the caller saw a
 //                   failure: puts and removes must be safe to repeat)
+// A hook (after_inner_call) can also run between the inner call and the reply, e.g. to kill
+// the process after an object is written and before its writer learns so.
 // Deterministic for a seed when calls come in a fixed order. Thread-safe: a mutex guards the
 // generator, the schedules and the counters; sleeps and inner calls run outside it.
 #pragma once
@@ -20,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -49,6 +52,10 @@ struct faulty_store_options {
   // The operations the probabilities apply to (scripted faults apply regardless); all by
   // default. Bit i is store_operation i.
   uint32_t operations = (1u << store_operation_count) - 1;
+  // Called after every call the inner store made (before a lost_reply turns its result into
+  // a failure), with the operation and the key (the prefix of a list). Runs on the caller's
+  // thread, outside the mutex.
+  std::function<void(store_operation, std::string_view)> after_inner_call;
 };
 
 class faulty_store final : public object_store {
@@ -87,6 +94,8 @@ class faulty_store final : public object_store {
   decision next(store_operation op);
   // Sleeps and fails as `d` says before the inner call; nullopt: go on with the call.
   std::optional<store_error> before(const decision& d) const;
+  // Runs the after_inner_call hook, if any.
+  void after(store_operation op, std::string_view key) const;
 
   object_store& inner_;
   mutable std::mutex mu_;

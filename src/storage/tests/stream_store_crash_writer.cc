@@ -1,17 +1,24 @@
 // Appends to a stream store until killed, with uploads, compaction and retention running in
 // the background; prints "stream base_offset count" for every acknowledged append. Used by
-// stream_store_crash_test.cc. Usage: stream_store_crash_writer DIR SEED
+// stream_store_crash_test.cc. Usage: stream_store_crash_writer DIR SEED [PUTS]
+// With PUTS, the writer kills itself (SIGKILL) right after its PUTS-th object is written,
+// before the store learns that the PUT succeeded and can commit it; it prints "put KEY" first.
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include <unistd.h>
 
 #include "protocol/record_batch.h"
+#include "storage/object/faulty_store.h"
 #include "storage/stream_store.h"
 
 using namespace silt;
@@ -33,13 +40,27 @@ std::vector<uint8_t> batch(uint64_t stream, int64_t first, int count) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: %s DIR SEED\n", argv[0]);
+  if (argc != 3 && argc != 4) {
+    std::fprintf(stderr, "usage: %s DIR SEED [PUTS]\n", argv[0]);
     return 2;
   }
   const std::string dir = argv[1];
   auto objects = storage::open_object_store("file://" + dir + "/objects");
   if (!objects) return 1;
+  storage::faulty_store_options kill_after_put;
+  if (argc == 4) {
+    // Shared: the store calls a copy of the hook.
+    auto left = std::make_shared<std::atomic<int>>(std::atoi(argv[3]));
+    kill_after_put.after_inner_call = [left](storage::store_operation op, std::string_view key) {
+      if (op != storage::store_operation::put || !key.starts_with("objects/") || --*left != 0) {
+        return;
+      }
+      std::printf("put %.*s\n", static_cast<int>(key.size()), key.data());
+      std::fflush(stdout);
+      std::raise(SIGKILL);
+    };
+  }
+  storage::faulty_store store_objects(**objects, kill_after_put);
   storage::stream_store_options o;
   o.wal.path = dir + "/wal";
   o.wal.capacity = 2 << 20;  // small: the ring wraps and appends wait for uploads
@@ -50,7 +71,11 @@ int main(int argc, char** argv) {
   o.upload_interval = std::chrono::milliseconds(10);
   o.compaction_interval = std::chrono::milliseconds(50);
   o.delete_delay = std::chrono::milliseconds(0);
-  auto store = storage::stream_store::open(o, **objects);
+  // The sweep as often as compaction and without a grace period: only the serialisation of
+  // the background tasks keeps it away from objects not committed yet.
+  o.sweep_interval = std::chrono::milliseconds(50);
+  o.sweep_grace = std::chrono::milliseconds(0);
+  auto store = storage::stream_store::open(o, store_objects);
   if (!store) {
     std::fprintf(stderr, "open: %s\n", store.error().c_str());
     return 1;

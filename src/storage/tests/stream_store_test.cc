@@ -2,7 +2,9 @@
 // a SQLite catalog.
 #include "storage/stream_store.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <future>
 #include <random>
@@ -11,8 +13,10 @@
 
 #include <gtest/gtest.h>
 
+#include "metadata/stream_catalog.h"
 #include "protocol/record_batch.h"
 #include "storage/object/faulty_store.h"
+#include "storage/object/s3_store.h"
 
 namespace silt::storage {
 namespace {
@@ -438,6 +442,171 @@ TEST_F(StreamStore, AppendTooLargeForTheWalFailsAloneAndAFullWalRefusesUntilUplo
   EXPECT_GE(room.load(), 1);
   EXPECT_EQ(append(*s, 1, batch(1, value, 50)), value);
   EXPECT_EQ(read_all(*s, 1, 0), expected(1, 0, value + 50));
+}
+
+// The sweep, on the local directory store and (when SILT_S3_ENDPOINT, SILT_S3_ACCESS_KEY and
+// SILT_S3_SECRET_KEY name a server, see scripts/s3-test-server.sh) on S3.
+class StreamStoreSweep : public StreamStore, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() != "s3") return;
+    auto env = [](const char* name) {
+      const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): before any thread
+      return v == nullptr ? std::string() : std::string(v);
+    };
+    if (env("SILT_S3_ENDPOINT").empty() || env("SILT_S3_ACCESS_KEY").empty() ||
+        env("SILT_S3_SECRET_KEY").empty()) {
+      GTEST_SKIP() << "no S3 server: set SILT_S3_ENDPOINT, SILT_S3_ACCESS_KEY and "
+                      "SILT_S3_SECRET_KEY (eval \"$(scripts/s3-test-server.sh start DIR)\")";
+    }
+    s3_options o;
+    o.bucket = "silt-sweep-" + std::to_string(::getpid()) + "-" + std::to_string(buckets_++);
+    o.endpoint = env("SILT_S3_ENDPOINT");
+    o.region = env("SILT_S3_REGION").empty() ? "us-east-1" : env("SILT_S3_REGION");
+    o.path_style = true;
+    o.access_key = env("SILT_S3_ACCESS_KEY");
+    o.secret_key = env("SILT_S3_SECRET_KEY");
+    o.retry.max_attempts = 3;
+    auto s3 = s3_store::open(o);
+    ASSERT_TRUE(s3) << s3.error();
+    ASSERT_TRUE((*s3)->create_bucket());
+    s3_ = s3->get();
+    store_ = std::move(*s3);
+  }
+  void TearDown() override {
+    if (s3_ == nullptr) return;
+    if (auto all = s3_->list("")) {
+      for (const auto& o : *all) (void)s3_->remove(o.key);
+    }
+    EXPECT_TRUE(s3_->delete_bucket());
+  }
+  std::vector<std::string> keys(const std::string& prefix = "") {
+    std::vector<std::string> out;
+    auto listed = objects().list(prefix);
+    EXPECT_TRUE(listed.has_value());
+    if (listed) {
+      for (const auto& o : *listed) out.push_back(o.key);
+    }
+    return out;
+  }
+  static bool has(const std::vector<std::string>& keys, const std::string& key) {
+    return std::find(keys.begin(), keys.end(), key) != keys.end();
+  }
+
+  static inline int buckets_ = 0;
+  s3_store* s3_ = nullptr;
+};
+
+INSTANTIATE_TEST_SUITE_P(Stores, StreamStoreSweep, ::testing::Values("local", "s3"),
+                         [](const auto& info) { return info.param; });
+
+TEST_P(StreamStoreSweep, ObjectWhosePutReplyWasLostIsDeletedAfterTheGracePeriodOnly) {
+  auto o = options();
+  o.log_cache_bytes = 0;  // reads below come from the objects
+  o.sweep_grace = std::chrono::milliseconds(400);
+  faulty_store flaky(objects(), faulty_store_options{});
+  auto opened = stream_store::open(o, flaky);
+  ASSERT_TRUE(opened);
+  auto& s = **opened;
+  append(s, 1, batch(1, 0, 10));
+  ASSERT_TRUE(s.run_upload_once());
+  const auto committed_first = keys("objects/");
+  ASSERT_EQ(committed_first.size(), 1u);
+  // The PUT lands but its reply is lost: the upload fails and is retried under a new key.
+  append(s, 1, batch(1, 10, 10));
+  flaky.script(store_operation::put, {fault::lost_reply});
+  ASSERT_FALSE(s.run_upload_once());
+  const auto with_orphan = keys("objects/");
+  ASSERT_EQ(with_orphan.size(), 2u);
+  const std::string& orphan = with_orphan[1];
+  ASSERT_TRUE(s.run_upload_once());
+  ASSERT_EQ(keys("objects/").size(), 3u);
+  // Not the sweep's: other prefixes, other names, ids the catalog never handed out.
+  const std::vector<std::string> foreign = {
+      "other/objects/0000000000000002.set", "objects/notes.txt", "objects/0000000000000002.tmp",
+      "objects/00000000000000FF.set", "objects/00000000000000ff.set"};
+  for (const auto& key : foreign) {
+    const std::vector<uint8_t> data = {1, 2, 3};
+    ASSERT_TRUE(objects().put(key, data)) << key;
+  }
+
+  ASSERT_TRUE(s.run_sweep_once());
+  EXPECT_TRUE(has(keys(), orphan)) << "deleted before the grace period passed";
+  EXPECT_EQ(s.stats().swept_objects, 0u);
+  std::this_thread::sleep_for(o.sweep_grace + std::chrono::milliseconds(50));
+  ASSERT_TRUE(s.run_sweep_once());
+  const auto after = keys();
+  EXPECT_FALSE(has(after, orphan));
+  EXPECT_EQ(s.stats().swept_objects, 1u);
+  EXPECT_EQ(after.size(), 2 + foreign.size());
+  for (const auto& key : foreign) EXPECT_TRUE(has(after, key)) << key;
+  EXPECT_TRUE(has(after, committed_first[0]));
+  EXPECT_EQ(read_all(s, 1, 0), expected(1, 0, 20));
+  // Nothing more to do.
+  ASSERT_TRUE(s.run_sweep_once());
+  EXPECT_EQ(s.stats().swept_objects, 1u);
+}
+
+TEST_P(StreamStoreSweep, ObjectWhoseCommitWasRefusedAndWhoseRemoveFailedIsDeleted) {
+  auto o = options();
+  o.sweep_grace = std::chrono::milliseconds(0);
+  faulty_store flaky(objects(), faulty_store_options{});
+  auto opened = stream_store::open(o, flaky);
+  ASSERT_TRUE(opened);
+  auto& s = **opened;
+  append(s, 1, batch(1, 0, 10));
+  append(s, 2, batch(2, 0, 10));
+  // Another writer of the catalog commits stream 1 first: the upload's commit is refused,
+  // and the remove of its object then fails too.
+  {
+    auto other = metadata::stream_catalog::open(o.catalog_path);
+    ASSERT_TRUE(other);
+    auto id = (*other)->next_object_id();
+    ASSERT_TRUE(id);
+    ASSERT_TRUE((*other)->commit_object(
+        {*id, "elsewhere/" + std::to_string(*id), 1, metadata::object_kind::stream_set, 0},
+        {{1, 0, 5, -1, 1}}));
+  }
+  flaky.script(store_operation::remove, {fault::io});
+  ASSERT_FALSE(s.run_upload_once());
+  ASSERT_EQ(keys("objects/").size(), 1u);
+  ASSERT_TRUE(s.run_sweep_once());
+  EXPECT_TRUE(keys("objects/").empty());
+  EXPECT_EQ(s.stats().swept_objects, 1u);
+}
+
+TEST_P(StreamStoreSweep, UploadBetweenItsPutAndItsCommitIsNotSwept) {
+  auto o = options();
+  o.sweep_grace = std::chrono::milliseconds(0);  // every uncommitted object is fair game
+  stream_store* store = nullptr;
+  std::thread sweeper;
+  std::atomic<bool> sweep_done{false};
+  std::string put_key;
+  faulty_store_options hook;
+  // A PUT of an upload has written its object and not yet returned.
+  hook.after_inner_call = [&](store_operation op, std::string_view key) {
+    if (op != store_operation::put || sweeper.joinable()) return;
+    put_key = key;
+    // A sweep starting now, with the object written and not committed, and given time.
+    sweeper = std::thread([&] {
+      EXPECT_TRUE(store->run_sweep_once());
+      sweep_done = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_FALSE(sweep_done) << "the sweep ran in the middle of an upload";
+  };
+  faulty_store hooked(objects(), hook);
+  auto opened = stream_store::open(o, hooked);
+  ASSERT_TRUE(opened);
+  store = opened->get();
+  append(*store, 1, batch(1, 0, 10));
+  ASSERT_TRUE(store->run_upload_once());
+  ASSERT_TRUE(sweeper.joinable());
+  sweeper.join();
+  EXPECT_TRUE(sweep_done);
+  EXPECT_EQ(store->stats().swept_objects, 0u);
+  EXPECT_TRUE(has(keys(), put_key));
+  EXPECT_EQ(read_all(*store, 1, 0), expected(1, 0, 10));
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "storage/object/faulty_store.h"
 
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -35,6 +37,26 @@ TEST_F(FaultyStore, WithoutFaultsItPassesCallsThrough) {
   EXPECT_EQ(s.get("a/b", 0, 1).error(), store_error::not_found);
   EXPECT_EQ(s.injected(fault::none), 6u);
   EXPECT_EQ(s.describe(), "faulty(" + inner_->describe() + ")");
+}
+
+TEST_F(FaultyStore, HookRunsAfterTheInnerCallBeforeTheReply) {
+  std::vector<std::string> seen;
+  faulty_store_options o;
+  o.after_inner_call = [&](store_operation op, std::string_view key) {
+    seen.push_back(std::to_string(static_cast<int>(op)) + ":" + std::string(key));
+    // The object is already there when the hook runs, even for a reply about to be lost.
+    if (op == store_operation::put) {
+      EXPECT_TRUE(inner_->head(key));
+    }
+  };
+  faulty_store s(*inner_, o);
+  s.script(store_operation::put, {fault::none, fault::lost_reply, fault::io});
+  ASSERT_TRUE(s.put("a", bytes("1")));
+  EXPECT_EQ(s.put("b", bytes("2")).error(), store_error::io);
+  EXPECT_EQ(s.put("c", bytes("3")).error(), store_error::io);  // the inner store is not called
+  ASSERT_TRUE(s.list(""));
+  ASSERT_TRUE(s.remove("a"));
+  EXPECT_EQ(seen, (std::vector<std::string>{"0:a", "0:b", "4:", "3:a"}));
 }
 
 TEST_F(FaultyStore, ScriptedFaultsHitTheNextCallsInOrder) {
