@@ -88,6 +88,13 @@ asio::awaitable<net::response> serve(context& ctx, net::request& raw, Fn fn) {
   co_return encode_response(raw.header, resp);
 }
 
+// The same on the blocking pool, for APIs whose handlers write the metadata store (SQLite
+// transactions, an fsync each): network threads never wait on it.
+template <typename Req, typename Fn>
+asio::awaitable<net::response> serve_blocking(context& ctx, net::request& raw, Fn fn) {
+  co_return co_await asio::co_spawn(ctx.blocking, serve<Req>(ctx, raw, fn), asio::use_awaitable);
+}
+
 }  // namespace
 
 broker::broker(const config::broker_config& config)
@@ -261,25 +268,30 @@ asio::awaitable<net::response> broker::handle(net::request req) {
     case protocol::list_offsets_request::api_key:
       co_return co_await serve<protocol::list_offsets_request>(c, req, handle_list_offsets);
     case protocol::init_producer_id_request::api_key:
-      co_return co_await serve<protocol::init_producer_id_request>(c, req, handle_init_producer_id);
+      co_return co_await serve_blocking<protocol::init_producer_id_request>(
+          c, req, handle_init_producer_id);
     case protocol::offset_for_leader_epoch_request::api_key:
       co_return co_await serve<protocol::offset_for_leader_epoch_request>(
           c, req, handle_offset_for_leader_epoch);
     case protocol::delete_records_request::api_key:
-      co_return co_await serve<protocol::delete_records_request>(c, req, handle_delete_records);
+      co_return co_await serve_blocking<protocol::delete_records_request>(c, req,
+                                                                          handle_delete_records);
     case protocol::create_topics_request::api_key:
-      co_return co_await serve<protocol::create_topics_request>(c, req, handle_create_topics);
+      co_return co_await serve_blocking<protocol::create_topics_request>(c, req,
+                                                                         handle_create_topics);
     case protocol::delete_topics_request::api_key:
-      co_return co_await serve<protocol::delete_topics_request>(c, req, handle_delete_topics);
+      co_return co_await serve_blocking<protocol::delete_topics_request>(c, req,
+                                                                         handle_delete_topics);
     case protocol::create_partitions_request::api_key:
-      co_return co_await serve<protocol::create_partitions_request>(c, req,
-                                                                    handle_create_partitions);
+      co_return co_await serve_blocking<protocol::create_partitions_request>(
+          c, req, handle_create_partitions);
     case protocol::describe_configs_request::api_key:
       co_return co_await serve<protocol::describe_configs_request>(c, req, handle_describe_configs);
     case protocol::alter_configs_request::api_key:
-      co_return co_await serve<protocol::alter_configs_request>(c, req, handle_alter_configs);
+      co_return co_await serve_blocking<protocol::alter_configs_request>(c, req,
+                                                                         handle_alter_configs);
     case protocol::incremental_alter_configs_request::api_key:
-      co_return co_await serve<protocol::incremental_alter_configs_request>(
+      co_return co_await serve_blocking<protocol::incremental_alter_configs_request>(
           c, req, handle_incremental_alter_configs);
     case protocol::describe_cluster_request::api_key:
       co_return co_await serve<protocol::describe_cluster_request>(c, req, handle_describe_cluster);

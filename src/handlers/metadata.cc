@@ -1,5 +1,8 @@
 // Metadata (key 3): brokers (this one), the controller (this one: the Java admin client sends
 // admin requests to it) and topics, auto-creating requested topics when allowed.
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include "handlers/admin_util.h"
 #include "handlers/handlers.h"
 
@@ -60,7 +63,14 @@ asio::awaitable<metadata_response> handle_metadata(context& ctx, const net::requ
             topic_error<response_topic>(rt.name, {}, error_code::invalid_topic_exception));
         continue;
       }
-      auto created = ctx.create_topic(*rt.name, ctx.config.num_partitions, {});
+      // A registry transaction: on the blocking pool, not the network thread.
+      auto created = co_await asio::co_spawn(
+          ctx.blocking,
+          [&ctx, &name = *rt.name]()
+              -> asio::awaitable<tl::expected<topic_entry_ptr, config::config_error>> {
+            co_return ctx.create_topic(name, ctx.config.num_partitions, {});
+          },
+          asio::use_awaitable);
       if (created) {
         t = *created;
       } else {
