@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -138,6 +139,11 @@ class stream_store {
   // least one batch when there is one. Empty at the end of the stream.
   [[nodiscard]] tl::expected<read_result, stream_error> read(uint64_t stream_id, int64_t offset,
                                                              size_t max_bytes);
+  // read() when it needs no I/O (the offset is in the log cache, at the end or out of range);
+  // std::nullopt when it would read the catalog or the object store. For threads that must not
+  // block on I/O: they hand the read to one that may.
+  [[nodiscard]] std::optional<tl::expected<read_result, stream_error>> read_cached(
+      uint64_t stream_id, int64_t offset, size_t max_bytes);
 
   [[nodiscard]] stream_offsets offsets(uint64_t stream_id);
   // Moves a stream's start offset forward (DeleteRecords); whole objects are freed later.
@@ -169,6 +175,8 @@ class stream_store {
   void on_durable(const std::shared_ptr<entry>& e,
                   tl::expected<wal::wal_position, wal::wal_error> r, const append_callback& done);
   void evict_locked();
+  static std::optional<tl::expected<read_result, stream_error>> read_cached_locked(
+      const stream_state& st, int64_t offset, size_t max_bytes);
   tl::expected<read_result, stream_error> read_cold(uint64_t stream_id, int64_t offset,
                                                     size_t max_bytes);
   tl::expected<std::shared_ptr<const std::vector<block_entry>>, stream_error> object_index(
