@@ -34,11 +34,14 @@ struct gathered {
   bool found = false;
 };
 
+// A read from the log cache runs here, on the connection; one that needs the catalog or the
+// object store runs on the blocking pool (the cache may have evicted the data since the
+// fetch looked at the stream's offsets: read_cached() decides under the store's lock).
 asio::awaitable<tl::expected<storage::read_result, storage::stream_error>> read(context& ctx,
                                                                                 uint64_t stream,
                                                                                 int64_t offset,
                                                                                 size_t max_bytes) {
-  if (ctx.store.in_log_cache(stream, offset)) co_return ctx.store.read(stream, offset, max_bytes);
+  if (auto cached = ctx.store.read_cached(stream, offset, max_bytes)) co_return std::move(*cached);
   co_return co_await asio::co_spawn(
       ctx.blocking,
       [&ctx, stream, offset,

@@ -295,13 +295,6 @@ void stream_store::on_durable(const std::shared_ptr<entry>& e,
   }
 }
 
-bool stream_store::in_log_cache(uint64_t stream_id, int64_t offset) {
-  std::lock_guard lock(state_mu_);
-  const auto& st = stream_locked(stream_id);
-  const int64_t cache_start = st.cache.empty() ? st.durable_end : st.cache.front()->base_offset;
-  return offset >= cache_start || offset < st.start_offset;
-}
-
 stream_offsets stream_store::offsets(uint64_t stream_id) {
   std::lock_guard lock(state_mu_);
   const auto& st = stream_locked(stream_id);

@@ -132,8 +132,6 @@ class stream_store {
                                                            std::shared_ptr<const void> owner,
                                                            std::span<uint8_t> batches,
                                                            append_callback done);
-  // Whether a read at `offset` is served from the log cache (no object store I/O).
-  [[nodiscard]] bool in_log_cache(uint64_t stream_id, int64_t offset);
 
   // Reads batches from `offset` (the batch holding it first), up to about max_bytes but at
   // least one batch when there is one. Empty at the end of the stream.
