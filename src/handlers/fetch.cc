@@ -3,6 +3,9 @@
 // (at least one batch, as KIP-74 asks), with incremental fetch sessions (KIP-227).
 // Log-cache reads run on the connection; reads that need the object store run on the
 // blocking pool.
+#include <map>
+#include <mutex>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -24,7 +27,7 @@ struct wanted {
   int64_t fetch_offset = 0;
   int32_t max_bytes = 0;
   int32_t current_leader_epoch = -1;
-  session_partition* session = nullptr;  // the session's entry, for incremental fetches
+  int64_t log_start_offset = -1;  // the client's
 };
 
 struct gathered {
@@ -34,11 +37,14 @@ struct gathered {
   bool found = false;
 };
 
+// A read from the log cache runs here, on the connection; one that needs the catalog or the
+// object store runs on the blocking pool (the cache may have evicted the data since the
+// fetch looked at the stream's offsets: read_cached() decides under the store's lock).
 asio::awaitable<tl::expected<storage::read_result, storage::stream_error>> read(context& ctx,
                                                                                 uint64_t stream,
                                                                                 int64_t offset,
                                                                                 size_t max_bytes) {
-  if (ctx.store.in_log_cache(stream, offset)) co_return ctx.store.read(stream, offset, max_bytes);
+  if (auto cached = ctx.store.read_cached(stream, offset, max_bytes)) co_return std::move(*cached);
   co_return co_await asio::co_spawn(
       ctx.blocking,
       [&ctx, stream, offset,
@@ -107,6 +113,113 @@ asio::awaitable<size_t> gather(context& ctx, std::vector<wanted>& ws, int32_t ma
   co_return total;
 }
 
+// What a fetch works on (Kafka's FetchManager.newContext): epoch -1 (final) closes the named
+// session and fetches without one; epoch 0 (initial) closes the named session, if any, and
+// fetches everything named, opening a new session with it once answered; any other epoch must
+// be the named session's current one, and continues it. The session is locked only to check
+// and change it; the partitions to read are copied out.
+struct fetch_plan {
+  error_code error = error_code::none;  // the whole request's
+  std::vector<wanted> partitions;
+  std::shared_ptr<fetch_session> session;  // the session an incremental fetch continues
+  int32_t accepted_epoch = 0;              // the session's epoch once this fetch was accepted
+  bool opens_session = false;
+};
+
+fetch_plan plan_fetch(context& ctx, int16_t version, const protocol::fetch_request& req) {
+  fetch_plan plan;
+  auto& ws = plan.partitions;
+  plan.opens_session = version >= 7 && req.session_epoch == 0;
+  if (version >= 7 && (req.session_epoch == -1 || req.session_epoch == 0)) {
+    if (req.session_id != 0) ctx.sessions.remove(req.session_id);
+  } else if (version >= 7) {
+    auto session = ctx.sessions.find(req.session_id, base::now_ms());
+    if (!session) {
+      plan.error = error_code::fetch_session_id_not_found;
+      return plan;
+    }
+    std::unique_lock lock(session->mu);
+    if (req.session_epoch != session->epoch) {
+      plan.error = error_code::invalid_fetch_session_epoch;
+      return plan;
+    }
+    auto& parts = session->partitions;
+    for (const auto& ft : req.forgotten_topics_data) {
+      for (int32_t p : ft.partitions) parts.erase({ft.topic, p});
+    }
+    for (const auto& t : req.topics) {
+      for (const auto& p : t.partitions) {
+        auto& sp = parts[{t.topic, p.partition}];
+        sp.fetch_offset = p.fetch_offset;
+        sp.max_bytes = p.partition_max_bytes;
+        sp.log_start_offset = p.log_start_offset;
+      }
+    }
+    session->size = parts.size();
+    if (parts.empty()) {
+      // As Kafka: a session left with no partitions is closed and the fetch (of nothing)
+      // answered without one.
+      lock.unlock();
+      ctx.sessions.remove(session->id);
+      return plan;
+    }
+    session->epoch = next_session_epoch(session->epoch);
+    plan.accepted_epoch = session->epoch;
+    for (const auto& [key, sp] : parts) {
+      ws.push_back(
+          {key.first, {}, key.second, sp.fetch_offset, sp.max_bytes, -1, sp.log_start_offset});
+    }
+    plan.session = std::move(session);
+    return plan;
+  }
+  for (const auto& t : req.topics) {
+    for (const auto& p : t.partitions) {
+      ws.push_back({t.topic, t.topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
+                    p.current_leader_epoch, p.log_start_offset});
+    }
+  }
+  return plan;
+}
+
+// An incremental fetch answers the partitions with news (records, an error, a moved high
+// watermark or log start) and records in the session what it told. False, and nothing
+// recorded, when another request of the session was accepted meanwhile: this one is then the
+// stale duplicate (Kafka's IncrementalFetchContext refuses it the same way).
+bool record_answer(const fetch_plan& plan, const std::vector<gathered>& got,
+                   std::vector<bool>& answer) {
+  auto& session = *plan.session;
+  std::lock_guard lock(session.mu);
+  if (session.epoch != plan.accepted_epoch) return false;
+  for (size_t i = 0; i < plan.partitions.size(); ++i) {
+    const auto& w = plan.partitions[i];
+    const auto it = session.partitions.find({w.topic, w.partition});
+    if (it == session.partitions.end()) continue;  // cannot happen while the epoch holds
+    auto& sp = it->second;
+    const auto& d = got[i].data;
+    answer[i] = d.records.has_value() || d.error_code != 0 ||
+                d.high_watermark != sp.last_high_watermark ||
+                d.log_start_offset != sp.last_log_start;
+    // After an error the partition is answered again once the error is gone.
+    sp.last_high_watermark = d.error_code != 0 ? -1 : d.high_watermark;
+    sp.last_log_start = d.log_start_offset;
+  }
+  return true;
+}
+
+// A full fetch with epoch 0 opens a session holding its partitions and what it answered;
+// returns its id, 0 when there is no room (the client keeps sending full fetches).
+int32_t open_session(context& ctx, const fetch_plan& plan, const std::vector<gathered>& got) {
+  std::map<session_key, session_partition> parts;
+  for (size_t i = 0; i < plan.partitions.size(); ++i) {
+    const auto& w = plan.partitions[i];
+    const auto& d = got[i].data;
+    parts[{w.topic, w.partition}] = {w.fetch_offset, w.max_bytes, w.log_start_offset,
+                                     d.error_code != 0 ? -1 : d.high_watermark, d.log_start_offset};
+  }
+  auto s = ctx.sessions.create(std::move(parts), base::now_ms());
+  return s ? s->id : 0;
+}
+
 }  // namespace
 
 asio::awaitable<with_owners<fetch_response>> handle_fetch(context& ctx, const net::request& raw,
@@ -115,58 +228,12 @@ asio::awaitable<with_owners<fetch_response>> handle_fetch(context& ctx, const ne
   with_owners<fetch_response> result;
   auto& resp = result.response;
 
-  // Sessions (Kafka's FetchManager.newContext): epoch -1 (final) closes the named session and
-  // fetches without one; epoch 0 (initial) closes the named session, if any, and opens a new
-  // one; any other epoch continues the named session.
-  std::shared_ptr<fetch_session> session;
-  bool incremental = false;
-  if (version >= 7) {
-    if (req.session_epoch == -1 || req.session_epoch == 0) {
-      if (req.session_id != 0) ctx.sessions.remove(req.session_id);
-      if (req.session_epoch == 0) session = ctx.sessions.create();
-    } else {
-      session = ctx.sessions.find(req.session_id);
-      if (!session) {
-        resp.error_code = static_cast<int16_t>(error_code::fetch_session_id_not_found);
-        co_return result;
-      }
-      if (req.session_epoch != session->next_epoch) {
-        resp.error_code = static_cast<int16_t>(error_code::invalid_fetch_session_epoch);
-        co_return result;
-      }
-      incremental = true;
-    }
+  fetch_plan plan = plan_fetch(ctx, version, req);
+  if (plan.error != error_code::none) {
+    resp.error_code = static_cast<int16_t>(plan.error);
+    co_return result;
   }
-  if (session) {
-    session->next_epoch = session->next_epoch == INT32_MAX ? 1 : session->next_epoch + 1;
-    resp.session_id = session->id;
-    if (!incremental) session->partitions.clear();
-    for (const auto& ft : req.forgotten_topics_data) {
-      for (int32_t p : ft.partitions) session->partitions.erase({ft.topic, p});
-    }
-  }
-
-  std::vector<wanted> ws;
-  if (session) {
-    for (const auto& t : req.topics) {
-      for (const auto& p : t.partitions) {
-        auto& sp = session->partitions[{t.topic, p.partition}];
-        sp.fetch_offset = p.fetch_offset;
-        sp.max_bytes = p.partition_max_bytes;
-        sp.log_start_offset = p.log_start_offset;
-      }
-    }
-    for (auto& [key, sp] : session->partitions) {
-      ws.push_back({key.first, {}, key.second, sp.fetch_offset, sp.max_bytes, -1, &sp});
-    }
-  } else {
-    for (const auto& t : req.topics) {
-      for (const auto& p : t.partitions) {
-        ws.push_back({t.topic, t.topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
-                      p.current_leader_epoch, nullptr});
-      }
-    }
-  }
+  auto& ws = plan.partitions;
 
   std::vector<uint64_t> streams;
   for (const auto& w : ws) {
@@ -193,18 +260,22 @@ asio::awaitable<with_owners<fetch_response>> handle_fetch(context& ctx, const ne
     ctx.waiters.unsubscribe(waiter);
   }
 
+  std::vector<bool> answer(ws.size(), true);
+  if (plan.session) {
+    resp.session_id = plan.session->id;
+    if (!record_answer(plan, got, answer)) {
+      resp.error_code = static_cast<int16_t>(error_code::invalid_fetch_session_epoch);
+      co_return result;
+    }
+  } else if (plan.opens_session) {
+    resp.session_id = open_session(ctx, plan, got);
+  }
+
   // Group the partitions by topic, in request (or session) order.
   for (size_t i = 0; i < ws.size(); ++i) {
+    if (!answer[i]) continue;
     auto& w = ws[i];
     auto& g = got[i];
-    if (w.session) {
-      const bool news = g.data.records.has_value() || g.data.error_code != 0 ||
-                        g.data.high_watermark != w.session->last_high_watermark ||
-                        g.data.log_start_offset != w.session->last_log_start;
-      w.session->last_high_watermark = g.data.high_watermark;
-      w.session->last_log_start = g.data.log_start_offset;
-      if (incremental && !news) continue;
-    }
     if (!g.data.records) g.data.records = protocol::records_view();
     if (req.isolation_level == 0) g.data.aborted_transactions.reset();
     if (resp.responses.empty() || resp.responses.back().topic != w.topic ||

@@ -2,13 +2,26 @@
 // gets an id; its later fetches (same id, next epoch) name only partitions that changed and
 // get back only partitions with news (records, a moved high watermark or log start, an
 // error). The broker keeps each session's partitions and what it last told about them.
-// At most `slots` sessions live at once; the least recently used is evicted, as Kafka does
-// when its cache is full (the client then falls back to a full fetch).
 //
-// Thread-safe: mu_ guards the table; a session is used by one fetch at a time (its client
-// waits for the answer before it sends the next epoch).
+// Epochs follow Kafka's FetchManager: a request is accepted only with the session's current
+// epoch, which then advances once (wrapping from INT32_MAX to 1); a request with any other
+// epoch gets INVALID_FETCH_SESSION_EPOCH and changes nothing. When two requests of one session
+// race, the second one to be checked fails, or, if it carries the next epoch already, the
+// first one fails when it writes back its answer (Kafka's "possible duplicate request").
+//
+// At most `slots` sessions live at once. A new session takes the place of one that was not
+// used for `eviction_ms`, or else of one older than that with fewer partitions, as Kafka's
+// FetchSessionCache decides; if there is none, the client gets no session (id 0) and keeps
+// sending full fetches.
+//
+// Thread-safe: mu_ guards the table; each session's `mu` guards its epoch and partitions. A
+// fetch takes a session's lock to check and advance the epoch and copies what it needs, and
+// takes it again to write back what its response said: nothing refers into a session across
+// the long poll. Lock order: a session's `mu` is never held while calling into the table.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <list>
 #include <map>
@@ -24,32 +37,54 @@ struct session_partition {
   int64_t fetch_offset = 0;
   int32_t max_bytes = 0;
   int64_t log_start_offset = -1;  // the client's (unused by a single broker)
-  // What the last response said; -2: never answered.
-  int64_t last_high_watermark = -2;
-  int64_t last_log_start = -2;
+  // What the last response said; -1: never answered, or an error (so that the partition is
+  // answered again once the error is gone).
+  int64_t last_high_watermark = -1;
+  int64_t last_log_start = -1;
 };
 
+using session_key = std::pair<std::string, int32_t>;  // (topic, partition)
+
+// The epoch a session expects after one with `epoch` was accepted.
+[[nodiscard]] constexpr int32_t next_session_epoch(int32_t epoch) {
+  return epoch == INT32_MAX ? 1 : epoch + 1;
+}
+
 struct fetch_session {
-  int32_t id = 0;
-  int32_t next_epoch = 1;
-  // (topic, partition) in the order the client first named them.
-  std::map<std::pair<std::string, int32_t>, session_partition> partitions;
+  fetch_session(int32_t session_id, int64_t created) : id(session_id), created_ms(created) {}
+  const int32_t id;
+  const int64_t created_ms;
+  std::mutex mu;
+  int32_t epoch = 1;                                    // guarded by mu: the next request's
+  std::map<session_key, session_partition> partitions;  // guarded by mu
+  // Copies of what the table's eviction needs, readable without `mu`.
+  std::atomic<size_t> size{0};
+  std::atomic<int64_t> last_used_ms{0};
 };
 
 class fetch_sessions {
  public:
-  explicit fetch_sessions(int32_t slots = 1000) : slots_(slots) {}
-  void set_slots(int32_t slots) { slots_ = slots; }
+  explicit fetch_sessions(int32_t slots = 1000,
+                          std::chrono::milliseconds eviction = std::chrono::minutes(2))
+      : slots_(slots), eviction_ms_(eviction.count()) {}
+  void set_slots(int32_t slots);
 
-  // A new session (nullptr when sessions are disabled: slots = 0).
-  [[nodiscard]] std::shared_ptr<fetch_session> create();
-  // The session with this id, or nullptr.
-  [[nodiscard]] std::shared_ptr<fetch_session> find(int32_t id);
+  // A new session holding `partitions` (its next request must carry epoch 1), or nullptr when
+  // sessions are disabled (slots = 0) or no session may be evicted to make room.
+  [[nodiscard]] std::shared_ptr<fetch_session> create(
+      std::map<session_key, session_partition> partitions, int64_t now_ms);
+  // The session with this id, now the most recently used, or nullptr.
+  [[nodiscard]] std::shared_ptr<fetch_session> find(int32_t id, int64_t now_ms);
   void remove(int32_t id);
+  [[nodiscard]] size_t size();
 
  private:
+  // Drops one session to make room for one with `size` partitions; false if none may go.
+  bool evict_locked(size_t size, int64_t now_ms);
+
   std::mutex mu_;
-  int32_t slots_;
+  int32_t slots_;  // guarded by mu_
+  const int64_t eviction_ms_;
   int32_t next_id_ = 1;     // guarded by mu_
   std::list<int32_t> lru_;  // guarded by mu_; most recent at the back
   std::unordered_map<int32_t,

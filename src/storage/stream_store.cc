@@ -374,17 +374,42 @@ void stream_store::on_durable(const std::shared_ptr<entry>& e,
   }
 }
 
-bool stream_store::in_log_cache(uint64_t stream_id, int64_t offset) {
-  std::lock_guard lock(state_mu_);
-  const auto& st = stream_locked(stream_id);
-  const int64_t cache_start = st.cache.empty() ? st.durable_end : st.cache.front()->base_offset;
-  return offset >= cache_start || offset < st.start_offset;
-}
-
 stream_offsets stream_store::offsets(uint64_t stream_id) {
   std::lock_guard lock(state_mu_);
   const auto& st = stream_locked(stream_id);
   return {st.start_offset, st.durable_end};
+}
+
+std::optional<tl::expected<read_result, stream_error>> stream_store::read_cached_locked(
+    const stream_state& st, int64_t offset, size_t max_bytes) {
+  if (offset < st.start_offset || offset > st.durable_end) {
+    return fail(stream_error::offset_out_of_range);
+  }
+  read_result out;
+  out.next_offset = offset;
+  if (offset == st.durable_end) return out;
+  const int64_t cache_start = st.cache.empty() ? st.durable_end : st.cache.front()->base_offset;
+  if (offset < cache_start) return std::nullopt;
+  auto it = std::upper_bound(st.cache.begin(), st.cache.end(), offset,
+                             [](int64_t o, const auto& e) { return o < e->end_offset; });
+  size_t bytes = 0;
+  bool full = false;
+  for (; it != st.cache.end() && (*it)->durable && !full && bytes < max_bytes; ++it) {
+    const size_t before = out.chunks.size();
+    add_batches(out, bytes, (*it)->data, offset, max_bytes, full);
+    if (out.chunks.size() > before) out.owners.push_back((*it)->owner);
+  }
+  return out;
+}
+
+std::optional<tl::expected<read_result, stream_error>> stream_store::read_cached(uint64_t stream_id,
+                                                                                 int64_t offset,
+                                                                                 size_t max_bytes) {
+  std::lock_guard lock(state_mu_);
+  // A stream not loaded yet would cost a catalog read.
+  const auto it = streams_.find(stream_id);
+  if (it == streams_.end()) return std::nullopt;
+  return read_cached_locked(it->second, offset, max_bytes);
 }
 
 tl::expected<read_result, stream_error> stream_store::read(uint64_t stream_id, int64_t offset,
@@ -392,30 +417,23 @@ tl::expected<read_result, stream_error> stream_store::read(uint64_t stream_id, i
   for (int attempt = 0;; ++attempt) {
     {
       std::lock_guard lock(state_mu_);
-      auto& st = stream_locked(stream_id);
-      if (offset < st.start_offset || offset > st.durable_end) {
-        return fail(stream_error::offset_out_of_range);
-      }
-      read_result out;
-      out.next_offset = offset;
-      if (offset == st.durable_end) return out;
-      const int64_t cache_start = st.cache.empty() ? st.durable_end : st.cache.front()->base_offset;
-      if (offset >= cache_start) {
-        auto it = std::upper_bound(st.cache.begin(), st.cache.end(), offset,
-                                   [](int64_t o, const auto& e) { return o < e->end_offset; });
-        size_t bytes = 0;
-        bool full = false;
-        for (; it != st.cache.end() && (*it)->durable && !full && bytes < max_bytes; ++it) {
-          const size_t before = out.chunks.size();
-          add_batches(out, bytes, (*it)->data, offset, max_bytes, full);
-          if (out.chunks.size() > before) out.owners.push_back((*it)->owner);
-        }
-        return out;
-      }
+      if (auto r = read_cached_locked(stream_locked(stream_id), offset, max_bytes)) return *r;
     }
     auto cold = read_cold(stream_id, offset, max_bytes);
+    if (cold) return cold;
+    if (cold.error() == stream_error::offset_out_of_range) {
+      // The catalog holds nothing at `offset`. The start moves before the catalog is trimmed
+      // (retention, trim()), so this is out of range only if the start is past `offset` now;
+      // otherwise look again (the offset was below the cache when checked, and evicted data
+      // is always in the catalog first), and never send a reader away from an offset that
+      // exists: a lasting miss is the catalog's failure, which clients retry.
+      std::lock_guard lock(state_mu_);
+      if (offset < stream_locked(stream_id).start_offset) return cold;
+      if (attempt >= 2) return fail(stream_error::catalog);
+      continue;
+    }
     // An object that compaction or retention removed in the meantime: look again.
-    if (cold || cold.error() != stream_error::object_store || attempt >= 2) return cold;
+    if (cold.error() != stream_error::object_store || attempt >= 2) return cold;
   }
 }
 
@@ -532,16 +550,17 @@ tl::expected<read_result, stream_error> stream_store::read_cold(uint64_t stream_
 
 tl::expected<void, stream_error> stream_store::trim(uint64_t stream_id, int64_t offset) {
   {
+    // The start moves first, as retention does: a reader never passes the start check and
+    // then finds the catalog already trimmed.
     std::lock_guard lock(state_mu_);
     auto& st = stream_locked(stream_id);
     if (offset > st.durable_end) return fail(stream_error::offset_out_of_range);
     if (offset <= st.start_offset) return {};
+    st.start_offset = offset;
   }
-  // The catalog's transaction runs without the state lock: readers and appends go on.
+  // The catalog's transaction runs without the state lock: readers and appends go on. (If it
+  // fails, the start stays moved in memory; the caller gets the error and may try again.)
   if (!catalog_->trim(stream_id, offset)) return fail(stream_error::catalog);
-  std::lock_guard lock(state_mu_);
-  auto& st = stream_locked(stream_id);
-  st.start_offset = std::max(st.start_offset, offset);
   return {};
 }
 
@@ -805,10 +824,14 @@ tl::expected<void, std::string> stream_store::run_retention_once() {
       total -= r.range.size;
     }
     if (new_start < 0) continue;
+    // The start moves first: a reader that then finds nothing in the catalog below it knows
+    // the offset is gone, and one that checked the start before still finds its data.
+    {
+      std::lock_guard lock(state_mu_);
+      auto& st = stream_locked(id);
+      st.start_offset = std::max(st.start_offset, new_start);
+    }
     if (!catalog_->trim(id, new_start)) return tl::make_unexpected("catalog: trim failed");
-    std::lock_guard lock(state_mu_);
-    auto& st = stream_locked(id);
-    st.start_offset = std::max(st.start_offset, new_start);
   }
   return {};
 }

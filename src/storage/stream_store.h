@@ -38,6 +38,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -151,13 +152,16 @@ class stream_store {
   // Called (on the WAL's thread; keep it short) when an append refused with wal_full or
   // wal_failed may succeed now. Set before appends start.
   void set_room_listener(std::function<void()> listener);
-  // Whether a read at `offset` is served from the log cache (no object store I/O).
-  [[nodiscard]] bool in_log_cache(uint64_t stream_id, int64_t offset);
 
   // Reads batches from `offset` (the batch holding it first), up to about max_bytes but at
   // least one batch when there is one. Empty at the end of the stream.
   [[nodiscard]] tl::expected<read_result, stream_error> read(uint64_t stream_id, int64_t offset,
                                                              size_t max_bytes);
+  // read() when it needs no I/O (the offset is in the log cache, at the end or out of range);
+  // std::nullopt when it would read the catalog or the object store. For threads that must not
+  // block on I/O: they hand the read to one that may.
+  [[nodiscard]] std::optional<tl::expected<read_result, stream_error>> read_cached(
+      uint64_t stream_id, int64_t offset, size_t max_bytes);
 
   [[nodiscard]] stream_offsets offsets(uint64_t stream_id);
   // Moves a stream's start offset forward (DeleteRecords); whole objects are freed later.
@@ -194,6 +198,8 @@ class stream_store {
                   tl::expected<wal::wal_position, wal::wal_error> r, const append_callback& done);
   void evict_locked();
   void forget_locked(const std::shared_ptr<entry>& e);
+  static std::optional<tl::expected<read_result, stream_error>> read_cached_locked(
+      const stream_state& st, int64_t offset, size_t max_bytes);
   tl::expected<read_result, stream_error> read_cold(uint64_t stream_id, int64_t offset,
                                                     size_t max_bytes);
   tl::expected<std::shared_ptr<const std::vector<block_entry>>, stream_error> object_index(

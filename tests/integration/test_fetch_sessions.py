@@ -1,0 +1,177 @@
+"""Incremental fetch sessions (KIP-227) at the wire level, with Fetch v12: a session's epoch
+advances exactly once per accepted request, idle long polls keep the session, a wrong epoch
+or id is refused without changing the session, and of two racing requests of one session the
+stale one is refused, as Kafka's FetchManager does. Compared between Silt and Kafka."""
+import threading
+import time
+
+from util import (FETCH, Reader, compact_string, connect, create_topic, i8, i16, i32, i64,
+                  produce_all, read_response, uvarint)
+
+FETCH_SESSION_ID_NOT_FOUND = 70
+INVALID_FETCH_SESSION_EPOCH = 71
+
+
+def read_uvarint(r):
+    shift = value = 0
+    while True:
+        b = r.take(">B")
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value
+        shift += 7
+
+
+def skip_tags(r):
+    for _ in range(read_uvarint(r)):
+        read_uvarint(r)
+        r.pos += read_uvarint(r)
+
+
+def fetch_v12(sock, session_id, epoch, partitions=(), forgotten=(), max_wait_ms=0,
+              correlation_id=1):
+    """Sends one Fetch v12 and returns (error, session_id, {(topic, partition): (error, high
+    watermark, record bytes)}). partitions: (topic, partition, fetch_offset) tuples;
+    forgotten: (topic, partition) tuples."""
+    by_topic = {}
+    for t, p, off in partitions:
+        by_topic.setdefault(t, []).append(
+            i32(p) + i32(-1) + i64(off) + i32(-1) + i64(-1) + i32(1 << 20) + b"\x00")
+    topics = uvarint(len(by_topic) + 1) + b"".join(
+        compact_string(t) + uvarint(len(ps) + 1) + b"".join(ps) + b"\x00"
+        for t, ps in by_topic.items())
+    forgot_by_topic = {}
+    for t, p in forgotten:
+        forgot_by_topic.setdefault(t, []).append(i32(p))
+    forgot = uvarint(len(forgot_by_topic) + 1) + b"".join(
+        compact_string(t) + uvarint(len(ps) + 1) + b"".join(ps) + b"\x00"
+        for t, ps in forgot_by_topic.items())
+    body = (i32(-1) + i32(max_wait_ms) + i32(1) + i32(1 << 20) + i8(0) + i32(session_id) +
+            i32(epoch) + topics + forgot + compact_string("") + b"\x00")
+    client = b"silt-tests"
+    payload = (i16(FETCH) + i16(12) + i32(correlation_id) + i16(len(client)) + client + b"\x00" +
+               body)
+    sock.sendall(i32(len(payload)) + payload)
+    resp = read_response(sock)
+    assert resp is not None, "connection closed on Fetch"
+    corr, rest = resp
+    assert corr == correlation_id
+    r = Reader(rest)
+    skip_tags(r)  # response header
+    r.i32()  # throttle
+    error, sid = r.i16(), r.i32()
+    out = {}
+    for _ in range(read_uvarint(r) - 1):
+        n = read_uvarint(r) - 1
+        topic = r.data[r.pos:r.pos + n].decode()
+        r.pos += n
+        for _ in range(read_uvarint(r) - 1):
+            p, perr, hw = r.i32(), r.i16(), r.i64()
+            r.i64()  # last stable offset
+            r.i64()  # log start offset
+            aborted = read_uvarint(r)
+            for _ in range(max(aborted - 1, 0)):
+                r.i64()
+                r.i64()
+                skip_tags(r)
+            r.i32()  # preferred read replica
+            size = read_uvarint(r) - 1
+            r.pos += max(size, 0)
+            skip_tags(r)
+            out[(topic, p)] = (perr, hw, max(size, 0))
+        skip_tags(r)
+    skip_tags(r)
+    return error, sid, out
+
+
+def open_session(sock, topic):
+    err, sid, parts = fetch_v12(sock, 0, 0, [(topic, 0, 0), (topic, 1, 0)])
+    assert err == 0 and sid != 0, (err, sid)
+    assert set(parts) == {(topic, 0), (topic, 1)}
+    return sid
+
+
+def test_session_epochs_advance_once_per_accepted_request(broker, topic_name):
+    create_topic(broker.bootstrap, topic_name, 2)
+    with connect(broker.bootstrap) as s:
+        sid = open_session(s, topic_name)
+        # Idle long polls: nothing new, nothing answered, the session lives on.
+        for epoch in (1, 2, 3):
+            err, got_sid, parts = fetch_v12(s, sid, epoch, max_wait_ms=300)
+            assert (err, got_sid, parts) == (0, sid, {}), epoch
+        # A repeated epoch, a skipped one and an unknown session are refused and change nothing.
+        assert fetch_v12(s, sid, 3)[0] == INVALID_FETCH_SESSION_EPOCH
+        assert fetch_v12(s, sid, 5)[0] == INVALID_FETCH_SESSION_EPOCH
+        assert fetch_v12(s, sid + 1000, 4)[0] == FETCH_SESSION_ID_NOT_FOUND
+        produce_all(broker.bootstrap, topic_name, [{"value": b"x", "partition": 1}])
+        err, got_sid, parts = fetch_v12(s, sid, 4, max_wait_ms=2000)
+        assert (err, got_sid) == (0, sid)
+        assert list(parts) == [(topic_name, 1)] and parts[(topic_name, 1)][:2] == (0, 1)
+        assert parts[(topic_name, 1)][2] > 0
+        # The client moves its offset: answered only when there is news again.
+        err, _, parts = fetch_v12(s, sid, 5, [(topic_name, 1, 1)], max_wait_ms=200)
+        assert (err, parts) == (0, {})
+        # Forgetting every partition closes the session.
+        err, got_sid, parts = fetch_v12(s, sid, 6, forgotten=[(topic_name, 0), (topic_name, 1)])
+        assert (err, got_sid, parts) == (0, 0, {})
+        assert fetch_v12(s, sid, 7)[0] == FETCH_SESSION_ID_NOT_FOUND
+        # Epoch -1 fetches without a session.
+        err, got_sid, parts = fetch_v12(s, 0, -1, [(topic_name, 1, 0)])
+        assert (err, got_sid) == (0, 0) and parts[(topic_name, 1)][2] > 0
+
+
+def test_an_error_partition_is_answered_again_once_the_error_is_gone(broker, topic_name):
+    create_topic(broker.bootstrap, topic_name, 2)
+    produce_all(broker.bootstrap, topic_name, [{"value": b"x", "partition": 0}])
+    with connect(broker.bootstrap) as s:
+        sid = open_session(s, topic_name)
+        err, _, parts = fetch_v12(s, sid, 1, [(topic_name, 0, 5)])
+        assert err == 0 and parts[(topic_name, 0)][0] == 1  # OFFSET_OUT_OF_RANGE
+        err, _, parts = fetch_v12(s, sid, 2, [(topic_name, 0, 1)], max_wait_ms=200)
+        assert err == 0 and parts[(topic_name, 0)][:2] == (0, 1)
+
+
+def test_of_two_racing_requests_of_one_session_the_stale_one_is_refused(broker, topic_name):
+    create_topic(broker.bootstrap, topic_name, 2)
+    with connect(broker.bootstrap) as a, connect(broker.bootstrap) as b:
+        sid = open_session(a, topic_name)
+        # A long poll with epoch 1 is accepted (the session expects 2 from then on) ...
+        slow = {}
+        t = threading.Thread(target=lambda: slow.update(r=fetch_v12(a, sid, 1, max_wait_ms=3000)))
+        t.start()
+        time.sleep(1.0)
+        # ... so the same epoch again is refused at once, while the next one is accepted,
+        assert fetch_v12(b, sid, 1)[0] == INVALID_FETCH_SESSION_EPOCH
+        err, got_sid, _ = fetch_v12(b, sid, 2)
+        assert (err, got_sid) == (0, sid)
+        # and the long poll, overtaken, is refused when it answers.
+        t.join(10)
+        assert not t.is_alive()
+        assert slow["r"][0] == INVALID_FETCH_SESSION_EPOCH
+        # The session goes on at the epoch after the last accepted request.
+        assert fetch_v12(b, sid, 3)[0] == 0
+        assert fetch_v12(b, sid, 3)[0] == INVALID_FETCH_SESSION_EPOCH
+
+
+def test_many_racing_requests_advance_the_epoch_once_each(broker, topic_name):
+    """Clients that race the same epoch from many connections: exactly one wins each epoch."""
+    create_topic(broker.bootstrap, topic_name, 2)
+    socks = [connect(broker.bootstrap) for _ in range(4)]
+    try:
+        sid = open_session(socks[0], topic_name)
+        for epoch in range(1, 21):
+            results = [None] * len(socks)
+
+            def go(i, epoch=epoch):
+                results[i] = fetch_v12(socks[i], sid, epoch, correlation_id=epoch)[0]
+
+            threads = [threading.Thread(target=go, args=(i,)) for i in range(len(socks))]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join(10)
+            assert sorted(results) == [0] + [INVALID_FETCH_SESSION_EPOCH] * (len(socks) - 1), \
+                (epoch, results)
+    finally:
+        for s in socks:
+            s.close()
