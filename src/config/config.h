@@ -65,7 +65,7 @@ struct broker_config {
   int64_t upload_interval_ms = 1000;              // upload.interval.ms
   uint64_t upload_threshold_bytes = 64ull << 20;  // upload.threshold.bytes
   int64_t compaction_interval_ms = 60000;         // compaction.interval.ms
-  int64_t retention_check_interval_ms = 60000;    // log.retention.check.interval.ms
+  int64_t retention_check_interval_ms = 300000;   // log.retention.check.interval.ms
   int64_t object_sweep_interval_ms = 600000;      // object.sweep.interval.ms
   int64_t object_sweep_grace_ms = 3600000;        // object.sweep.grace.ms
   // Topics (broker-wide defaults of the topic configs)

@@ -818,7 +818,10 @@ tl::expected<void, std::string> stream_store::run_retention_once() {
     for (const auto& r : *ranges) {
       const bool expired =
           ms >= 0 && r.range.max_timestamp >= 0 && r.range.max_timestamp < now - ms;
-      const bool too_big = max_bytes >= 0 && total > static_cast<uint64_t>(max_bytes);
+      // As Kafka's size retention: a range goes only if what remains is still at least
+      // retention.bytes.
+      const bool too_big = max_bytes >= 0 && total >= r.range.size &&
+                           total - r.range.size >= static_cast<uint64_t>(max_bytes);
       if (!expired && !too_big) break;
       new_start = r.range.end_offset;
       total -= r.range.size;

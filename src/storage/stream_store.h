@@ -84,7 +84,7 @@ struct stream_store_options {
   // Compacted-away objects are deleted this long after they stop being referenced, so that
   // reads that looked them up just before still find them.
   std::chrono::milliseconds delete_delay{30000};
-  std::chrono::milliseconds retention_interval{60000};
+  std::chrono::milliseconds retention_interval{300000};
   // How often the sweep looks for objects that were written but never committed, and how
   // long after its id was allocated such an object is deleted.
   std::chrono::milliseconds sweep_interval{600000};
