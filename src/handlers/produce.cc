@@ -13,6 +13,7 @@
 // each batch. Idempotent batches go through producer_state.
 #include <atomic>
 
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -352,6 +353,17 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
       std::make_shared<pending>(ctx.waiters.subscribe(ex, {data_waiters::shutdown}), work.size());
   for (size_t i = 0; i < work.size(); ++i) {
     auto& c = work[i];
+    if (c.idempotent && !ctx.producers.loaded(c.stream_id)) {
+      // The first idempotent batch of a partition since the start: its producer state is read
+      // (registry, and a replay that may read objects) on the blocking pool.
+      co_await asio::co_spawn(
+          ctx.blocking,
+          [&ctx, stream = c.stream_id]() -> asio::awaitable<void> {
+            ctx.producers.load(stream);
+            co_return;
+          },
+          asio::use_awaitable);
+    }
     if (try_append(ctx, raw, p, i, c) == attempt::done) continue;
     for (;;) {
       // Subscribed before trying again, so that the wake-up cannot fall in between.

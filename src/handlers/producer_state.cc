@@ -92,11 +92,22 @@ producer_state::stream_producers& producer_state::stream_locked(uint64_t stream_
     if (!slot) slot = std::make_unique<stream_producers>();
     sp = slot.get();
   }
-  if (!sp->loaded) {
-    load(stream_id, *sp);
-    sp->loaded = true;
+  if (!sp->loaded.load(std::memory_order_acquire)) {
+    load_locked(stream_id, *sp);
+    sp->loaded.store(true, std::memory_order_release);
   }
   return *sp;
+}
+
+bool producer_state::loaded(uint64_t stream_id) {
+  std::lock_guard lock(map_mu_);
+  auto it = streams_.find(stream_id);
+  return it != streams_.end() && it->second->loaded.load(std::memory_order_acquire);
+}
+
+void producer_state::load(uint64_t stream_id) {
+  std::lock_guard lock(lock_for(stream_id));
+  (void)stream_locked(stream_id);
 }
 
 const std::unordered_map<int64_t, producer_state::producer_entry>& producer_state::producers(
@@ -204,7 +215,7 @@ void producer_state::record(uint64_t stream_id, const record_batch_header& h, in
   sp.dirty = true;
 }
 
-void producer_state::load(uint64_t stream_id, stream_producers& sp) {
+void producer_state::load_locked(uint64_t stream_id, stream_producers& sp) {
   const auto offsets = store_.offsets(stream_id);
   int64_t from = offsets.start_offset;
   auto blob = registry_.get_blob(key_of(stream_id));
@@ -259,7 +270,7 @@ tl::expected<void, std::string> producer_state::snapshot() {
         std::lock_guard map_lock(map_mu_);
         sp = streams_[stream_id].get();
       }
-      if (!sp->loaded || !sp->dirty) continue;
+      if (!sp->loaded.load(std::memory_order_acquire) || !sp->dirty) continue;
       const int64_t covered = store_.offsets(stream_id).end_offset;
       // Expire idle producers, as Kafka does after producer.id.expiration.ms.
       for (auto it = sp->producers.begin(); it != sp->producers.end();) {

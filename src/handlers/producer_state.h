@@ -18,6 +18,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -63,6 +64,12 @@ class producer_state {
   [[nodiscard]] tl::expected<std::pair<int64_t, int16_t>, protocol::error_code> init_producer(
       int64_t producer_id, int16_t producer_epoch);
 
+  // Whether the stream's state is in memory. Before that, the first check() loads it: a
+  // snapshot from the registry and a replay of the stream, which may read the object store.
+  [[nodiscard]] bool loaded(uint64_t stream_id);
+  // Loads the stream's state (on a thread that may block). Takes lock_for().
+  void load(uint64_t stream_id);
+
   // The lock that makes check(), the append and record() one step for a stream.
   [[nodiscard]] std::mutex& lock_for(uint64_t stream_id);
 
@@ -91,14 +98,14 @@ class producer_state {
     batch_meta meta;
   };
   struct stream_producers {
-    bool loaded = false;
+    std::atomic<bool> loaded{false};
     bool dirty = false;
     std::unordered_map<int64_t, producer_entry> producers;
     std::unordered_map<int64_t, std::deque<pending_batch>> in_flight;  // append order
   };
 
   stream_producers& stream_locked(uint64_t stream_id);  // loads on first use
-  void load(uint64_t stream_id, stream_producers& sp);
+  void load_locked(uint64_t stream_id, stream_producers& sp);
   static void apply(std::unordered_map<int64_t, producer_entry>& m,
                     const protocol::record_batch_header& h, int64_t base_offset);
 
