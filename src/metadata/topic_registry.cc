@@ -150,7 +150,7 @@ topic_registry::~topic_registry() {
 }
 
 tl::expected<void, registry_error> topic_registry::load() {
-  std::lock_guard lock(mu_);
+  std::lock_guard db_lock(db_mu_);
   std::map<std::string, std::shared_ptr<topic_info>> topics;
   {
     statement s(db_, "SELECT name, id, created_ms FROM topics");
@@ -187,6 +187,7 @@ tl::expected<void, registry_error> topic_registry::load() {
     }
     if (rc != SQLITE_DONE) return fail(registry_error::io);
   }
+  std::lock_guard lock(mu_);
   for (auto& [name, t] : topics) index_locked(t);
   return {};
 }
@@ -232,13 +233,18 @@ tl::expected<topic_ptr, registry_error> topic_registry::create(
     const std::string& name, int32_t partitions,
     const std::map<std::string, std::string>& configs) {
   if (partitions <= 0) return fail(registry_error::invalid);
-  std::lock_guard lock(mu_);
-  if (by_name_.count(name) != 0) return fail(registry_error::exists);
+  // Writers take db_mu_ for the whole change, so the maps they read stay as they saw them;
+  // readers take only mu_, never waiting on the database.
+  std::lock_guard db_lock(db_mu_);
   auto t = std::make_shared<topic_info>();
   t->name = name;
-  do {
-    t->id = random_id();
-  } while (by_id_.count(t->id) != 0);
+  {
+    std::lock_guard lock(mu_);
+    if (by_name_.count(name) != 0) return fail(registry_error::exists);
+    do {
+      t->id = random_id();
+    } while (by_id_.count(t->id) != 0);
+  }
   t->configs = configs;
   t->created_ms = base::now_ms();
   transaction tx(db_);
@@ -252,16 +258,16 @@ tl::expected<topic_ptr, registry_error> topic_registry::create(
       !write_configs(db_, name, configs) || !tx.commit()) {
     return fail(registry_error::io);
   }
+  std::lock_guard lock(mu_);
   index_locked(t);
   return t;
 }
 
 tl::expected<topic_ptr, registry_error> topic_registry::add_partitions(const std::string& name,
                                                                        int32_t total) {
-  std::lock_guard lock(mu_);
-  auto it = by_name_.find(name);
-  if (it == by_name_.end()) return fail(registry_error::not_found);
-  const auto old = it->second;
+  std::lock_guard db_lock(db_mu_);
+  const auto old = find(name);
+  if (!old) return fail(registry_error::not_found);
   if (total <= old->partitions()) return fail(registry_error::invalid);
   auto t = std::make_shared<topic_info>(*old);
   transaction tx(db_);
@@ -273,15 +279,15 @@ tl::expected<topic_ptr, registry_error> topic_registry::add_partitions(const std
   if (!write_partitions(db_, name, t->streams, old->streams.size()) || !tx.commit()) {
     return fail(registry_error::io);
   }
+  std::lock_guard lock(mu_);
   index_locked(t);
   return t;
 }
 
 tl::expected<topic_ptr, registry_error> topic_registry::remove(const std::string& name) {
-  std::lock_guard lock(mu_);
-  auto it = by_name_.find(name);
-  if (it == by_name_.end()) return fail(registry_error::not_found);
-  auto t = it->second;
+  std::lock_guard db_lock(db_mu_);
+  auto t = find(name);
+  if (!t) return fail(registry_error::not_found);
   transaction tx(db_);
   if (!tx.ok()) return fail(registry_error::io);
   for (const char* sql :
@@ -292,22 +298,24 @@ tl::expected<topic_ptr, registry_error> topic_registry::remove(const std::string
     if (s.step() != SQLITE_DONE) return fail(registry_error::io);
   }
   if (!tx.commit()) return fail(registry_error::io);
+  std::lock_guard lock(mu_);
   by_id_.erase(t->id);
-  by_name_.erase(it);
+  by_name_.erase(name);
   return t;
 }
 
 tl::expected<topic_ptr, registry_error> topic_registry::set_configs(
     const std::string& name, const std::map<std::string, std::string>& configs) {
-  std::lock_guard lock(mu_);
-  auto it = by_name_.find(name);
-  if (it == by_name_.end()) return fail(registry_error::not_found);
-  auto t = std::make_shared<topic_info>(*it->second);
+  std::lock_guard db_lock(db_mu_);
+  const auto old = find(name);
+  if (!old) return fail(registry_error::not_found);
+  auto t = std::make_shared<topic_info>(*old);
   t->configs = configs;
   transaction tx(db_);
   if (!tx.ok() || !write_configs(db_, name, configs) || !tx.commit()) {
     return fail(registry_error::io);
   }
+  std::lock_guard lock(mu_);
   index_locked(t);
   return t;
 }
@@ -323,7 +331,7 @@ tl::expected<std::string, registry_error> topic_registry::cluster_id(const std::
 }
 
 tl::expected<int64_t, registry_error> topic_registry::allocate_producer_ids(int64_t count) {
-  std::lock_guard lock(mu_);
+  std::lock_guard db_lock(db_mu_);
   transaction tx(db_);
   if (!tx.ok()) return fail(registry_error::io);
   auto first = next_counter_locked("producer_id", count);
@@ -333,7 +341,7 @@ tl::expected<int64_t, registry_error> topic_registry::allocate_producer_ids(int6
 
 tl::expected<void, registry_error> topic_registry::put_blob(const std::string& key,
                                                             const std::vector<uint8_t>& value) {
-  std::lock_guard lock(mu_);
+  std::lock_guard db_lock(db_mu_);
   statement s(db_, "INSERT OR REPLACE INTO registry_blobs(key, value) VALUES(?,?)");
   s.bind(1, key).bind_blob(2, value.data(), value.size());
   if (s.step() != SQLITE_DONE) return fail(registry_error::io);
@@ -342,7 +350,7 @@ tl::expected<void, registry_error> topic_registry::put_blob(const std::string& k
 
 tl::expected<std::vector<uint8_t>, registry_error> topic_registry::get_blob(
     const std::string& key) {
-  std::lock_guard lock(mu_);
+  std::lock_guard db_lock(db_mu_);
   statement s(db_, "SELECT value FROM registry_blobs WHERE key=?");
   s.bind(1, key);
   const int rc = s.step();
@@ -352,7 +360,7 @@ tl::expected<std::vector<uint8_t>, registry_error> topic_registry::get_blob(
 }
 
 tl::expected<void, registry_error> topic_registry::erase_blob(const std::string& key) {
-  std::lock_guard lock(mu_);
+  std::lock_guard db_lock(db_mu_);
   statement s(db_, "DELETE FROM registry_blobs WHERE key=?");
   s.bind(1, key);
   if (s.step() != SQLITE_DONE) return fail(registry_error::io);

@@ -4,7 +4,8 @@
 // Stored in SQLite (the broker's metadata file, next to the stream catalog's tables); every
 // change is one transaction, durable when the call returns. Readers get immutable snapshots
 // (shared_ptr<const topic_info>) so that the request path never holds a lock while it uses
-// one. Thread-safe: mu_ guards the database handle and the in-memory maps.
+// one. Thread-safe: db_mu_ guards the database handle and serialises changes, mu_ the
+// in-memory maps (lookups take only mu_).
 #pragma once
 
 #include <array>
@@ -84,11 +85,17 @@ class topic_registry {
  private:
   explicit topic_registry(sqlite3* db) : db_(db) {}
   tl::expected<void, registry_error> load();
+  // Caller holds db_mu_.
   tl::expected<uint64_t, registry_error> next_counter_locked(const char* name, int64_t count);
+  // Caller holds mu_.
   void index_locked(topic_ptr t);
 
+  // db_mu_ serialises the database and every change (held across SQLite, which may wait on
+  // an fsync); mu_ guards the maps only, so lookups never wait on the database. Order: db_mu_
+  // before mu_.
+  mutable std::mutex db_mu_;
   mutable std::mutex mu_;
-  sqlite3* db_;                                            // guarded by mu_
+  sqlite3* db_;                                            // guarded by db_mu_
   std::map<std::string, topic_ptr, std::less<>> by_name_;  // guarded by mu_
   std::map<topic_id, topic_ptr> by_id_;                    // guarded by mu_
 };
