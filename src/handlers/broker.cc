@@ -55,7 +55,11 @@ tl::expected<storage::wal::write_faults::options, std::string> parse_wal_faults(
     char* end = nullptr;
     const double v = std::strtod(value.c_str(), &end);
     if (value.empty() || *end != '\0' || v < 0) {
-      return tl::make_unexpected("bad value '" + value + "' for " + key);
+      std::string message = "bad value '";
+      message += value;
+      message += "' for ";
+      message += key;
+      return tl::make_unexpected(std::move(message));
     }
     if (key == "fail") {
       o.fail_probability = v;
@@ -142,6 +146,7 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   so.sweep_grace = std::chrono::milliseconds(config.object_sweep_grace_ms);
   so.retention_ms = config.log_retention_ms;
   so.retention_bytes = config.log_retention_bytes;
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read once at open, nothing sets the environment
   if (const char* faults = std::getenv("SILT_TEST_WAL_FAULTS"); faults != nullptr) {
     auto parsed = parse_wal_faults(faults);
     if (!parsed) return tl::make_unexpected("SILT_TEST_WAL_FAULTS: " + parsed.error());
