@@ -45,46 +45,9 @@ def request(correlation_id, topics, limit=2000, cursor=None):
     return i32(len(payload)) + payload
 
 
-class FlexReader(Reader):
-    def uvarint(self):
-        shift = value = 0
-        while True:
-            b = self.take(">B")
-            value |= (b & 0x7F) << shift
-            if b < 0x80:
-                return value
-            shift += 7
-
-    def skip_tags(self):
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.pos += self.uvarint()
-
-    def compact_string(self):
-        n = self.uvarint() - 1
-        if n < 0:
-            return None
-        s = self.data[self.pos:self.pos + n].decode()
-        self.pos += n
-        return s
-
-    def compact_array(self, item):
-        """A list, or None for a null array."""
-        n = self.uvarint() - 1
-        return None if n < 0 else [item() for _ in range(n)]
-
-    def i8(self):
-        return self.take(">b")
-
-    def bytes16(self):
-        v = self.data[self.pos:self.pos + 16]
-        self.pos += 16
-        return v
-
-
 def parse_response(body):
     """The response body after the correlation id: (topics, next_cursor)."""
-    r = FlexReader(body)
+    r = Reader(body)
     r.skip_tags()  # response header v1
     r.i32()  # throttle_time_ms
 

@@ -12,22 +12,6 @@ FETCH_SESSION_ID_NOT_FOUND = 70
 INVALID_FETCH_SESSION_EPOCH = 71
 
 
-def read_uvarint(r):
-    shift = value = 0
-    while True:
-        b = r.take(">B")
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value
-        shift += 7
-
-
-def skip_tags(r):
-    for _ in range(read_uvarint(r)):
-        read_uvarint(r)
-        r.pos += read_uvarint(r)
-
-
 def fetch_v12(sock, session_id, epoch, partitions=(), forgotten=(), max_wait_ms=0,
               correlation_id=1):
     """Sends one Fetch v12 and returns (error, session_id, {(topic, partition): (error, high
@@ -57,30 +41,30 @@ def fetch_v12(sock, session_id, epoch, partitions=(), forgotten=(), max_wait_ms=
     corr, rest = resp
     assert corr == correlation_id
     r = Reader(rest)
-    skip_tags(r)  # response header
+    r.skip_tags()  # response header
     r.i32()  # throttle
     error, sid = r.i16(), r.i32()
     out = {}
-    for _ in range(read_uvarint(r) - 1):
-        n = read_uvarint(r) - 1
+    for _ in range(r.uvarint() - 1):
+        n = r.uvarint() - 1
         topic = r.data[r.pos:r.pos + n].decode()
         r.pos += n
-        for _ in range(read_uvarint(r) - 1):
+        for _ in range(r.uvarint() - 1):
             p, perr, hw = r.i32(), r.i16(), r.i64()
             r.i64()  # last stable offset
             r.i64()  # log start offset
-            aborted = read_uvarint(r)
+            aborted = r.uvarint()
             for _ in range(max(aborted - 1, 0)):
                 r.i64()
                 r.i64()
-                skip_tags(r)
+                r.skip_tags()
             r.i32()  # preferred read replica
-            size = read_uvarint(r) - 1
+            size = r.uvarint() - 1
             r.pos += max(size, 0)
-            skip_tags(r)
+            r.skip_tags()
             out[(topic, p)] = (perr, hw, max(size, 0))
-        skip_tags(r)
-    skip_tags(r)
+        r.skip_tags()
+    r.skip_tags()
     return error, sid, out
 
 

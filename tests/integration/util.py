@@ -350,6 +350,9 @@ class Reader:
         self.pos += struct.calcsize(fmt)
         return v
 
+    def i8(self):
+        return self.take(">b")
+
     def i16(self):
         return self.take(">h")
 
@@ -366,6 +369,39 @@ class Reader:
         s = self.data[self.pos:self.pos + n].decode()
         self.pos += n
         return s
+
+    def bytes16(self):
+        v = self.data[self.pos:self.pos + 16]
+        self.pos += 16
+        return v
+
+    # Flexible versions (KIP-482).
+    def uvarint(self):
+        shift = value = 0
+        while True:
+            b = self.take(">B")
+            value |= (b & 0x7F) << shift
+            if b < 0x80:
+                return value
+            shift += 7
+
+    def skip_tags(self):
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.pos += self.uvarint()
+
+    def compact_string(self):
+        n = self.uvarint() - 1
+        if n < 0:
+            return None
+        s = self.data[self.pos:self.pos + n].decode()
+        self.pos += n
+        return s
+
+    def compact_array(self, item):
+        """A list, or None for a null array."""
+        n = self.uvarint() - 1
+        return None if n < 0 else [item() for _ in range(n)]
 
 
 def parse_api_versions_v0(body):
