@@ -23,10 +23,9 @@ class data_waiters {
   class waiter;
   using waiter_ptr = std::shared_ptr<waiter>;
 
-  // Keys that are not streams (stream ids never come near them): the WAL may have room again
-  // (or has recovered from a failed write), and shutdown (notify_all wakes every key).
+  // A key that is not a stream (stream ids never come near it): the WAL may have room again,
+  // or has recovered from a failed write.
   static constexpr uint64_t wal_room = UINT64_MAX;
-  static constexpr uint64_t shutdown = UINT64_MAX - 1;
 
   // Registers interest in `streams` on behalf of a coroutine running on `executor`.
   [[nodiscard]] waiter_ptr subscribe(const boost::asio::any_io_executor& executor,

@@ -214,7 +214,7 @@ enum class outcome : uint8_t {
 // leaves late callbacks somewhere to write.
 struct pending {
   pending(data_waiters::waiter_ptr w, size_t n) : waiter(std::move(w)), outcomes(n) {}
-  data_waiters::waiter_ptr waiter;  // subscribed to shutdown; woken by the last write
+  data_waiters::waiter_ptr waiter;  // woken by the last write
   std::atomic<int> remaining{1};    // 1 for the handler itself until it has issued everything
   std::vector<std::atomic<outcome>> outcomes;
   void finish_one() {
@@ -349,8 +349,7 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
   // retry matches, for durability. Partitions not written by then get REQUEST_TIMED_OUT.
   const int64_t deadline = now + std::max<int64_t>(req.timeout_ms, 0);
   const auto ex = co_await asio::this_coro::executor;
-  auto p =
-      std::make_shared<pending>(ctx.waiters.subscribe(ex, {data_waiters::shutdown}), work.size());
+  auto p = std::make_shared<pending>(std::make_shared<data_waiters::waiter>(ex), work.size());
   for (size_t i = 0; i < work.size(); ++i) {
     auto& c = work[i];
     if (c.idempotent && !ctx.producers.loaded(c.stream_id)) {
@@ -384,11 +383,14 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
     }
   }
   p->finish_one();
-  if (p->remaining.load(std::memory_order_acquire) > 0 && !ctx.stopping) {
+  // Until every write has ended, the timeout, or shutdown: looked at every second, so that the
+  // waiter need not be registered anywhere (no shared bookkeeping per produce).
+  while (p->remaining.load(std::memory_order_acquire) > 0 && !ctx.stopping) {
     const int64_t left = deadline - base::now_ms();
-    if (left > 0) (void)co_await data_waiters::wait(p->waiter, std::chrono::milliseconds(left));
+    if (left <= 0) break;
+    (void)co_await data_waiters::wait(p->waiter,
+                                      std::chrono::milliseconds(std::min<int64_t>(left, 1000)));
   }
-  ctx.waiters.unsubscribe(p->waiter);
   for (size_t i = 0; i < work.size(); ++i) {
     auto& c = work[i];
     switch (p->outcomes[i].load(std::memory_order_acquire)) {
