@@ -657,6 +657,12 @@ void uring_wal::run() {
       submit_header(header_next, epoch_step);
     }
     if (!wake_armed_) arm_wake();
+    if (!doomed.empty()) {
+      // Failing them changed the state without any I/O to wake this thread (recovery, or
+      // exit when closing, may now begin): look again before sleeping.
+      (void)io_uring_submit(&ring_);
+      continue;
+    }
     int rc = 0;
     if (wait > clock::duration::zero()) {
       const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count();
