@@ -343,7 +343,9 @@ TEST(Wal, FailedWriteFailsItsCallbacksAndTheWalRecoversWhenTheDiskDoes) {
     auto failed = append_and_wait(w, 1, 1, payload_for(1, 1, 100));
     ASSERT_FALSE(failed);
     EXPECT_EQ(failed.error(), wal_error::io);
-    // While the disk fails, so does the new epoch's header: appends are refused.
+    // While the disk fails, so does the new epoch's header (written at once, then every
+    // second): appends are refused.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     auto refused = append_and_wait(w, 1, 2, payload_for(1, 2, 100));
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.error(), wal_error::io);
