@@ -375,7 +375,9 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
       if (left <= 0 || ctx.stopping) {
         ctx.waiters.unsubscribe(w);
         set_error(*c.out, error_code::request_timed_out,
-                  "no room in the WAL within the request's timeout");
+                  ctx.stopping ? "the broker is shutting down"
+                               : "not written within the request's timeout (no room in the WAL, "
+                                 "or an earlier attempt of this batch still being written)");
         break;
       }
       (void)co_await data_waiters::wait(w, std::chrono::milliseconds(left));
