@@ -134,6 +134,10 @@ osd pool default pgp num = 8
 osd pool default pg autoscale mode = off
 mon allow pool size one = true
 mon warn on pool no redundancy = false
+# A throwaway cluster: the monitor must not refuse to start because the host's disk is more
+# than 95% full (its default), which says nothing about the few MiB the tests write.
+mon data avail crit = 0
+mon data avail warn = 0
 osd crush chooseleaf type = 0
 # The OSD is placed in the CRUSH map by this script; at boot it would send the same commands
 # to the monitor, which refuses them ("wrong fsid") when they race ahead of the monitor map.
