@@ -406,10 +406,7 @@ std::optional<tl::expected<read_result, stream_error>> stream_store::read_cached
                                                                                  int64_t offset,
                                                                                  size_t max_bytes) {
   std::lock_guard lock(state_mu_);
-  // A stream not loaded yet would cost a catalog read.
-  const auto it = streams_.find(stream_id);
-  if (it == streams_.end()) return std::nullopt;
-  return read_cached_locked(it->second, offset, max_bytes);
+  return read_cached_locked(stream_locked(stream_id), offset, max_bytes);
 }
 
 tl::expected<read_result, stream_error> stream_store::read(uint64_t stream_id, int64_t offset,
