@@ -20,6 +20,7 @@
 #include "config/topic_config.h"
 #include "handlers/data_waiters.h"
 #include "handlers/fetch_sessions.h"
+#include "handlers/produce_order.h"
 #include "handlers/producer_state.h"
 #include "metadata/topic_registry.h"
 #include "storage/stream_store.h"
@@ -63,6 +64,7 @@ class context {
   boost::asio::thread_pool& blocking;  // for calls that may block (cold reads)
   data_waiters waiters;
   fetch_sessions sessions;
+  produce_order order;  // a connection's produces append in arrival order
   std::atomic<bool> stopping{false};
 
  private:

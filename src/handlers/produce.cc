@@ -283,6 +283,8 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
 asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::request& raw,
                                                            protocol::produce_request& req) {
   const int16_t version = raw.header.header.request_api_version;
+  // Before anything can suspend: this request's place among the connection's produces.
+  produce_turn turn(ctx.order, ctx.order.take(raw.connection_id));
   produce_response resp;
   resp.responses.reserve(req.topic_data.size());
   for (const auto& t : req.topic_data) {
@@ -350,6 +352,8 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
   const int64_t deadline = now + std::max<int64_t>(req.timeout_ms, 0);
   const auto ex = co_await asio::this_coro::executor;
   auto p = std::make_shared<pending>(std::make_shared<data_waiters::waiter>(ex), work.size());
+  // The connection's earlier produces append first (they may be waiting for room).
+  co_await ctx.order.wait_turn(turn.ticket());
   for (size_t i = 0; i < work.size(); ++i) {
     auto& c = work[i];
     if (c.idempotent && !ctx.producers.loaded(c.stream_id)) {
@@ -384,6 +388,7 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
       ctx.waiters.unsubscribe(w);
     }
   }
+  turn.release();  // appends issued: the connection's next produce may append
   p->finish_one();
   // Until every write has ended, the timeout, or shutdown: looked at every second, so that the
   // waiter need not be registered anywhere (no shared bookkeeping per produce).
