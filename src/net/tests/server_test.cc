@@ -122,6 +122,11 @@ TEST_F(ServerTest, RequestTimingIsRecordedPerApi) {
   ::close(fd);
   auto* t = server_->metrics().of(18);
   ASSERT_NE(t, nullptr);
+  // A request's times are recorded once its write has completed on the server's side, which
+  // may be a moment after the client has read the response.
+  for (int i = 0; i < 500 && t->send.snapshot().count() < 10; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   // Request 0 is handled in 50 ms at least; the later ones, handled sooner, wait behind it.
   const auto handle = t->handle.snapshot();
   EXPECT_EQ(handle.count(), 10U);
