@@ -45,12 +45,12 @@ void produce_order::release(ticket t) {
     auto& l = it->second;
     if (t.number != l.serving) {
       // Ended before its turn came (it never appended): its turn passes when it comes.
-      l.released[t.number] = true;
+      l.released.insert(t.number);
       l.waiting.erase(t.number);
       return;
     }
     ++l.serving;
-    while (!l.released.empty() && l.released.begin()->first == l.serving) {
+    while (!l.released.empty() && *l.released.begin() == l.serving) {
       l.released.erase(l.released.begin());
       ++l.serving;
     }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 
 #include <boost/asio/awaitable.hpp>
@@ -36,9 +37,9 @@ class produce_order {
 
  private:
   struct line {
-    uint64_t next = 0;                  // the next ticket handed out
-    uint64_t serving = 0;               // tickets below it are released
-    std::map<uint64_t, bool> released;  // released out of turn (never waited for)
+    uint64_t next = 0;            // the next ticket handed out
+    uint64_t serving = 0;         // tickets below it are released
+    std::set<uint64_t> released;  // released out of turn (never waited for)
     std::map<uint64_t, data_waiters::waiter_ptr> waiting;
   };
   std::mutex mu_;
