@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   storage::stream_store_options o;
   o.wal.path = (dir / "wal").string();
   o.wal.capacity = uint64_t{2} << 30;
-  o.catalog_path = (dir / "catalog.db").string();
+  o.metadata_uri = (dir / "catalog.db").string();
   o.log_cache_bytes = 0;  // every read below comes from objects
   o.block_cache_bytes = size_t{256} << 20;
   o.stream_object_bytes = UINT64_MAX;  // stream-set objects only

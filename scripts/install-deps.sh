@@ -10,7 +10,7 @@ packages=(
   # libraries
   libboost1.81-dev liburing-dev libssl-dev libcurl4-openssl-dev
   zlib1g-dev libzstd-dev liblz4-dev libsnappy-dev libisal-dev
-  libsqlite3-dev libexpected-dev nlohmann-json3-dev libpugixml-dev
+  libsqlite3-dev libpq-dev libexpected-dev nlohmann-json3-dev libpugixml-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev librdkafka-dev kcat fio
   # black-box integration tests (tests/integration): Python clients with every codec, and
@@ -20,6 +20,8 @@ packages=(
   openjdk-17-jdk-headless maven
   # the S3 server the object store tests run against (Ceph radosgw, checks SigV4)
   ceph-mon ceph-osd radosgw ceph-common
+  # the PostgreSQL server the metadata store tests run against (initdb in a temp folder)
+  postgresql
 )
 
 missing=()

@@ -16,6 +16,7 @@
 
 #include "config/config.h"
 #include "handlers/broker.h"
+#include "metadata/sql.h"
 #include "net/server.h"
 
 namespace {
@@ -145,10 +146,23 @@ static int run(int argc, char** argv) {
   });
   std::signal(SIGPIPE, SIG_IGN);
 
+  // The threads that serve connections never run a metadata statement (the store refuses
+  // them there): a slow database must not stall a connection.
   std::vector<std::thread> threads;
-  for (uint32_t i = 1; i < cfg->num_network_threads; ++i) threads.emplace_back([&io] { io.run(); });
+  for (uint32_t i = 1; i < cfg->num_network_threads; ++i) {
+    threads.emplace_back([&io] {
+      silt::metadata::sql::mark_network_thread(true);
+      io.run();
+    });
+  }
+  silt::metadata::sql::mark_network_thread(true);
   io.run();
+  silt::metadata::sql::mark_network_thread(false);
   for (auto& t : threads) t.join();
+  if (const uint64_t n = silt::metadata::sql::network_thread_violations(); n > 0) {
+    std::fprintf(stderr, "silt: %llu metadata statement(s) were refused on network threads\n",
+                 static_cast<unsigned long long>(n));
+  }
   log_metrics();
   (*broker)->close();
   std::fprintf(stderr, "silt: stopped\n");

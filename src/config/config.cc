@@ -369,6 +369,11 @@ bool is_object_store_uri(std::string_view v) {
   return (v.starts_with("file://") && v.size() > 7) || (v.starts_with("s3://") && v.size() > 5);
 }
 
+bool is_metadata_store_uri(std::string_view v) {
+  return (v.starts_with("sqlite://") && v.size() > 9) || v.starts_with("postgresql://") ||
+         v.starts_with("postgres://");
+}
+
 bool is_retention_count(std::string_view v) {
   const auto n = parse_int(v);
   return n && *n >= -1 && *n <= INT32_MAX;
@@ -462,8 +467,16 @@ std::vector<setting> make_settings() {
                    "`s3://bucket?endpoint=http://host:port&region=...&path_style=true`. The "
                    "default is an absolute path under `data.dir`.",
                    "a file:// or s3:// URI", is_object_store_uri));
+  t.push_back(text("metadata.store.uri", &bc::metadata_store_uri,
+                   "`sqlite://<data.dir>/metadata.db`",
+                   "The metadata store: topics, configs, the stream catalog, stream ownership "
+                   "and producer state. `sqlite:///path/metadata.db` (embedded, the default) or "
+                   "`postgresql://user:password@host:port/dbname` (shared by the brokers of a "
+                   "cluster). The broker creates and migrates the schema.",
+                   "a sqlite:// or postgresql:// URI", is_metadata_store_uri));
   t.push_back(text("metadata.path", &bc::metadata_path, "`<data.dir>/metadata.db`",
-                   "The metadata store (SQLite): topics, configs, the stream catalog.",
+                   "The SQLite file of the metadata store: the same as "
+                   "`metadata.store.uri=sqlite://PATH`.",
                    "a non-empty path", non_empty));
   t.push_back(integer("log.cache.bytes", &bc::log_cache_bytes, kMiB, kMax,
                       "Memory for recent record batches (not yet uploaded, or tailing reads)."));
@@ -680,7 +693,23 @@ tl::expected<void, std::string> resolve(broker_config& c,
   }
   const std::filesystem::path data_dir(c.data_dir);
   if (!given.contains("wal.path")) c.wal_path = (data_dir / "wal").string();
-  if (!given.contains("metadata.path")) c.metadata_path = (data_dir / "metadata.db").string();
+  // metadata.path names an SQLite file: metadata.store.uri=sqlite://PATH, unless that is given.
+  if (given.contains("metadata.path")) {
+    if (!given.contains("metadata.store.uri")) {
+      c.metadata_store_uri = "sqlite://" + c.metadata_path;
+    } else if (c.metadata_store_uri != "sqlite://" + c.metadata_path) {
+      return tl::unexpected(at(given.at("metadata.path").origin,
+                               "metadata.path (" + quote(c.metadata_path) +
+                                   ") and metadata.store.uri (" + quote(c.metadata_store_uri) +
+                                   ") differ; give one of them"));
+    }
+  } else if (!given.contains("metadata.store.uri")) {
+    std::error_code ec;
+    auto absolute = std::filesystem::absolute(data_dir, ec);
+    if (ec) return tl::unexpected("cannot make data.dir " + quote(c.data_dir) + " absolute");
+    c.metadata_path = (absolute.lexically_normal() / "metadata.db").string();
+    c.metadata_store_uri = "sqlite://" + c.metadata_path;
+  }
   // A small WAL uploads sooner by default: at a quarter of its capacity at most.
   if (!given.contains("upload.threshold.bytes")) {
     c.upload_threshold_bytes =

@@ -58,9 +58,10 @@ struct broker_config {
   uint32_t wal_iodepth = 32;                 // wal.iodepth
   uint32_t wal_iops = 0;                     // wal.iops (0: unlimited)
   std::string wal_sync = "dsync";            // wal.sync: dsync | fdatasync
-  std::string object_store_uri;             // object.store.uri (default: file://<data.dir>/objects)
-  std::string metadata_path;                // metadata.path (default: <data.dir>/metadata.db)
-  uint64_t log_cache_bytes = 512ull << 20;  // log.cache.bytes
+  std::string object_store_uri;    // object.store.uri (default: file://<data.dir>/objects)
+  std::string metadata_store_uri;  // metadata.store.uri (default: sqlite://<data.dir>/metadata.db)
+  std::string metadata_path;       // metadata.path, the SQLite form of the same
+  uint64_t log_cache_bytes = 512ull << 20;        // log.cache.bytes
   uint64_t block_cache_bytes = 256ull << 20;      // block.cache.bytes
   int64_t upload_interval_ms = 1000;              // upload.interval.ms
   uint64_t upload_threshold_bytes = 64ull << 20;  // upload.threshold.bytes

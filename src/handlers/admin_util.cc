@@ -156,6 +156,7 @@ api_error delete_topic(context& ctx, const std::string& name, metadata::topic_pt
   // never reused).
   for (const uint64_t stream : deleted->streams) {
     (void)ctx.store.trim(stream, ctx.store.offsets(stream).end_offset);
+    (void)ctx.store.put_producer_state(stream, {});
   }
   return {};
 }

@@ -92,8 +92,8 @@ asio::awaitable<net::response> serve(context& ctx, net::request& raw, Fn fn) {
   co_return encode_response(raw.header, resp);
 }
 
-// The same on the blocking pool, for APIs whose handlers write the metadata store (SQLite
-// transactions, an fsync each): network threads never wait on it.
+// The same on the blocking pool, for APIs whose handlers use the metadata store (a
+// transaction, an fsync or a database round trip each): network threads never wait on it.
 template <typename Req, typename Fn>
 asio::awaitable<net::response> serve_blocking(context& ctx, net::request& raw, Fn fn) {
   co_return co_await asio::co_spawn(ctx.blocking, serve<Req>(ctx, raw, fn), asio::use_awaitable);
@@ -120,10 +120,15 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   fs::create_directories(config.data_dir, ec);
   if (ec)
     return tl::make_unexpected("cannot create data.dir " + config.data_dir + ": " + ec.message());
-  for (const auto& p :
-       {fs::path(config.wal_path).parent_path(), fs::path(config.metadata_path).parent_path()}) {
+  std::vector<fs::path> dirs{fs::path(config.wal_path).parent_path()};
+  if (config.metadata_store_uri.starts_with("sqlite://")) {
+    dirs.push_back(fs::path(config.metadata_store_uri.substr(9)).parent_path());
+  }
+  for (const auto& p : dirs) {
     if (!p.empty()) fs::create_directories(p, ec);
   }
+  auto db = metadata::sql::open_database(config.metadata_store_uri);
+  if (!db) return tl::make_unexpected("metadata.store.uri: " + db.error());
   auto objects = storage::open_object_store(config.object_store_uri);
   if (!objects) return tl::make_unexpected("object.store.uri: " + objects.error());
   b->objects_ = std::move(*objects);
@@ -135,7 +140,8 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   so.wal.iops = config.wal_iops;
   so.wal.sync = config.wal_sync == "fdatasync" ? storage::wal::sync_mode::fdatasync
                                                : storage::wal::sync_mode::dsync;
-  so.catalog_path = config.metadata_path;
+  so.metadata = *db;
+  so.node_id = config.node_id;
   so.log_cache_bytes = config.log_cache_bytes;
   so.block_cache_bytes = config.block_cache_bytes;
   so.upload_interval = std::chrono::milliseconds(config.upload_interval_ms);
@@ -157,15 +163,23 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   if (!store) return tl::make_unexpected(store.error());
   b->store_ = std::move(*store);
 
-  auto registry = metadata::topic_registry::open(config.metadata_path);
+  auto registry = metadata::topic_registry::open(*db);
   if (!registry) return tl::make_unexpected(registry.error());
   b->registry_ = std::move(*registry);
   auto cluster_id = b->registry_->cluster_id(config.cluster_id);
   if (!cluster_id)
-    return tl::make_unexpected("cannot store the cluster id in " + config.metadata_path);
+    return tl::make_unexpected("cannot store the cluster id in " + (*db)->describe());
   if (!config.cluster_id.empty() && *cluster_id != config.cluster_id) {
     return tl::make_unexpected("cluster.id " + config.cluster_id + " does not match the id " +
-                               *cluster_id + " stored in " + config.metadata_path);
+                               *cluster_id + " stored in " + (*db)->describe());
+  }
+  // This broker serves every topic's streams: it takes them all, each at its next epoch
+  // (Kafka's leader epoch), before it serves a request.
+  std::vector<uint64_t> streams;
+  for (const auto& t : b->registry_->all())
+    streams.insert(streams.end(), t->streams.begin(), t->streams.end());
+  if (auto taken = b->store_->take(streams); !taken) {
+    return tl::make_unexpected("cannot take the partitions' streams in " + (*db)->describe());
   }
   b->producers_ =
       std::make_unique<producer_state>(*b->registry_, *b->store_, config.producer_id_expiration_ms);
@@ -276,7 +290,7 @@ asio::awaitable<net::response> broker::handle(net::request req) {
       co_return co_await serve_blocking<protocol::init_producer_id_request>(
           c, req, handle_init_producer_id);
     case protocol::offset_for_leader_epoch_request::api_key:
-      co_return co_await serve<protocol::offset_for_leader_epoch_request>(
+      co_return co_await serve_blocking<protocol::offset_for_leader_epoch_request>(
           c, req, handle_offset_for_leader_epoch);
     case protocol::delete_records_request::api_key:
       co_return co_await serve_blocking<protocol::delete_records_request>(c, req,

@@ -1,5 +1,7 @@
 #include "handlers/context.h"
 
+#include <cstdio>
+
 #include <unistd.h>
 
 namespace silt::handlers {
@@ -58,6 +60,7 @@ tl::expected<topic_entry_ptr, config::config_error> context::create_topic(
     }
     return tl::make_unexpected(config::config_error{-1, "cannot store topic " + name});
   }
+  take((*info)->streams);
   return refresh(*info);
 }
 
@@ -70,6 +73,15 @@ topic_entry_ptr context::refresh(const metadata::topic_ptr& info) {
   std::lock_guard lock(mu_);
   by_name_[info->name] = e;
   return e;
+}
+
+void context::take(const std::vector<uint64_t>& streams) {
+  // A stream not taken is still served, at epoch 0 and owned by no node; the next start
+  // takes it.
+  if (auto r = store.take(streams); !r) {
+    std::fprintf(stderr, "silt: cannot take %zu stream(s): %s\n", streams.size(),
+                 std::string(storage::stream_error_name(r.error())).c_str());
+  }
 }
 
 void context::forget(const metadata::topic_ptr& info) {

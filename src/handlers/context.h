@@ -52,6 +52,8 @@ class context {
   topic_entry_ptr refresh(const metadata::topic_ptr& info);
   // Forgets a deleted topic.
   void forget(const metadata::topic_ptr& info);
+  // Takes streams for this broker at their next epoch (catalog I/O: blocking pool only).
+  void take(const std::vector<uint64_t>& streams);
 
   const config::broker_config& config;
   const std::string cluster_id;

@@ -112,7 +112,7 @@ asio::awaitable<describe_topic_partitions_response> handle_describe_topic_partit
     response_topic out;
     out.name = name;
     out.topic_id = admin::to_uuid(t->info->id);
-    out.partitions = describe_partitions<response_partition>(ctx, first, end);
+    out.partitions = describe_partitions<response_partition>(ctx, *t->info, first, end);
     for (auto& p : out.partitions) {
       // No eligible leader replicas (KIP-966) on a single broker: empty lists, not null.
       p.eligible_leader_replicas.emplace();

@@ -70,13 +70,19 @@ asio::awaitable<size_t> gather(context& ctx, std::vector<wanted>& ws, int32_t ma
       g.data.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
       continue;
     }
-    if (const auto e = check_leader_epoch(w.current_leader_epoch); e != error_code::none) {
+    const uint64_t stream_id = t->info->streams[static_cast<size_t>(w.partition)];
+    const auto offs = ctx.store.offsets(stream_id);
+    if (offs.fenced) {
+      g.data.error_code = static_cast<int16_t>(error_code::not_leader_or_follower);
+      continue;
+    }
+    if (const auto e = check_leader_epoch(w.current_leader_epoch, offs.epoch);
+        e != error_code::none) {
       g.data.error_code = static_cast<int16_t>(e);
       continue;
     }
     g.found = true;
-    g.stream_id = t->info->streams[static_cast<size_t>(w.partition)];
-    const auto offs = ctx.store.offsets(g.stream_id);
+    g.stream_id = stream_id;
     g.data.high_watermark = offs.end_offset;
     g.data.last_stable_offset = offs.end_offset;
     g.data.log_start_offset = offs.start_offset;
@@ -91,10 +97,10 @@ asio::awaitable<size_t> gather(context& ctx, std::vector<wanted>& ws, int32_t ma
     if (limit == 0 && total > 0) continue;
     auto r = co_await read(ctx, g.stream_id, w.fetch_offset, std::max<size_t>(limit, 1));
     if (!r) {
-      g.data.error_code =
-          static_cast<int16_t>(r.error() == storage::stream_error::offset_out_of_range
-                                   ? error_code::offset_out_of_range
-                                   : error_code::kafka_storage_error);
+      g.data.error_code = static_cast<int16_t>(
+          r.error() == storage::stream_error::offset_out_of_range ? error_code::offset_out_of_range
+          : r.error() == storage::stream_error::fenced ? error_code::not_leader_or_follower
+                                                       : error_code::kafka_storage_error);
       continue;
     }
     if (r->chunks.empty()) continue;

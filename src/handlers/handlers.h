@@ -62,29 +62,29 @@ struct api_range {
 [[nodiscard]] std::span<const api_range> supported_apis();
 [[nodiscard]] const api_range* find_supported(int16_t key);
 
-// The leader epoch of every partition: one broker owns everything, from epoch 0 on.
-inline constexpr int32_t leader_epoch = 0;
-
-// The error for a request's current leader epoch (-1: the client does not say): newer than
-// the broker's means the client knows of a leader the broker does not, older means fenced.
-[[nodiscard]] inline protocol::error_code check_leader_epoch(int32_t current) {
-  if (current < 0 || current == leader_epoch) return protocol::error_code::none;
-  return current > leader_epoch ? protocol::error_code::unknown_leader_epoch
-                                : protocol::error_code::fenced_leader_epoch;
+// The error for a request's current leader epoch (-1: the client does not say) against the
+// partition's (its stream's epoch, bumped each time a broker takes it): newer than the
+// broker's means the client knows of a leader the broker does not, older means fenced.
+[[nodiscard]] inline protocol::error_code check_leader_epoch(int32_t current, int32_t ours) {
+  if (current < 0 || current == ours) return protocol::error_code::none;
+  return current > ours ? protocol::error_code::unknown_leader_epoch
+                        : protocol::error_code::fenced_leader_epoch;
 }
 
 // Partitions [first, end) of a topic as Metadata and DescribeTopicPartitions describe them:
-// this broker leads each one at leader_epoch and is its only replica and in-sync replica.
+// this broker leads each one at its stream's epoch and is its only replica and in-sync
+// replica.
 template <typename Partition>
-[[nodiscard]] std::vector<Partition> describe_partitions(const context& ctx, int32_t first,
-                                                         int32_t end) {
+[[nodiscard]] std::vector<Partition> describe_partitions(const context& ctx,
+                                                         const metadata::topic_info& topic,
+                                                         int32_t first, int32_t end) {
   std::vector<Partition> out;
   if (end > first) out.reserve(static_cast<size_t>(end - first));
   for (int32_t p = first; p < end; ++p) {
     Partition part;
     part.partition_index = p;
     part.leader_id = ctx.node_id;
-    part.leader_epoch = leader_epoch;
+    part.leader_epoch = ctx.store.offsets(topic.streams[static_cast<size_t>(p)]).epoch;
     part.replica_nodes = {ctx.node_id};
     part.isr_nodes = {ctx.node_id};
     out.push_back(std::move(part));

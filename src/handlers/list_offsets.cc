@@ -82,13 +82,18 @@ asio::awaitable<protocol::list_offsets_response> handle_list_offsets(
         rp.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
         continue;
       }
-      if (const auto e = check_leader_epoch(p.current_leader_epoch); e != error_code::none) {
+      const uint64_t stream = topic->info->streams[static_cast<size_t>(p.partition_index)];
+      const auto offs = ctx.store.offsets(stream);
+      if (offs.fenced) {
+        rp.error_code = static_cast<int16_t>(error_code::not_leader_or_follower);
+        continue;
+      }
+      if (const auto e = check_leader_epoch(p.current_leader_epoch, offs.epoch);
+          e != error_code::none) {
         rp.error_code = static_cast<int16_t>(e);
         continue;
       }
-      const uint64_t stream = topic->info->streams[static_cast<size_t>(p.partition_index)];
-      const auto offs = ctx.store.offsets(stream);
-      rp.leader_epoch = leader_epoch;
+      rp.leader_epoch = offs.epoch;
       switch (p.timestamp) {
         case -1:  // latest
           rp.offset = offs.end_offset;

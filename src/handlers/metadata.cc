@@ -19,7 +19,7 @@ response_topic describe(const context& ctx, const topic_entry& t) {
   out.name = t.info->name;
   out.topic_id = admin::to_uuid(t.info->id);
   out.partitions = describe_partitions<metadata_response::MetadataResponsePartition>(
-      ctx, 0, t.info->partitions());
+      ctx, *t.info, 0, t.info->partitions());
   return out;
 }
 

@@ -1,5 +1,7 @@
-// OffsetForLeaderEpoch (key 23): the end offset of a leader epoch. Every partition has had one
-// epoch (0) since it was created, so epoch 0 ends at the log end and older epochs do not exist.
+// OffsetForLeaderEpoch (key 23): the end offset of a leader epoch. A partition's epochs are its
+// stream's, each recorded in the metadata store with the offset it began at when a broker took
+// the stream; an epoch ends where the next one begins, the current one at the log end. Reads
+// the metadata store: runs on the blocking pool.
 #include "handlers/handlers.h"
 
 namespace silt::handlers {
@@ -20,18 +22,45 @@ asio::awaitable<protocol::offset_for_leader_epoch_response> handle_offset_for_le
         rp.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
         continue;
       }
-      if (const auto e = check_leader_epoch(p.current_leader_epoch); e != error_code::none) {
+      const uint64_t stream = topic->info->streams[static_cast<size_t>(p.partition)];
+      const auto offs = ctx.store.offsets(stream);
+      if (offs.fenced) {
+        rp.error_code = static_cast<int16_t>(error_code::not_leader_or_follower);
+        continue;
+      }
+      if (const auto e = check_leader_epoch(p.current_leader_epoch, offs.epoch);
+          e != error_code::none) {
         rp.error_code = static_cast<int16_t>(e);
         continue;
       }
-      const auto offs = ctx.store.offsets(topic->info->streams[static_cast<size_t>(p.partition)]);
-      if (p.leader_epoch > leader_epoch || p.leader_epoch < 0) {
-        // Kafka answers an unknown epoch with UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET.
-        rp.leader_epoch = -1;
-        rp.end_offset = -1;
-      } else {
-        rp.leader_epoch = leader_epoch;
+      // Kafka answers an unknown epoch with UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET.
+      rp.leader_epoch = -1;
+      rp.end_offset = -1;
+      if (p.leader_epoch < 0 || p.leader_epoch > offs.epoch) continue;
+      if (p.leader_epoch == offs.epoch) {
+        rp.leader_epoch = offs.epoch;
         rp.end_offset = offs.end_offset;
+        continue;
+      }
+      auto epochs = ctx.store.epochs(stream);
+      if (!epochs) {
+        rp.error_code = static_cast<int16_t>(error_code::kafka_storage_error);
+        continue;
+      }
+      // The requested epoch ends where the first later one begins; the answer names the
+      // latest epoch at or below it (the requested one if it is older than every epoch known).
+      const metadata::epoch_start* floor = nullptr;
+      const metadata::epoch_start* higher = nullptr;
+      for (const auto& e : *epochs) {
+        if (e.epoch <= p.leader_epoch) floor = &e;
+        if (e.epoch > p.leader_epoch && higher == nullptr) higher = &e;
+      }
+      if (higher == nullptr) {
+        rp.leader_epoch = offs.epoch;
+        rp.end_offset = offs.end_offset;
+      } else {
+        rp.leader_epoch = floor != nullptr ? floor->epoch : p.leader_epoch;
+        rp.end_offset = higher->start_offset;
       }
     }
   }

@@ -177,7 +177,6 @@ error_code validate(const config::topic_config& cfg, std::span<uint8_t> records,
     if (records_error != error_code::none) return records_error;
     auto* p = const_cast<uint8_t*>(b.bytes.data());
     const std::span<uint8_t> mutable_batch(p, b.bytes.size());
-    protocol::set_partition_leader_epoch(mutable_batch, leader_epoch);
     if (cfg.message_timestamp_type == config::timestamp_type::log_append_time) {
       const auto attributes =
           static_cast<int16_t>(h.attributes | protocol::record_batch_header::log_append_time_flag);
@@ -267,6 +266,10 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
       case storage::stream_error::too_large:
         set_error(*c.out, error_code::message_too_large,
                   "the record batch is larger than the WAL (wal.capacity.bytes) can hold");
+        return attempt::done;
+      case storage::stream_error::fenced:
+        set_error(*c.out, error_code::not_leader_or_follower,
+                  "another broker has taken this partition");
         return attempt::done;
       default:
         set_error(*c.out, error_code::kafka_storage_error);

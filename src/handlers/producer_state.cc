@@ -26,10 +26,6 @@ int32_t next_sequence(int32_t seq) {
   return seq == INT32_MAX ? 0 : seq + 1;
 }
 
-std::string key_of(uint64_t stream_id) {
-  return "producers/" + std::to_string(stream_id);
-}
-
 // Snapshot layout (docs/formats/producer-snapshot.md), big-endian:
 //   version:u8 covered:i64 count:u32 producer*
 //   producer := id:i64 epoch:i16 last_timestamp:i64 n:u8 batch{n}
@@ -218,7 +214,7 @@ void producer_state::record(uint64_t stream_id, const record_batch_header& h, in
 void producer_state::load_locked(uint64_t stream_id, stream_producers& sp) {
   const auto offsets = store_.offsets(stream_id);
   int64_t from = offsets.start_offset;
-  auto blob = registry_.get_blob(key_of(stream_id));
+  auto blob = store_.producer_state(stream_id);
   if (blob && !blob->empty()) {
     cursor c(*blob);
     uint8_t version = 0;
@@ -312,7 +308,7 @@ tl::expected<void, std::string> producer_state::snapshot() {
       base::store_be<uint32_t>(out.data() + count_at, count);
       sp->dirty = pending;
     }
-    if (!registry_.put_blob(key_of(stream_id), out)) {
+    if (!store_.put_producer_state(stream_id, out)) {
       return tl::make_unexpected("cannot store the producer state of stream " +
                                  std::to_string(stream_id));
     }

@@ -1,15 +1,11 @@
 #include "metadata/stream_catalog.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <map>
 #include <utility>
 
-#include <sqlite3.h>
-
 #include "base/clock.h"
-#include "metadata/sqlite.h"
 
 namespace silt::metadata {
 
@@ -20,59 +16,31 @@ tl::unexpected<catalog_error> fail(catalog_error e) {
 }
 
 using base::now_ms;
+using sql::row;
 
-using sqlite::statement;
-using sqlite::transaction;
-
-constexpr const char* schema = R"sql(
-CREATE TABLE IF NOT EXISTS streams(
-  stream_id INTEGER PRIMARY KEY,
-  start_offset INTEGER NOT NULL,
-  end_offset INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS objects(
-  object_id INTEGER PRIMARY KEY,
-  key TEXT NOT NULL UNIQUE,
-  size INTEGER NOT NULL,
-  kind INTEGER NOT NULL,
-  created_ms INTEGER NOT NULL,
-  deleting_ms INTEGER);
-CREATE TABLE IF NOT EXISTS ranges(
-  stream_id INTEGER NOT NULL,
-  start_offset INTEGER NOT NULL,
-  end_offset INTEGER NOT NULL,
-  object_id INTEGER NOT NULL REFERENCES objects(object_id),
-  max_timestamp INTEGER NOT NULL,
-  size INTEGER NOT NULL,
-  PRIMARY KEY(stream_id, start_offset));
-CREATE INDEX IF NOT EXISTS ranges_by_object ON ranges(object_id);
-CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-INSERT OR IGNORE INTO counters VALUES('object_id', 0);
-)sql";
-
-bool insert_object(sqlite3* db, const object_record& o) {
-  statement s(db, "INSERT INTO objects(object_id, key, size, kind, created_ms) VALUES(?,?,?,?,?)");
-  s.bind(1, static_cast<int64_t>(o.object_id))
-      .bind(2, o.key)
-      .bind(3, static_cast<int64_t>(o.size))
-      .bind(4, static_cast<int64_t>(o.kind))
-      .bind(5, o.created_ms != 0 ? o.created_ms : now_ms());
-  return s.step() == SQLITE_DONE;
+int64_t i64(uint64_t v) {
+  return static_cast<int64_t>(v);
 }
 
-bool insert_range(sqlite3* db, uint64_t object_id, const stream_range& r) {
-  statement s(db,
-              "INSERT INTO ranges(stream_id, start_offset, end_offset, object_id, "
-              "max_timestamp, size) VALUES(?,?,?,?,?,?)");
-  s.bind(1, static_cast<int64_t>(r.stream_id))
-      .bind(2, r.start_offset)
-      .bind(3, r.end_offset)
-      .bind(4, static_cast<int64_t>(object_id))
-      .bind(5, r.max_timestamp)
-      .bind(6, static_cast<int64_t>(r.size));
-  return s.step() == SQLITE_DONE;
+bool insert_object(sql::connection& c, const object_record& o) {
+  return c
+      .query("INSERT INTO objects(object_id, key, size, kind, created_ms) VALUES(?,?,?,?,?)",
+             i64(o.object_id), std::string_view(o.key), i64(o.size), static_cast<int64_t>(o.kind),
+             o.created_ms != 0 ? o.created_ms : now_ms())
+      .has_value();
 }
 
-located_range located(const statement& s) {
+bool insert_range(sql::connection& c, uint64_t object_id, const stream_range& r) {
+  return c
+      .query(
+          "INSERT INTO ranges(stream_id, start_offset, end_offset, object_id, max_timestamp, "
+          "size) VALUES(?,?,?,?,?,?)",
+          i64(r.stream_id), r.start_offset, r.end_offset, i64(object_id), r.max_timestamp,
+          i64(r.size))
+      .has_value();
+}
+
+located_range located(const row& s) {
   located_range l;
   l.range.stream_id = static_cast<uint64_t>(s.integer(0));
   l.range.start_offset = s.integer(1);
@@ -84,7 +52,7 @@ located_range located(const statement& s) {
   return l;
 }
 
-object_record object_row(const statement& s) {
+object_record object_row(const row& s) {
   object_record o;
   o.object_id = static_cast<uint64_t>(s.integer(0));
   o.key = s.text(1);
@@ -92,6 +60,11 @@ object_record object_row(const statement& s) {
   o.kind = static_cast<object_kind>(s.integer(3));
   o.created_ms = s.integer(4);
   return o;
+}
+
+stream_state state_row(const row& s, size_t first) {
+  return {s.integer(first), s.integer(first + 1), static_cast<int32_t>(s.integer(first + 2)),
+          static_cast<int32_t>(s.integer(first + 3))};
 }
 
 }  // namespace
@@ -102,6 +75,8 @@ std::string_view catalog_error_name(catalog_error e) {
       return "discontinuous range";
     case catalog_error::unknown_object:
       return "unknown object";
+    case catalog_error::fenced:
+      return "fenced: the stream has a newer owner or epoch";
     case catalog_error::io:
       return "catalog I/O error";
   }
@@ -109,76 +84,77 @@ std::string_view catalog_error_name(catalog_error e) {
 }
 
 tl::expected<std::unique_ptr<stream_catalog>, std::string> stream_catalog::open(
-    const std::string& path) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-      SQLITE_OK) {
-    std::string msg = "cannot open catalog " + path + ": " + sqlite3_errmsg(db);
-    sqlite3_close(db);
-    return tl::make_unexpected(msg);
-  }
-  std::unique_ptr<stream_catalog> c(new stream_catalog(db));
-  sqlite3_busy_timeout(db, 10000);
-  for (const char* pragma :
-       {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"}) {
-    if (!c->exec(pragma)) return tl::make_unexpected(std::string("catalog: ") + pragma);
-  }
-  if (!c->exec(schema)) {
-    return tl::make_unexpected("cannot create the catalog schema in " + path + ": " +
-                               sqlite3_errmsg(db));
-  }
-  return c;
+    std::shared_ptr<sql::database> db) {
+  auto c = db->connect();
+  if (!c) return tl::make_unexpected(c.error());
+  return std::unique_ptr<stream_catalog>(new stream_catalog(std::move(db), std::move(*c)));
 }
 
-stream_catalog::~stream_catalog() {
-  sqlite3_close(db_);
+tl::expected<std::unique_ptr<stream_catalog>, std::string> stream_catalog::open(
+    const std::string& uri) {
+  auto db = sql::open_database(uri);
+  if (!db) return tl::make_unexpected(db.error());
+  return open(std::move(*db));
 }
 
-tl::expected<void, catalog_error> stream_catalog::exec(const char* sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::fprintf(stderr, "catalog: %s\n", err ? err : "error");
-    sqlite3_free(err);
-    return fail(catalog_error::io);
-  }
-  return {};
-}
+stream_catalog::~stream_catalog() = default;
 
 tl::expected<uint64_t, catalog_error> stream_catalog::next_object_id() {
   std::lock_guard lock(mu_);
-  statement s(db_,
-              "UPDATE counters SET value = value + 1 WHERE name = 'object_id' RETURNING value");
-  if (s.step() != SQLITE_ROW) return fail(catalog_error::io);
-  return static_cast<uint64_t>(s.integer(0));
+  auto r =
+      c_->query("UPDATE counters SET value = value + 1 WHERE name = 'object_id' RETURNING value");
+  if (!r || r->rows.empty()) return fail(catalog_error::io);
+  return static_cast<uint64_t>(r->rows.front().integer(0));
+}
+
+tl::expected<void, catalog_error> stream_catalog::check_owner_locked(uint64_t stream_id,
+                                                                     int32_t owner, int32_t epoch) {
+  auto r = c_->query("SELECT owner, epoch FROM streams WHERE stream_id = ?", i64(stream_id));
+  if (!r) return fail(catalog_error::io);
+  const bool matches =
+      r->rows.empty() ? owner == -1 && epoch == 0
+                      : r->rows.front().integer(0) == owner && r->rows.front().integer(1) == epoch;
+  if (!matches) return fail(catalog_error::fenced);
+  return {};
 }
 
 tl::expected<void, catalog_error> stream_catalog::commit_object(
     const object_record& object, const std::vector<stream_range>& ranges) {
   std::lock_guard lock(mu_);
-  transaction tx(db_);
+  sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
-  if (!insert_object(db_, object)) return fail(catalog_error::io);
+  if (!insert_object(*c_, object)) return fail(catalog_error::io);
   for (const auto& r : ranges) {
     if (r.end_offset <= r.start_offset) return fail(catalog_error::discontinuous);
-    statement get(db_, "SELECT end_offset FROM streams WHERE stream_id = ?");
-    get.bind(1, static_cast<int64_t>(r.stream_id));
-    const int rc = get.step();
-    if (rc == SQLITE_ROW) {
-      if (get.integer(0) != r.start_offset) return fail(catalog_error::discontinuous);
-      statement up(db_, "UPDATE streams SET end_offset = ? WHERE stream_id = ?");
-      up.bind(1, r.end_offset).bind(2, static_cast<int64_t>(r.stream_id));
-      if (up.step() != SQLITE_DONE) return fail(catalog_error::io);
-    } else if (rc == SQLITE_DONE) {
+    // One conditional update checks continuity and ownership and locks the row.
+    auto up = c_->query(
+        "UPDATE streams SET end_offset = ? WHERE stream_id = ? AND end_offset = ? AND owner = ? "
+        "AND epoch = ?",
+        r.end_offset, i64(r.stream_id), r.start_offset, static_cast<int64_t>(r.owner),
+        static_cast<int64_t>(r.epoch));
+    if (!up) return fail(catalog_error::io);
+    if (up->changes == 0) {
+      auto get = c_->query("SELECT end_offset, owner, epoch FROM streams WHERE stream_id = ?",
+                           i64(r.stream_id));
+      if (!get) return fail(catalog_error::io);
+      if (!get->rows.empty()) {
+        const row& s = get->rows.front();
+        if (s.integer(1) != r.owner || s.integer(2) != r.epoch) {
+          return fail(catalog_error::fenced);
+        }
+        return fail(catalog_error::discontinuous);
+      }
       // A stream's first object may start above 0 only if the stream was created there; the
-      // store creates streams at 0, so anything else is a gap.
+      // store creates streams at 0, so anything else is a gap. Only a stream never taken can
+      // appear here without a row.
+      if (r.owner != -1 || r.epoch != 0) return fail(catalog_error::fenced);
       if (r.start_offset != 0) return fail(catalog_error::discontinuous);
-      statement ins(db_, "INSERT INTO streams(stream_id, start_offset, end_offset) VALUES(?,0,?)");
-      ins.bind(1, static_cast<int64_t>(r.stream_id)).bind(2, r.end_offset);
-      if (ins.step() != SQLITE_DONE) return fail(catalog_error::io);
-    } else {
-      return fail(catalog_error::io);
+      if (!c_->query("INSERT INTO streams(stream_id, start_offset, end_offset) VALUES(?,0,?)",
+                     i64(r.stream_id), r.end_offset)) {
+        return fail(catalog_error::io);
+      }
     }
-    if (!insert_range(db_, object.object_id, r)) return fail(catalog_error::io);
+    if (!insert_range(*c_, object.object_id, r)) return fail(catalog_error::io);
   }
   if (!tx.commit()) return fail(catalog_error::io);
   return {};
@@ -188,21 +164,20 @@ tl::expected<void, catalog_error> stream_catalog::replace(const object_record& o
                                                           const std::vector<stream_range>& ranges,
                                                           const std::vector<uint64_t>& replaced) {
   std::lock_guard lock(mu_);
-  transaction tx(db_);
+  sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
   // The replaced ranges of each stream that the new object covers, merged.
   std::map<uint64_t, std::vector<stream_range>> old_by_stream;
   for (uint64_t id : replaced) {
-    statement s(db_,
-                "SELECT stream_id, start_offset, end_offset FROM ranges WHERE object_id = ? "
-                "ORDER BY stream_id, start_offset");
-    s.bind(1, static_cast<int64_t>(id));
-    int rc;
-    while ((rc = s.step()) == SQLITE_ROW) {
+    auto r = c_->query(
+        "SELECT stream_id, start_offset, end_offset FROM ranges WHERE object_id = ? "
+        "ORDER BY stream_id, start_offset",
+        i64(id));
+    if (!r) return fail(catalog_error::io);
+    for (const row& s : r->rows) {
       old_by_stream[static_cast<uint64_t>(s.integer(0))].push_back(
           {static_cast<uint64_t>(s.integer(0)), s.integer(1), s.integer(2), -1, 0});
     }
-    if (rc != SQLITE_DONE) return fail(catalog_error::io);
   }
   std::map<uint64_t, std::vector<stream_range>> new_by_stream;
   for (const auto& r : ranges) new_by_stream[r.stream_id].push_back(r);
@@ -227,26 +202,29 @@ tl::expected<void, catalog_error> stream_catalog::replace(const object_record& o
       }
     }
     for (const auto& o : olds) {
-      statement del(db_, "DELETE FROM ranges WHERE stream_id = ? AND start_offset = ?");
-      del.bind(1, static_cast<int64_t>(stream)).bind(2, o.start_offset);
-      if (del.step() != SQLITE_DONE) return fail(catalog_error::io);
+      // A range trimmed away meanwhile (by another writer of the database) is not replaced.
+      auto del = c_->query(
+          "DELETE FROM ranges WHERE stream_id = ? AND start_offset = ? AND end_offset = ?",
+          i64(stream), o.start_offset, o.end_offset);
+      if (!del) return fail(catalog_error::io);
+      if (del->changes != 1) return fail(catalog_error::discontinuous);
     }
   }
-  if (!insert_object(db_, object)) return fail(catalog_error::io);
+  if (!insert_object(*c_, object)) return fail(catalog_error::io);
   for (const auto& r : ranges) {
-    if (!insert_range(db_, object.object_id, r)) return fail(catalog_error::io);
+    if (!insert_range(*c_, object.object_id, r)) return fail(catalog_error::io);
   }
-  if (!mark_orphans_deleting()) return fail(catalog_error::io);
+  if (!mark_orphans_deleting_locked()) return fail(catalog_error::io);
   if (!tx.commit()) return fail(catalog_error::io);
   return {};
 }
 
-tl::expected<void, catalog_error> stream_catalog::mark_orphans_deleting() {
-  statement s(db_,
-              "UPDATE objects SET deleting_ms = ? WHERE deleting_ms IS NULL AND NOT EXISTS "
-              "(SELECT 1 FROM ranges WHERE ranges.object_id = objects.object_id)");
-  s.bind(1, now_ms());
-  if (s.step() != SQLITE_DONE) return fail(catalog_error::io);
+tl::expected<void, catalog_error> stream_catalog::mark_orphans_deleting_locked() {
+  auto r = c_->query(
+      "UPDATE objects SET deleting_ms = ? WHERE deleting_ms IS NULL AND NOT EXISTS "
+      "(SELECT 1 FROM ranges WHERE ranges.object_id = objects.object_id)",
+      now_ms());
+  if (!r) return fail(catalog_error::io);
   return {};
 }
 
@@ -254,15 +232,15 @@ tl::expected<std::vector<located_range>, catalog_error> stream_catalog::find(uin
                                                                              int64_t offset,
                                                                              size_t limit) {
   std::lock_guard lock(mu_);
-  statement s(db_,
-              "SELECT r.stream_id, r.start_offset, r.end_offset, r.max_timestamp, r.size, "
-              "r.object_id, o.key FROM ranges r JOIN objects o ON o.object_id = r.object_id "
-              "WHERE r.stream_id = ? AND r.end_offset > ? ORDER BY r.start_offset LIMIT ?");
-  s.bind(1, static_cast<int64_t>(stream_id)).bind(2, offset).bind(3, static_cast<int64_t>(limit));
+  auto r = c_->query(
+      "SELECT r.stream_id, r.start_offset, r.end_offset, r.max_timestamp, r.size, "
+      "r.object_id, o.key FROM ranges r JOIN objects o ON o.object_id = r.object_id "
+      "WHERE r.stream_id = ? AND r.end_offset > ? ORDER BY r.start_offset LIMIT ?",
+      i64(stream_id), offset, static_cast<int64_t>(std::min<size_t>(limit, INT64_MAX)));
+  if (!r) return fail(catalog_error::io);
   std::vector<located_range> out;
-  int rc;
-  while ((rc = s.step()) == SQLITE_ROW) out.push_back(located(s));
-  if (rc != SQLITE_DONE) return fail(catalog_error::io);
+  out.reserve(r->rows.size());
+  for (const row& s : r->rows) out.push_back(located(s));
   return out;
 }
 
@@ -273,125 +251,222 @@ tl::expected<std::vector<located_range>, catalog_error> stream_catalog::ranges(u
 tl::expected<std::vector<stream_range>, catalog_error> stream_catalog::object_ranges(
     uint64_t object_id) {
   std::lock_guard lock(mu_);
-  statement s(db_,
-              "SELECT stream_id, start_offset, end_offset, max_timestamp, size FROM ranges "
-              "WHERE object_id = ? ORDER BY stream_id, start_offset");
-  s.bind(1, static_cast<int64_t>(object_id));
+  auto r = c_->query(
+      "SELECT stream_id, start_offset, end_offset, max_timestamp, size FROM ranges "
+      "WHERE object_id = ? ORDER BY stream_id, start_offset",
+      i64(object_id));
+  if (!r) return fail(catalog_error::io);
   std::vector<stream_range> out;
-  int rc;
-  while ((rc = s.step()) == SQLITE_ROW) {
+  out.reserve(r->rows.size());
+  for (const row& s : r->rows) {
     out.push_back({static_cast<uint64_t>(s.integer(0)), s.integer(1), s.integer(2), s.integer(3),
                    static_cast<uint64_t>(s.integer(4))});
   }
-  if (rc != SQLITE_DONE) return fail(catalog_error::io);
   return out;
 }
 
 tl::expected<std::optional<stream_state>, catalog_error> stream_catalog::stream(
     uint64_t stream_id) {
   std::lock_guard lock(mu_);
-  statement s(db_, "SELECT start_offset, end_offset FROM streams WHERE stream_id = ?");
-  s.bind(1, static_cast<int64_t>(stream_id));
-  const int rc = s.step();
-  if (rc == SQLITE_DONE) return std::optional<stream_state>();
-  if (rc != SQLITE_ROW) return fail(catalog_error::io);
-  return std::optional<stream_state>(stream_state{s.integer(0), s.integer(1)});
+  auto r =
+      c_->query("SELECT start_offset, end_offset, owner, epoch FROM streams WHERE stream_id = ?",
+                i64(stream_id));
+  if (!r) return fail(catalog_error::io);
+  if (r->rows.empty()) return std::optional<stream_state>();
+  return std::optional<stream_state>(state_row(r->rows.front(), 0));
 }
 
 tl::expected<std::vector<uint64_t>, catalog_error> stream_catalog::streams() {
   std::lock_guard lock(mu_);
-  statement s(db_, "SELECT stream_id FROM streams ORDER BY stream_id");
+  auto r = c_->query("SELECT stream_id FROM streams ORDER BY stream_id");
+  if (!r) return fail(catalog_error::io);
   std::vector<uint64_t> out;
-  int rc;
-  while ((rc = s.step()) == SQLITE_ROW) out.push_back(static_cast<uint64_t>(s.integer(0)));
-  if (rc != SQLITE_DONE) return fail(catalog_error::io);
+  out.reserve(r->rows.size());
+  for (const row& s : r->rows) out.push_back(static_cast<uint64_t>(s.integer(0)));
   return out;
 }
 
 tl::expected<std::vector<std::pair<uint64_t, stream_state>>, catalog_error>
 stream_catalog::stream_states() {
   std::lock_guard lock(mu_);
-  statement s(db_, "SELECT stream_id, start_offset, end_offset FROM streams ORDER BY stream_id");
+  auto r = c_->query(
+      "SELECT stream_id, start_offset, end_offset, owner, epoch FROM streams ORDER BY stream_id");
+  if (!r) return fail(catalog_error::io);
   std::vector<std::pair<uint64_t, stream_state>> out;
-  int rc;
-  while ((rc = s.step()) == SQLITE_ROW) {
-    out.emplace_back(static_cast<uint64_t>(s.integer(0)), stream_state{s.integer(1), s.integer(2)});
+  out.reserve(r->rows.size());
+  for (const row& s : r->rows) {
+    out.emplace_back(static_cast<uint64_t>(s.integer(0)), state_row(s, 1));
   }
-  if (rc != SQLITE_DONE) return fail(catalog_error::io);
   return out;
 }
 
-tl::expected<void, catalog_error> stream_catalog::trim(uint64_t stream_id, int64_t offset) {
+tl::expected<void, catalog_error> stream_catalog::trim(uint64_t stream_id, int64_t offset,
+                                                       int32_t owner, int32_t epoch) {
   std::lock_guard lock(mu_);
-  transaction tx(db_);
+  sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
-  statement up(db_, "UPDATE streams SET start_offset = max(start_offset, ?) WHERE stream_id = ?");
-  up.bind(1, offset).bind(2, static_cast<int64_t>(stream_id));
-  if (up.step() != SQLITE_DONE) return fail(catalog_error::io);
-  if (sqlite3_changes(db_) == 0) {
-    statement ins(db_, "INSERT INTO streams(stream_id, start_offset, end_offset) VALUES(?, ?, 0)");
-    ins.bind(1, static_cast<int64_t>(stream_id)).bind(2, offset);
-    if (ins.step() != SQLITE_DONE) return fail(catalog_error::io);
+  if (auto f = check_owner_locked(stream_id, owner, epoch); !f) return f;
+  auto up = c_->query(
+      "UPDATE streams SET start_offset = CASE WHEN start_offset > ? THEN start_offset ELSE ? END "
+      "WHERE stream_id = ?",
+      offset, offset, i64(stream_id));
+  if (!up) return fail(catalog_error::io);
+  if (up->changes == 0 &&
+      !c_->query("INSERT INTO streams(stream_id, start_offset, end_offset) VALUES(?, ?, 0)",
+                 i64(stream_id), offset)) {
+    return fail(catalog_error::io);
   }
-  statement del(db_, "DELETE FROM ranges WHERE stream_id = ? AND end_offset <= ?");
-  del.bind(1, static_cast<int64_t>(stream_id)).bind(2, offset);
-  if (del.step() != SQLITE_DONE) return fail(catalog_error::io);
-  if (!mark_orphans_deleting()) return fail(catalog_error::io);
+  if (!c_->query("DELETE FROM ranges WHERE stream_id = ? AND end_offset <= ?", i64(stream_id),
+                 offset)) {
+    return fail(catalog_error::io);
+  }
+  if (!mark_orphans_deleting_locked()) return fail(catalog_error::io);
+  if (!tx.commit()) return fail(catalog_error::io);
+  return {};
+}
+
+tl::expected<std::vector<int32_t>, catalog_error> stream_catalog::take(
+    int32_t node, const std::vector<stream_take>& streams) {
+  std::lock_guard lock(mu_);
+  sql::transaction tx(*c_);
+  if (!tx.ok()) return fail(catalog_error::io);
+  std::vector<int32_t> out;
+  out.reserve(streams.size());
+  for (const auto& t : streams) {
+    auto up = c_->query(
+        "UPDATE streams SET owner = ?, epoch = epoch + 1 WHERE stream_id = ? RETURNING epoch",
+        static_cast<int64_t>(node), i64(t.stream_id));
+    if (!up) return fail(catalog_error::io);
+    int32_t epoch = 0;
+    if (up->rows.empty()) {
+      if (!c_->query("INSERT INTO streams(stream_id, start_offset, end_offset, owner, epoch) "
+                     "VALUES(?, 0, 0, ?, 0)",
+                     i64(t.stream_id), static_cast<int64_t>(node))) {
+        return fail(catalog_error::io);
+      }
+    } else {
+      epoch = static_cast<int32_t>(up->rows.front().integer(0));
+    }
+    if (!c_->query("INSERT INTO stream_epochs(stream_id, epoch, start_offset) VALUES(?, ?, ?) "
+                   "ON CONFLICT DO NOTHING",
+                   i64(t.stream_id), static_cast<int64_t>(epoch), t.start_offset)) {
+      return fail(catalog_error::io);
+    }
+    out.push_back(epoch);
+  }
+  if (!tx.commit()) return fail(catalog_error::io);
+  return out;
+}
+
+tl::expected<std::vector<epoch_start>, catalog_error> stream_catalog::epochs(uint64_t stream_id) {
+  std::lock_guard lock(mu_);
+  auto r =
+      c_->query("SELECT epoch, start_offset FROM stream_epochs WHERE stream_id = ? ORDER BY epoch",
+                i64(stream_id));
+  if (!r) return fail(catalog_error::io);
+  std::vector<epoch_start> out;
+  out.reserve(r->rows.size());
+  for (const row& s : r->rows) {
+    out.push_back({static_cast<int32_t>(s.integer(0)), s.integer(1)});
+  }
+  return out;
+}
+
+tl::expected<std::vector<uint8_t>, catalog_error> stream_catalog::producer_state(
+    uint64_t stream_id) {
+  std::lock_guard lock(mu_);
+  auto r = c_->query("SELECT data FROM producer_states WHERE stream_id = ?", i64(stream_id));
+  if (!r) return fail(catalog_error::io);
+  if (r->rows.empty()) return std::vector<uint8_t>();
+  return r->rows.front().blob(0);
+}
+
+tl::expected<void, catalog_error> stream_catalog::put_producer_state(
+    uint64_t stream_id, int32_t owner, int32_t epoch, const std::vector<uint8_t>& data) {
+  std::lock_guard lock(mu_);
+  sql::transaction tx(*c_);
+  if (!tx.ok()) return fail(catalog_error::io);
+  if (auto f = check_owner_locked(stream_id, owner, epoch); !f) return f;
+  auto r = data.empty()
+               ? c_->query("DELETE FROM producer_states WHERE stream_id = ?", i64(stream_id))
+               : c_->query(
+                     "INSERT INTO producer_states(stream_id, data) VALUES(?, ?) "
+                     "ON CONFLICT(stream_id) DO UPDATE SET data = excluded.data",
+                     i64(stream_id), sql::bytes_view{data});
+  if (!r || !tx.commit()) return fail(catalog_error::io);
+  return {};
+}
+
+tl::expected<void, catalog_error> stream_catalog::drop_streams(const std::vector<uint64_t>& ids) {
+  std::lock_guard lock(mu_);
+  sql::transaction tx(*c_);
+  if (!tx.ok()) return fail(catalog_error::io);
+  for (uint64_t id : ids) {
+    for (const char* q :
+         {"DELETE FROM ranges WHERE stream_id = ?", "DELETE FROM streams WHERE stream_id = ?",
+          "DELETE FROM stream_epochs WHERE stream_id = ?",
+          "DELETE FROM producer_states WHERE stream_id = ?"}) {
+      if (!c_->query(q, i64(id))) return fail(catalog_error::io);
+    }
+  }
+  if (!mark_orphans_deleting_locked()) return fail(catalog_error::io);
   if (!tx.commit()) return fail(catalog_error::io);
   return {};
 }
 
 tl::expected<std::vector<object_record>, catalog_error> stream_catalog::objects(object_kind kind) {
   std::lock_guard lock(mu_);
-  statement s(db_,
-              "SELECT object_id, key, size, kind, created_ms FROM objects WHERE kind = ? AND "
-              "deleting_ms IS NULL ORDER BY object_id");
-  s.bind(1, static_cast<int64_t>(kind));
+  auto r = c_->query(
+      "SELECT object_id, key, size, kind, created_ms FROM objects WHERE kind = ? AND "
+      "deleting_ms IS NULL ORDER BY object_id",
+      static_cast<int64_t>(kind));
+  if (!r) return fail(catalog_error::io);
   std::vector<object_record> out;
-  int rc;
-  while ((rc = s.step()) == SQLITE_ROW) out.push_back(object_row(s));
-  if (rc != SQLITE_DONE) return fail(catalog_error::io);
+  out.reserve(r->rows.size());
+  for (const row& s : r->rows) out.push_back(object_row(s));
   return out;
 }
 
 tl::expected<std::vector<object_record>, catalog_error> stream_catalog::deletable(
     int64_t before_ms) {
   std::lock_guard lock(mu_);
-  statement s(db_,
-              "SELECT object_id, key, size, kind, created_ms FROM objects WHERE deleting_ms IS "
-              "NOT NULL AND deleting_ms <= ? AND NOT EXISTS (SELECT 1 FROM ranges WHERE "
-              "ranges.object_id = objects.object_id) ORDER BY object_id");
-  s.bind(1, before_ms);
+  auto r = c_->query(
+      "SELECT object_id, key, size, kind, created_ms FROM objects WHERE deleting_ms IS "
+      "NOT NULL AND deleting_ms <= ? AND NOT EXISTS (SELECT 1 FROM ranges WHERE "
+      "ranges.object_id = objects.object_id) ORDER BY object_id",
+      before_ms);
+  if (!r) return fail(catalog_error::io);
   std::vector<object_record> out;
-  int rc;
-  while ((rc = s.step()) == SQLITE_ROW) out.push_back(object_row(s));
-  if (rc != SQLITE_DONE) return fail(catalog_error::io);
+  out.reserve(r->rows.size());
+  for (const row& s : r->rows) out.push_back(object_row(s));
   return out;
 }
 
 tl::expected<void, catalog_error> stream_catalog::forget(uint64_t object_id) {
   std::lock_guard lock(mu_);
-  statement s(db_, "DELETE FROM objects WHERE object_id = ? AND deleting_ms IS NOT NULL");
-  s.bind(1, static_cast<int64_t>(object_id));
-  if (s.step() != SQLITE_DONE) return fail(catalog_error::io);
-  if (sqlite3_changes(db_) == 0) return fail(catalog_error::unknown_object);
+  auto r = c_->query("DELETE FROM objects WHERE object_id = ? AND deleting_ms IS NOT NULL",
+                     i64(object_id));
+  if (!r) return fail(catalog_error::io);
+  if (r->changes == 0) return fail(catalog_error::unknown_object);
   return {};
 }
 
 tl::expected<uint64_t, catalog_error> stream_catalog::last_object_id() {
   std::lock_guard lock(mu_);
-  statement s(db_, "SELECT value FROM counters WHERE name = 'object_id'");
-  if (s.step() != SQLITE_ROW) return fail(catalog_error::io);
-  return static_cast<uint64_t>(s.integer(0));
+  auto r = c_->query("SELECT value FROM counters WHERE name = 'object_id'");
+  if (!r || r->rows.empty()) return fail(catalog_error::io);
+  return static_cast<uint64_t>(r->rows.front().integer(0));
 }
 
 tl::expected<std::vector<std::string>, catalog_error> stream_catalog::object_keys() {
   std::lock_guard lock(mu_);
-  statement s(db_, "SELECT key FROM objects ORDER BY key");
+  auto r = c_->query("SELECT key FROM objects");
+  if (!r) return fail(catalog_error::io);
   std::vector<std::string> out;
-  int rc;
-  while ((rc = s.step()) == SQLITE_ROW) out.push_back(s.text(0));
-  if (rc != SQLITE_DONE) return fail(catalog_error::io);
+  out.reserve(r->rows.size());
+  for (const row& s : r->rows) out.push_back(s.text(0));
+  // Byte order, whatever the database's collation.
+  std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -1,10 +1,17 @@
-// The stream catalog: which objects hold which offsets of which stream. The metadata store's
-// half of the stream store: objects become visible to readers only through a commit here.
+// The stream catalog: which objects hold which offsets of which stream, who owns each stream
+// and at which epoch, and each stream's producer state. The metadata store's half of the
+// stream store: objects become visible to readers only through a commit here.
 //
-// Embedded default: one SQLite file (WAL journal, synchronous=FULL), so a commit is durable
-// when it returns. A cluster will put the same tables in PostgreSQL behind this interface.
+// Stored through sql::database (SQLite by default, PostgreSQL for a cluster); every change
+// is one transaction, durable when the call returns. Calls block on the database: run them
+// on the blocking pool or a background thread, never on a network thread.
 //
-// Thread-safe: every call takes the catalog's mutex; calls are short transactions.
+// Ownership: a stream is owned by one node at an epoch. take() gives it to a node with the
+// next epoch. Commits, trims and producer-state writes name the owner and epoch the writer
+// holds the stream at and are refused (`fenced`) in the same transaction when the stream has
+// moved on. A stream never taken has owner -1 at epoch 0.
+//
+// Thread-safe: every call takes the catalog's mutex (one connection).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +23,7 @@
 
 #include <tl/expected.hpp>
 
-struct sqlite3;
+#include "metadata/sql.h"
 
 namespace silt::metadata {
 
@@ -24,7 +31,8 @@ enum class catalog_error : uint8_t {
   discontinuous,   // a range does not start at its stream's end offset (or does not replace
                    // exactly what it claims to)
   unknown_object,  // an object id that is not in the catalog
-  io,              // SQLite failed (message logged)
+  fenced,          // the writer's owner or epoch of a stream is no longer the stream's
+  io,              // the database failed (message logged)
 };
 
 [[nodiscard]] std::string_view catalog_error_name(catalog_error e);
@@ -38,6 +46,9 @@ struct stream_range {
   int64_t end_offset = 0;
   int64_t max_timestamp = -1;
   uint64_t size = 0;  // bytes of this range's blocks in the object
+  // The owner and epoch the committing writer holds the stream at (not stored with the range).
+  int32_t owner = -1;
+  int32_t epoch = 0;
   bool operator==(const stream_range&) const = default;
 };
 
@@ -59,13 +70,30 @@ struct located_range {
 struct stream_state {
   int64_t start_offset = 0;  // retention/trim point
   int64_t end_offset = 0;    // end of the data committed in objects
+  int32_t owner = -1;        // node id; -1 until taken
+  int32_t epoch = 0;
+};
+
+// What a node takes a stream at: the offset its first epoch begins at.
+struct stream_take {
+  uint64_t stream_id = 0;
+  int64_t start_offset = 0;
+};
+
+// One epoch of a stream and the offset it began at.
+struct epoch_start {
+  int32_t epoch = 0;
+  int64_t start_offset = 0;
 };
 
 class stream_catalog {
  public:
-  // Opens (creating) the catalog at `path` (":memory:" for a private in-memory one).
+  // Opens the catalog in `db` (whose schema open_database() created).
   [[nodiscard]] static tl::expected<std::unique_ptr<stream_catalog>, std::string> open(
-      const std::string& path);
+      std::shared_ptr<sql::database> db);
+  // The same on open_database(uri); a bare path or ":memory:" is an SQLite database.
+  [[nodiscard]] static tl::expected<std::unique_ptr<stream_catalog>, std::string> open(
+      const std::string& uri);
   ~stream_catalog();
   stream_catalog(const stream_catalog&) = delete;
   stream_catalog& operator=(const stream_catalog&) = delete;
@@ -104,8 +132,27 @@ class stream_catalog {
   stream_states();
 
   // Moves the start of a stream to `offset` (never backwards): ranges that end at or below it
-  // are dropped, objects left with no ranges are marked for deletion.
-  [[nodiscard]] tl::expected<void, catalog_error> trim(uint64_t stream_id, int64_t offset);
+  // are dropped, objects left with no ranges are marked for deletion. Fenced unless the
+  // stream is at (owner, epoch).
+  [[nodiscard]] tl::expected<void, catalog_error> trim(uint64_t stream_id, int64_t offset,
+                                                       int32_t owner = -1, int32_t epoch = 0);
+
+  // Gives each stream to `node` at its next epoch (0 for a stream the catalog has not seen,
+  // which is created empty) and records the offset the epoch begins at. One transaction;
+  // returns the new epochs in the order of `streams`.
+  [[nodiscard]] tl::expected<std::vector<int32_t>, catalog_error> take(
+      int32_t node, const std::vector<stream_take>& streams);
+  // A stream's epochs, oldest first.
+  [[nodiscard]] tl::expected<std::vector<epoch_start>, catalog_error> epochs(uint64_t stream_id);
+
+  // Producer state of a stream (empty when none is stored). put is fenced like trim.
+  [[nodiscard]] tl::expected<std::vector<uint8_t>, catalog_error> producer_state(
+      uint64_t stream_id);
+  [[nodiscard]] tl::expected<void, catalog_error> put_producer_state(
+      uint64_t stream_id, int32_t owner, int32_t epoch, const std::vector<uint8_t>& data);
+  // Forgets streams (their topic was deleted): rows, epochs and producer state; their ranges
+  // are dropped and objects left with no ranges are marked for deletion.
+  [[nodiscard]] tl::expected<void, catalog_error> drop_streams(const std::vector<uint64_t>& ids);
 
   // Live objects of a kind, oldest first.
   [[nodiscard]] tl::expected<std::vector<object_record>, catalog_error> objects(object_kind kind);
@@ -122,12 +169,16 @@ class stream_catalog {
   [[nodiscard]] tl::expected<std::vector<std::string>, catalog_error> object_keys();
 
  private:
-  explicit stream_catalog(sqlite3* db) : db_(db) {}
-  tl::expected<void, catalog_error> exec(const char* sql);
-  tl::expected<void, catalog_error> mark_orphans_deleting();
+  stream_catalog(std::shared_ptr<sql::database> db, std::unique_ptr<sql::connection> c)
+      : db_(std::move(db)), c_(std::move(c)) {}
+  // Caller holds mu_ and a transaction. Fenced unless the stream is at (owner, epoch).
+  tl::expected<void, catalog_error> check_owner_locked(uint64_t stream_id, int32_t owner,
+                                                       int32_t epoch);
+  tl::expected<void, catalog_error> mark_orphans_deleting_locked();
 
   std::mutex mu_;
-  sqlite3* db_;  // guarded by mu_
+  std::shared_ptr<sql::database> db_;
+  std::unique_ptr<sql::connection> c_;  // guarded by mu_
 };
 
 }  // namespace silt::metadata

@@ -1,11 +1,12 @@
 // The topic registry: topics, their partitions (each a stream of the stream store), their
 // config overrides, and the broker's own durable counters (cluster id, producer id blocks).
 //
-// Stored in SQLite (the broker's metadata file, next to the stream catalog's tables); every
-// change is one transaction, durable when the call returns. Readers get immutable snapshots
-// (shared_ptr<const topic_info>) so that the request path never holds a lock while it uses
-// one. Thread-safe: db_mu_ guards the database handle and serialises changes, mu_ the
-// in-memory maps (lookups take only mu_).
+// Stored through sql::database (SQLite by default, PostgreSQL for a cluster), next to the
+// stream catalog's tables; every change is one transaction, durable when the call returns,
+// and blocks on the database (run changes on the blocking pool, never a network thread). Readers
+// get immutable snapshots (shared_ptr<const topic_info>) so that the request path never holds a
+// lock while it uses one. Thread-safe: db_mu_ guards the database handle and serialises changes,
+// mu_ the in-memory maps (lookups take only mu_).
 #pragma once
 
 #include <array>
@@ -19,7 +20,7 @@
 
 #include <tl/expected.hpp>
 
-struct sqlite3;
+#include "metadata/sql.h"
 
 namespace silt::metadata {
 
@@ -38,16 +39,19 @@ enum class registry_error : uint8_t {
   exists,     // a topic of that name exists
   not_found,  // no topic of that name
   invalid,    // e.g. fewer partitions than the topic has
-  io,         // SQLite failed (logged)
+  io,         // the database failed (logged)
 };
 
 using topic_ptr = std::shared_ptr<const topic_info>;
 
 class topic_registry {
  public:
-  // Opens (creating) the registry in the SQLite file at `path`.
+  // Opens the registry in `db` and loads every topic.
   [[nodiscard]] static tl::expected<std::unique_ptr<topic_registry>, std::string> open(
-      const std::string& path);
+      std::shared_ptr<sql::database> db);
+  // The same on open_database(uri); a bare path is an SQLite database.
+  [[nodiscard]] static tl::expected<std::unique_ptr<topic_registry>, std::string> open(
+      const std::string& uri);
   ~topic_registry();
   topic_registry(const topic_registry&) = delete;
   topic_registry& operator=(const topic_registry&) = delete;
@@ -83,7 +87,8 @@ class topic_registry {
   [[nodiscard]] tl::expected<void, registry_error> erase_blob(const std::string& key);
 
  private:
-  explicit topic_registry(sqlite3* db) : db_(db) {}
+  topic_registry(std::shared_ptr<sql::database> db, std::unique_ptr<sql::connection> c)
+      : db_(std::move(db)), c_(std::move(c)) {}
   tl::expected<void, registry_error> load();
   // Caller holds db_mu_.
   tl::expected<uint64_t, registry_error> next_counter_locked(const char* name, int64_t count);
@@ -95,7 +100,8 @@ class topic_registry {
   // before mu_.
   mutable std::mutex db_mu_;
   mutable std::mutex mu_;
-  sqlite3* db_;                                            // guarded by db_mu_
+  std::shared_ptr<sql::database> db_;
+  std::unique_ptr<sql::connection> c_;                     // guarded by db_mu_
   std::map<std::string, topic_ptr, std::less<>> by_name_;  // guarded by mu_
   std::map<topic_id, topic_ptr> by_id_;                    // guarded by mu_
 };

@@ -128,6 +128,8 @@ std::string_view stream_error_name(stream_error e) {
       return "corrupt object";
     case stream_error::catalog:
       return "catalog error";
+    case stream_error::fenced:
+      return "fenced: the stream has a newer owner";
   }
   return "unknown";
 }
@@ -167,6 +169,9 @@ struct stream_store::stream_state {
   int64_t retention_ms = -2;                 // -2: the store's default
   int64_t retention_bytes = -2;
   int64_t last_cold_end = -1;  // where the last cold read stopped (read-ahead detection)
+  int32_t owner = -1;          // owner and epoch as this store holds the stream
+  int32_t epoch = 0;
+  bool fenced = false;  // a commit found a newer owner: no appends, reads or uploads here
 };
 
 stream_store::stream_store(const stream_store_options& options, object_store& store,
@@ -178,17 +183,20 @@ stream_store::stream_store(const stream_store_options& options, object_store& st
 
 tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
     const stream_store_options& options, object_store& store) {
-  auto catalog = metadata::stream_catalog::open(options.catalog_path);
+  auto catalog = options.metadata ? metadata::stream_catalog::open(options.metadata)
+                                  : metadata::stream_catalog::open(options.metadata_uri);
   if (!catalog) return tl::make_unexpected(catalog.error());
   std::unique_ptr<stream_store> s(new stream_store(options, store, std::move(*catalog)));
   // Every stream's offsets, now: from here on the store keeps them itself, and the request
   // path never waits on the catalog to touch a stream.
   auto states = s->catalog_->stream_states();
   if (!states) {
-    return tl::make_unexpected("cannot read the streams of the catalog " + options.catalog_path);
+    return tl::make_unexpected(std::string("cannot read the streams of the catalog"));
   }
   for (const auto& [id, c] : *states) {
     stream_state st;
+    st.owner = c.owner;
+    st.epoch = c.epoch;
     st.start_offset = c.start_offset;
     st.next_offset = st.durable_end = st.committed_end = c.end_offset;
     s->streams_.emplace(id, std::move(st));
@@ -289,12 +297,14 @@ tl::expected<int64_t, stream_error> stream_store::append(uint64_t stream_id,
     std::lock_guard lock(state_mu_);
     if (stopping_) return fail(stream_error::wal_failed);
     auto& st = stream_locked(stream_id);
+    if (st.fenced) return fail(stream_error::fenced);
     int64_t next = st.next_offset;
     int64_t max_ts = -1;
-    // Assign offsets in place: the base offset is outside the batch CRC.
+    // Assign offsets and the leader epoch in place: both are outside the batch CRC.
     const bool ok = !batches.empty() && for_each_batch(batches, [&](const batch_view& b) {
       auto* p = const_cast<uint8_t*>(b.bytes.data());
       base::store_be<int64_t>(p, next);
+      base::store_be<int32_t>(p + 12, st.epoch);
       next += b.end_offset - b.base_offset;
       max_ts = std::max(max_ts, b.max_timestamp);
     });
@@ -377,11 +387,12 @@ void stream_store::on_durable(const std::shared_ptr<entry>& e,
 stream_offsets stream_store::offsets(uint64_t stream_id) {
   std::lock_guard lock(state_mu_);
   const auto& st = stream_locked(stream_id);
-  return {st.start_offset, st.durable_end};
+  return {st.start_offset, st.durable_end, st.epoch, st.fenced};
 }
 
 std::optional<tl::expected<read_result, stream_error>> stream_store::read_cached_locked(
     const stream_state& st, int64_t offset, size_t max_bytes) {
+  if (st.fenced) return fail(stream_error::fenced);
   if (offset < st.start_offset || offset > st.durable_end) {
     return fail(stream_error::offset_out_of_range);
   }
@@ -546,18 +557,90 @@ tl::expected<read_result, stream_error> stream_store::read_cold(uint64_t stream_
 }
 
 tl::expected<void, stream_error> stream_store::trim(uint64_t stream_id, int64_t offset) {
+  int32_t owner;
+  int32_t epoch;
   {
     // The start moves first, as retention does: a reader never passes the start check and
     // then finds the catalog already trimmed.
     std::lock_guard lock(state_mu_);
     auto& st = stream_locked(stream_id);
+    if (st.fenced) return fail(stream_error::fenced);
     if (offset > st.durable_end) return fail(stream_error::offset_out_of_range);
     if (offset <= st.start_offset) return {};
     st.start_offset = offset;
+    owner = st.owner;
+    epoch = st.epoch;
   }
   // The catalog's transaction runs without the state lock: readers and appends go on. (If it
   // fails, the start stays moved in memory; the caller gets the error and may try again.)
-  if (!catalog_->trim(stream_id, offset)) return fail(stream_error::catalog);
+  if (auto r = catalog_->trim(stream_id, offset, owner, epoch); !r)
+    return fail(catalog_failure(r.error(), stream_id));
+  return {};
+}
+
+stream_error stream_store::catalog_failure(metadata::catalog_error e, uint64_t stream_id) {
+  if (e != metadata::catalog_error::fenced) return stream_error::catalog;
+  std::lock_guard lock(state_mu_);
+  mark_fenced_locked(stream_id);
+  return stream_error::fenced;
+}
+
+void stream_store::mark_fenced_locked(uint64_t stream_id) {
+  auto& st = stream_locked(stream_id);
+  if (st.fenced) return;
+  st.fenced = true;
+  std::fprintf(stderr,
+               "stream store: stream %llu has a newer owner than node %d at epoch %d; it is no "
+               "longer served here\n",
+               static_cast<unsigned long long>(stream_id), st.owner, st.epoch);
+}
+
+tl::expected<void, stream_error> stream_store::take(const std::vector<uint64_t>& stream_ids) {
+  std::vector<metadata::stream_take> takes;
+  takes.reserve(stream_ids.size());
+  {
+    std::lock_guard lock(state_mu_);
+    for (uint64_t id : stream_ids) takes.push_back({id, stream_locked(id).next_offset});
+  }
+  auto epochs = catalog_->take(options_.node_id, takes);
+  if (!epochs) return fail(stream_error::catalog);
+  std::lock_guard lock(state_mu_);
+  for (size_t i = 0; i < stream_ids.size(); ++i) {
+    auto& st = stream_locked(stream_ids[i]);
+    st.owner = options_.node_id;
+    st.epoch = (*epochs)[i];
+    st.fenced = false;
+  }
+  return {};
+}
+
+tl::expected<std::vector<metadata::epoch_start>, stream_error> stream_store::epochs(
+    uint64_t stream_id) {
+  auto r = catalog_->epochs(stream_id);
+  if (!r) return fail(stream_error::catalog);
+  return std::move(*r);
+}
+
+tl::expected<std::vector<uint8_t>, stream_error> stream_store::producer_state(uint64_t stream_id) {
+  auto r = catalog_->producer_state(stream_id);
+  if (!r) return fail(stream_error::catalog);
+  return std::move(*r);
+}
+
+tl::expected<void, stream_error> stream_store::put_producer_state(
+    uint64_t stream_id, const std::vector<uint8_t>& data) {
+  int32_t owner;
+  int32_t epoch;
+  {
+    std::lock_guard lock(state_mu_);
+    const auto& st = stream_locked(stream_id);
+    if (st.fenced) return fail(stream_error::fenced);
+    owner = st.owner;
+    epoch = st.epoch;
+  }
+  if (auto r = catalog_->put_producer_state(stream_id, owner, epoch, data); !r) {
+    return fail(catalog_failure(r.error(), stream_id));
+  }
   return {};
 }
 
@@ -609,6 +692,15 @@ tl::expected<void, std::string> stream_store::upload_object(
           {e->stream_id, e->base_offset, e->end_offset, e->max_timestamp, e->data.size()});
     }
   }
+  {
+    // Each stream is committed at the owner and epoch this store holds it at.
+    std::lock_guard lock(state_mu_);
+    for (auto& r : ranges) {
+      const auto& st = stream_locked(r.stream_id);
+      r.owner = st.owner;
+      r.epoch = st.epoch;
+    }
+  }
   // The object as views of the cached batches: the store copies each byte once at most.
   const object_parts object = writer.finish_parts();
   auto id = catalog_->next_object_id();
@@ -624,7 +716,11 @@ tl::expected<void, std::string> stream_store::upload_object(
     // Only a refusal is sure to have committed nothing; after any other failure the commit
     // may have happened, and deleting the object would lose data. If the remove fails, or
     // is not tried and the commit did not happen, the sweep deletes the object later.
-    if (c.error() == metadata::catalog_error::discontinuous) (void)store_.remove(record.key);
+    if (c.error() == metadata::catalog_error::discontinuous ||
+        c.error() == metadata::catalog_error::fenced) {
+      (void)store_.remove(record.key);
+    }
+    if (c.error() == metadata::catalog_error::fenced) find_fenced(ranges);
     return tl::make_unexpected("commit of " + record.key +
                                " refused: " + std::string(metadata::catalog_error_name(c.error())));
   }
@@ -645,6 +741,17 @@ tl::expected<void, std::string> stream_store::upload_object(
   return {};
 }
 
+void stream_store::find_fenced(const std::vector<metadata::stream_range>& ranges) {
+  for (const auto& r : ranges) {
+    auto now = catalog_->stream(r.stream_id);
+    if (!now) return;
+    if (*now && ((*now)->owner != r.owner || (*now)->epoch != r.epoch)) {
+      std::lock_guard lock(state_mu_);
+      mark_fenced_locked(r.stream_id);
+    }
+  }
+}
+
 tl::expected<void, std::string> stream_store::run_upload_once() {
   std::lock_guard task(task_mu_);
   // Everything durable up to one WAL position, so that the WAL can be trimmed to it after.
@@ -657,6 +764,12 @@ tl::expected<void, std::string> stream_store::run_upload_once() {
       for (const auto& e : st.cache) {
         if (e->uploaded) continue;
         if (!e->durable || e->wal_end > upto) break;
+        if (st.fenced) {
+          // The stream's new owner has it now: this store's copy is dropped, not uploaded.
+          e->uploaded = true;
+          pending_upload_bytes_ -= std::min<uint64_t>(pending_upload_bytes_, e->data.size());
+          continue;
+        }
         by_stream[id].push_back(e);
       }
     }
@@ -826,12 +939,20 @@ tl::expected<void, std::string> stream_store::run_retention_once() {
     if (new_start < 0) continue;
     // The start moves first: a reader that then finds nothing in the catalog below it knows
     // the offset is gone, and one that checked the start before still finds its data.
+    int32_t owner;
+    int32_t epoch;
     {
       std::lock_guard lock(state_mu_);
       auto& st = stream_locked(id);
+      if (st.fenced) continue;
       st.start_offset = std::max(st.start_offset, new_start);
+      owner = st.owner;
+      epoch = st.epoch;
     }
-    if (!catalog_->trim(id, new_start)) return tl::make_unexpected("catalog: trim failed");
+    if (auto r = catalog_->trim(id, new_start, owner, epoch); !r) {
+      if (catalog_failure(r.error(), id) == stream_error::fenced) continue;
+      return tl::make_unexpected("catalog: trim failed");
+    }
   }
   return {};
 }

@@ -63,13 +63,17 @@ enum class stream_error : uint8_t {
   object_store,         // a cold read failed in the object store
   corrupt_object,       // an object failed its checksums
   catalog,              // the catalog failed
+  fenced,               // another node took the stream (a newer epoch): not ours to serve
 };
 
 [[nodiscard]] std::string_view stream_error_name(stream_error e);
 
 struct stream_store_options {
   wal::wal_options wal;
-  std::string catalog_path = ":memory:";  // SQLite file of the stream catalog
+  // The metadata store holding the stream catalog: `metadata` if set, else the database at
+  // `metadata_uri` (sql::open_database(): a URI, or a bare SQLite path).
+  std::shared_ptr<metadata::sql::database> metadata;
+  std::string metadata_uri = ":memory:";
   size_t log_cache_bytes = size_t{512} << 20;
   size_t block_cache_bytes = size_t{256} << 20;
   uint32_t object_block_size = 1u << 20;
@@ -93,6 +97,7 @@ struct stream_store_options {
   int64_t retention_bytes = -1;  // default per stream; -1: no size limit
   uint32_t read_ahead_blocks = 4;
   bool background = true;  // run the background thread (tests drive run_*_once() instead)
+  int32_t node_id = 1;     // the owner take() names
 };
 
 // What read() returns: whole record batches in offset order, as views kept alive by owners.
@@ -108,6 +113,8 @@ struct read_result {
 struct stream_offsets {
   int64_t start_offset = 0;
   int64_t end_offset = 0;  // durable end: the next offset an append gets once all are durable
+  int32_t epoch = 0;       // the stream's epoch (Kafka's leader epoch)
+  bool fenced = false;     // another node took the stream
 };
 
 struct stream_store_stats {
@@ -166,6 +173,17 @@ class stream_store {
   [[nodiscard]] stream_offsets offsets(uint64_t stream_id);
   // Moves a stream's start offset forward (DeleteRecords); whole objects are freed later.
   [[nodiscard]] tl::expected<void, stream_error> trim(uint64_t stream_id, int64_t offset);
+  // Takes streams for this node (options.node_id) at their next epoch, each beginning at the
+  // stream's current end. A catalog transaction on the calling thread; appends go on.
+  [[nodiscard]] tl::expected<void, stream_error> take(const std::vector<uint64_t>& stream_ids);
+  // A stream's epochs and the offsets they began at (catalog I/O on the calling thread).
+  [[nodiscard]] tl::expected<std::vector<metadata::epoch_start>, stream_error> epochs(
+      uint64_t stream_id);
+  // A stream's producer state, stored in the catalog and fenced with the stream's epoch
+  // (catalog I/O on the calling thread). Empty data erases it.
+  [[nodiscard]] tl::expected<std::vector<uint8_t>, stream_error> producer_state(uint64_t stream_id);
+  [[nodiscard]] tl::expected<void, stream_error> put_producer_state(
+      uint64_t stream_id, const std::vector<uint8_t>& data);
   // Per-stream retention, overriding the defaults (-1: unlimited).
   void set_retention(uint64_t stream_id, int64_t retention_ms, int64_t retention_bytes);
 
@@ -197,6 +215,11 @@ class stream_store {
   void on_durable(const std::shared_ptr<entry>& e,
                   tl::expected<wal::wal_position, wal::wal_error> r, const append_callback& done);
   void evict_locked();
+  // The stream error for a catalog failure; a fenced stream is marked so.
+  stream_error catalog_failure(metadata::catalog_error e, uint64_t stream_id);
+  void mark_fenced_locked(uint64_t stream_id);
+  // After a fenced commit: marks the streams among `ranges` whose owner or epoch moved on.
+  void find_fenced(const std::vector<metadata::stream_range>& ranges);
   void forget_locked(const std::shared_ptr<entry>& e);
   static std::optional<tl::expected<read_result, stream_error>> read_cached_locked(
       const stream_state& st, int64_t offset, size_t max_bytes);

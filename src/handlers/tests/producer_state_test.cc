@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "metadata/stream_catalog.h"
 #include "metadata/topic_registry.h"
 #include "protocol/record_batch.h"
 #include "storage/object/local_store.h"
@@ -44,7 +45,7 @@ class ProducerStateTest : public ::testing::Test {
     storage::stream_store_options o;
     o.wal.path = dir_.path("wal");
     o.wal.capacity = 16u << 20;
-    o.catalog_path = dir_.path("meta.db");
+    o.metadata_uri = dir_.path("meta.db");
     o.background = false;
     auto s = storage::stream_store::open(o, *objects_);
     ASSERT_TRUE(s) << s.error();
@@ -156,12 +157,12 @@ TEST_F(ProducerStateTest, CorruptSnapshotIsRebuiltFromTheStream) {
   produce(1, idempotent_batch(7, 0, 0, 2));
   close();
   {
-    auto r = metadata::topic_registry::open(dir_.path("meta.db"));
-    ASSERT_TRUE(r);
-    auto blob = (*r)->get_blob("producers/1");
+    auto c = metadata::stream_catalog::open(dir_.path("meta.db"));
+    ASSERT_TRUE(c);
+    auto blob = (*c)->producer_state(1);
     ASSERT_TRUE(blob && blob->size() > 20);
     blob->resize(blob->size() - 3);  // truncated
-    ASSERT_TRUE((*r)->put_blob("producers/1", *blob));
+    ASSERT_TRUE((*c)->put_producer_state(1, -1, 0, *blob));
   }
   open();
   EXPECT_EQ(produce(1, idempotent_batch(7, 0, 0, 2)).first.v, verdict::duplicate);

@@ -1,17 +1,38 @@
 #include "metadata/stream_catalog.h"
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "metadata/testing/test_database.h"
 
 namespace silt::metadata {
 namespace {
 
-std::unique_ptr<stream_catalog> memory_catalog() {
-  auto c = stream_catalog::open(":memory:");
-  EXPECT_TRUE(c.has_value());
-  return std::move(*c);
-}
+// Every test runs against SQLite and PostgreSQL.
+class StreamCatalog : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("silt-catalog-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    uri_ = testing::fresh_uri(GetParam(), dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::unique_ptr<stream_catalog> memory_catalog() {
+    auto c = stream_catalog::open(uri_);
+    EXPECT_TRUE(c.has_value()) << c.error();
+    return std::move(*c);
+  }
+
+  std::filesystem::path dir_;
+  std::string uri_;
+};
 
 object_record object(stream_catalog& c, object_kind kind = object_kind::stream_set) {
   object_record o;
@@ -22,7 +43,7 @@ object_record object(stream_catalog& c, object_kind kind = object_kind::stream_s
   return o;
 }
 
-TEST(StreamCatalog, CommitsRangesThatContinueTheirStreams) {
+TEST_P(StreamCatalog, CommitsRangesThatContinueTheirStreams) {
   auto c = memory_catalog();
   auto o1 = object(*c);
   ASSERT_TRUE(c->commit_object(o1, {{1, 0, 10, 5, 50}, {2, 0, 3, 5, 20}}));
@@ -39,7 +60,7 @@ TEST(StreamCatalog, CommitsRangesThatContinueTheirStreams) {
   EXPECT_TRUE(c->find(1, 25)->empty());
 }
 
-TEST(StreamCatalog, RangeNotStartingAtTheStreamEndIsRejectedWhole) {
+TEST_P(StreamCatalog, RangeNotStartingAtTheStreamEndIsRejectedWhole) {
   auto c = memory_catalog();
   ASSERT_TRUE(c->commit_object(object(*c), {{1, 0, 10, 0, 1}}));
   auto bad = object(*c);
@@ -54,7 +75,7 @@ TEST(StreamCatalog, RangeNotStartingAtTheStreamEndIsRejectedWhole) {
   EXPECT_FALSE(c->commit_object(object(*c), {{3, 7, 9, 0, 1}}));
 }
 
-TEST(StreamCatalog, CompactionReplacesExactlyTheRangesItCovers) {
+TEST_P(StreamCatalog, CompactionReplacesExactlyTheRangesItCovers) {
   auto c = memory_catalog();
   auto a = object(*c);
   auto b = object(*c);
@@ -80,7 +101,7 @@ TEST(StreamCatalog, CompactionReplacesExactlyTheRangesItCovers) {
   EXPECT_EQ(c->objects(object_kind::stream)->size(), 2u);
 }
 
-TEST(StreamCatalog, TrimDropsWholeRangesAndFreesEmptyObjects) {
+TEST_P(StreamCatalog, TrimDropsWholeRangesAndFreesEmptyObjects) {
   auto c = memory_catalog();
   auto a = object(*c);
   auto b = object(*c);
@@ -96,7 +117,7 @@ TEST(StreamCatalog, TrimDropsWholeRangesAndFreesEmptyObjects) {
   EXPECT_EQ(c->stream(1)->value().start_offset, 15);
 }
 
-TEST(StreamCatalog, KnowsTheKeysOfItsObjectsUntilTheyAreForgotten) {
+TEST_P(StreamCatalog, KnowsTheKeysOfItsObjectsUntilTheyAreForgotten) {
   auto c = memory_catalog();
   EXPECT_EQ(*c->last_object_id(), 0u);
   auto o1 = object(*c);
@@ -114,23 +135,169 @@ TEST(StreamCatalog, KnowsTheKeysOfItsObjectsUntilTheyAreForgotten) {
   EXPECT_EQ(*c->last_object_id(), uncommitted.object_id);
 }
 
-TEST(StreamCatalog, SurvivesReopening) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("silt-catalog-" + std::to_string(::getpid()) + ".db");
-  std::filesystem::remove(path);
+TEST_P(StreamCatalog, SurvivesReopening) {
   {
-    auto c = stream_catalog::open(path.string());
-    ASSERT_TRUE(c);
-    object_record o{*(*c)->next_object_id(), "k", 1, object_kind::stream_set, 0};
-    ASSERT_TRUE((*c)->commit_object(o, {{9, 0, 42, 0, 1}}));
+    auto c = memory_catalog();
+    object_record o{*c->next_object_id(), "k", 1, object_kind::stream_set, 0};
+    ASSERT_TRUE(c->commit_object(o, {{9, 0, 42, 0, 1}}));
   }
-  auto c = stream_catalog::open(path.string());
-  ASSERT_TRUE(c);
-  EXPECT_EQ((*c)->stream(9)->value().end_offset, 42);
-  EXPECT_EQ(*(*c)->next_object_id(), 2u);
-  c->reset();
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);
+  auto c = memory_catalog();
+  EXPECT_EQ(c->stream(9)->value().end_offset, 42);
+  EXPECT_EQ(*c->next_object_id(), 2u);
 }
+
+// Two brokers on one database: the one that took a stream last owns it. The other's commit,
+// trim and producer-state write are refused in their transaction, and nothing of the new
+// owner's is lost.
+TEST_P(StreamCatalog, AStaleOwnerIsFencedAndTheNewOwnersDataStays) {
+  auto a = memory_catalog();
+  auto b = memory_catalog();
+  auto taken = a->take(1, {{7, 0}, {8, 0}});
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(*taken, (std::vector<int32_t>{0, 0}));
+  auto oa = object(*a);
+  ASSERT_TRUE(a->commit_object(oa, {{7, 0, 10, 5, 50, 1, 0}, {8, 0, 4, 5, 20, 1, 0}}));
+  ASSERT_TRUE(a->put_producer_state(7, 1, 0, {1, 2, 3}));
+
+  // Node 2 takes stream 7 at the committed end: epoch 1.
+  taken = b->take(2, {{7, 10}});
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(*taken, std::vector<int32_t>{1});
+  auto ob = object(*b);
+  ASSERT_TRUE(b->commit_object(ob, {{7, 10, 30, 5, 80, 2, 1}}));
+
+  // Node 1 still thinks it owns stream 7: its object (with a range of stream 8 it does own)
+  // is refused whole.
+  auto stale = object(*a);
+  auto r = a->commit_object(stale, {{8, 4, 6, 5, 10, 1, 0}, {7, 10, 12, 5, 10, 1, 0}});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(), catalog_error::fenced);
+  EXPECT_EQ(a->stream(8)->value().end_offset, 4);
+  EXPECT_EQ(a->trim(7, 5, 1, 0).error(), catalog_error::fenced);
+  EXPECT_EQ(a->put_producer_state(7, 1, 0, {9}).error(), catalog_error::fenced);
+  // An owner at a newer epoch than the stream's is fenced too (it never took it).
+  EXPECT_EQ(a->trim(7, 5, 2, 2).error(), catalog_error::fenced);
+
+  // The new owner's data and state are intact; its own writes go on.
+  auto st = b->stream(7);
+  ASSERT_TRUE(st && *st);
+  EXPECT_EQ((*st)->owner, 2);
+  EXPECT_EQ((*st)->epoch, 1);
+  EXPECT_EQ((*st)->start_offset, 0);
+  EXPECT_EQ((*st)->end_offset, 30);
+  auto ranges = b->ranges(7);
+  ASSERT_TRUE(ranges);
+  ASSERT_EQ(ranges->size(), 2u);
+  EXPECT_EQ((*ranges)[1].key, ob.key);
+  EXPECT_EQ(*b->producer_state(7), (std::vector<uint8_t>{1, 2, 3}));
+  ASSERT_TRUE(b->put_producer_state(7, 2, 1, {4}));
+  ASSERT_TRUE(b->trim(7, 10, 2, 1));
+  EXPECT_EQ(b->stream(7)->value().start_offset, 10);
+  // Stream 8 is still node 1's.
+  ASSERT_TRUE(a->commit_object(object(*a), {{8, 4, 6, 5, 10, 1, 0}}));
+
+  // Each epoch and where it began.
+  auto epochs = b->epochs(7);
+  ASSERT_TRUE(epochs);
+  ASSERT_EQ(epochs->size(), 2u);
+  EXPECT_EQ((*epochs)[0].epoch, 0);
+  EXPECT_EQ((*epochs)[0].start_offset, 0);
+  EXPECT_EQ((*epochs)[1].epoch, 1);
+  EXPECT_EQ((*epochs)[1].start_offset, 10);
+}
+
+// A stream nobody took (owner -1, epoch 0) takes commits that say so, and no others.
+TEST_P(StreamCatalog, AStreamNeverTakenIsOwnedByNobody) {
+  auto c = memory_catalog();
+  EXPECT_EQ(c->commit_object(object(*c), {{3, 0, 5, 0, 1, 1, 0}}).error(), catalog_error::fenced);
+  ASSERT_TRUE(c->commit_object(object(*c), {{3, 0, 5, 0, 1}}));
+  auto taken = c->take(4, {{3, 5}});
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(*taken, std::vector<int32_t>{1});
+  EXPECT_EQ(c->commit_object(object(*c), {{3, 5, 6, 0, 1}}).error(), catalog_error::fenced);
+  ASSERT_TRUE(c->commit_object(object(*c), {{3, 5, 6, 0, 1, 4, 1}}));
+}
+
+// Catalogs of many writers at once on one database: every stream ends exactly where its
+// owner's commits put it (transactions do not lose or interleave updates).
+TEST_P(StreamCatalog, ConcurrentWritersKeepEveryStreamContinuous) {
+  constexpr int writers = 4;
+  constexpr int commits = 40;
+  std::vector<std::unique_ptr<stream_catalog>> cs;
+  for (int w = 0; w < writers; ++w) {
+    cs.push_back(memory_catalog());
+    ASSERT_TRUE(cs.back()->take(w, {{static_cast<uint64_t>(100 + w), 0}}));
+  }
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] {
+      auto& c = *cs[static_cast<size_t>(w)];
+      for (int i = 0; i < commits; ++i) {
+        object_record o{*c.next_object_id(), "", 1, object_kind::stream_set, 0};
+        o.key = "objects/" + std::to_string(o.object_id);
+        const stream_range r{static_cast<uint64_t>(100 + w), i * 10, i * 10 + 10, 0, 1, w, 0};
+        if (!c.commit_object(o, {r})) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  for (int w = 0; w < writers; ++w) {
+    EXPECT_EQ(cs[0]->stream(static_cast<uint64_t>(100 + w))->value().end_offset, commits * 10);
+    EXPECT_EQ(cs[0]->ranges(static_cast<uint64_t>(100 + w))->size(), static_cast<size_t>(commits));
+  }
+}
+
+// A database written by the first releases (no schema version) is migrated in place.
+TEST_P(StreamCatalog, AnUnversionedSchemaIsMigrated) {
+  auto db = sql::open_database(uri_);
+  ASSERT_TRUE(db) << db.error();
+  auto conn = (*db)->connect();
+  ASSERT_TRUE(conn);
+  auto& c = **conn;
+  // Back to what the first releases wrote: version 1's tables without the version table.
+  for (const char* q :
+       {"DROP TABLE schema_version", "DROP TABLE stream_epochs", "DROP TABLE producer_states",
+        "ALTER TABLE streams DROP COLUMN owner", "ALTER TABLE streams DROP COLUMN epoch"}) {
+    ASSERT_TRUE(c.script(q)) << q;
+  }
+  ASSERT_TRUE(c.query("INSERT INTO streams(stream_id, start_offset, end_offset) VALUES(5, 0, 9)"));
+  const std::vector<uint8_t> state{7, 7};
+  ASSERT_TRUE(c.query("INSERT INTO registry_blobs(key, value) VALUES('producers/5', ?)",
+                      sql::bytes_view{state}));
+  conn->reset();
+  db->reset();
+
+  auto migrated = memory_catalog();
+  auto st = migrated->stream(5);
+  ASSERT_TRUE(st && *st);
+  EXPECT_EQ((*st)->end_offset, 9);
+  EXPECT_EQ((*st)->owner, -1);
+  EXPECT_EQ(*migrated->producer_state(5), state);
+  auto again = sql::open_database(uri_);
+  ASSERT_TRUE(again);
+  auto c2 = (*again)->connect();
+  ASSERT_TRUE(c2);
+  EXPECT_EQ(*sql::stored_schema_version(**c2), sql::schema_version);
+}
+
+// A database written by a newer broker is refused, not half understood.
+TEST_P(StreamCatalog, ANewerSchemaIsRefused) {
+  {
+    auto db = sql::open_database(uri_);
+    ASSERT_TRUE(db);
+    auto c = (*db)->connect();
+    ASSERT_TRUE(c);
+    ASSERT_TRUE((*c)->query("UPDATE schema_version SET version = ?", sql::schema_version + 1));
+  }
+  auto db = sql::open_database(uri_);
+  ASSERT_FALSE(db);
+  EXPECT_NE(db.error().find("newer than this broker"), std::string::npos) << db.error();
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StreamCatalog, ::testing::ValuesIn(testing::backends()),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace silt::metadata

@@ -1,35 +1,39 @@
-// The topic registry on a real SQLite file: topics, partitions, configs and counters survive
-// reopening; names follow Kafka's rules.
+// The topic registry on SQLite and on PostgreSQL: topics, partitions, configs and counters
+// survive reopening; names follow Kafka's rules.
 #include "metadata/topic_registry.h"
 
 #include <filesystem>
 
 #include <gtest/gtest.h>
 
+#include "metadata/testing/test_database.h"
+
 namespace silt::metadata {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TopicRegistryTest : public ::testing::Test {
+class TopicRegistryTest : public ::testing::TestWithParam<std::string> {
  protected:
   TopicRegistryTest()
       : path_(fs::temp_directory_path() /
               ("topic-registry-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++))) {
     fs::remove_all(path_);
     fs::create_directories(path_);
+    uri_ = testing::fresh_uri(GetParam(), path_);
   }
   ~TopicRegistryTest() override { fs::remove_all(path_); }
   std::unique_ptr<topic_registry> open() {
-    auto r = topic_registry::open((path_ / "meta.db").string());
+    auto r = topic_registry::open(uri_);
     EXPECT_TRUE(r) << r.error();
     return std::move(*r);
   }
   static inline int counter_ = 0;
   fs::path path_;
+  std::string uri_;
 };
 
-TEST_F(TopicRegistryTest, TopicsSurviveReopening) {
+TEST_P(TopicRegistryTest, TopicsSurviveReopening) {
   topic_id id{};
   {
     auto r = open();
@@ -49,7 +53,7 @@ TEST_F(TopicRegistryTest, TopicsSurviveReopening) {
   EXPECT_EQ(t->configs, (std::map<std::string, std::string>{{"retention.bytes", "10"}}));
 }
 
-TEST_F(TopicRegistryTest, StreamsAreDistinctAndNeverReused) {
+TEST_P(TopicRegistryTest, StreamsAreDistinctAndNeverReused) {
   auto r = open();
   auto a = r->create("a", 2, {});
   ASSERT_TRUE(a);
@@ -65,7 +69,7 @@ TEST_F(TopicRegistryTest, StreamsAreDistinctAndNeverReused) {
   EXPECT_GT((*grown)->streams[2], (*b)->streams[1]);
 }
 
-TEST_F(TopicRegistryTest, ErrorsForExistingMissingAndShrinking) {
+TEST_P(TopicRegistryTest, ErrorsForExistingMissingAndShrinking) {
   auto r = open();
   ASSERT_TRUE(r->create("t", 2, {}));
   EXPECT_EQ(r->create("t", 1, {}).error(), registry_error::exists);
@@ -74,7 +78,7 @@ TEST_F(TopicRegistryTest, ErrorsForExistingMissingAndShrinking) {
   EXPECT_EQ(r->create("z", 0, {}).error(), registry_error::invalid);
 }
 
-TEST_F(TopicRegistryTest, ClusterIdIsStoredOnce) {
+TEST_P(TopicRegistryTest, ClusterIdIsStoredOnce) {
   std::string id;
   {
     auto r = open();
@@ -87,13 +91,16 @@ TEST_F(TopicRegistryTest, ClusterIdIsStoredOnce) {
   EXPECT_EQ(*r->cluster_id(""), id);
 }
 
-TEST_F(TopicRegistryTest, ProducerIdBlocksDoNotOverlap) {
+TEST_P(TopicRegistryTest, ProducerIdBlocksDoNotOverlap) {
   auto r = open();
   auto a = r->allocate_producer_ids(1000);
   auto b = r->allocate_producer_ids(1000);
   ASSERT_TRUE(a && b);
   EXPECT_EQ(*b, *a + 1000);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, TopicRegistryTest, ::testing::ValuesIn(testing::backends()),
+                         [](const auto& info) { return info.param; });
 
 TEST(TopicName, KafkaRules) {
   EXPECT_TRUE(check_topic_name("a.b_c-1").empty());

@@ -68,7 +68,7 @@ stream_store_options reopen_options(const fs::path& dir) {
   stream_store_options o;
   o.wal.path = (dir / "wal").string();
   o.wal.capacity = 2 << 20;
-  o.catalog_path = (dir / "catalog.db").string();
+  o.metadata_uri = (dir / "catalog.db").string();
   o.background = false;
   return o;
 }
@@ -151,7 +151,7 @@ TEST(StreamStoreCrash, ObjectWrittenButNotCommittedBeforeAKillIsSweptAfterTheRes
   };
   ASSERT_TRUE(has(keys(), orphan));
   {
-    auto catalog = metadata::stream_catalog::open(o.catalog_path);
+    auto catalog = metadata::stream_catalog::open(o.metadata_uri);
     ASSERT_TRUE(catalog);
     const auto known = (*catalog)->object_keys();
     ASSERT_TRUE(known);
@@ -170,7 +170,7 @@ TEST(StreamStoreCrash, ObjectWrittenButNotCommittedBeforeAKillIsSweptAfterTheRes
   check_streams(**store, acked_end, "after the sweep");
   // Every object left is one the catalog knows.
   {
-    auto catalog = metadata::stream_catalog::open(o.catalog_path);
+    auto catalog = metadata::stream_catalog::open(o.metadata_uri);
     ASSERT_TRUE(catalog);
     const auto known = (*catalog)->object_keys();
     ASSERT_TRUE(known);

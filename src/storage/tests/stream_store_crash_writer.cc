@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   storage::stream_store_options o;
   o.wal.path = dir + "/wal";
   o.wal.capacity = 2 << 20;  // small: the ring wraps and appends wait for uploads
-  o.catalog_path = dir + "/catalog.db";
+  o.metadata_uri = dir + "/catalog.db";
   o.log_cache_bytes = 256 << 10;
   o.object_block_size = 8192;
   o.upload_threshold_bytes = 64 << 10;

@@ -78,7 +78,7 @@ TEST_F(StreamStoreStress, ReadersNeverSeeAnInRangeOffsetRefusedAcrossBackgroundT
   o.wal.path = (dir_ / "wal").string();
   o.wal.capacity = 16 << 20;
   o.wal.iodepth = 8;
-  o.catalog_path = (dir_ / "catalog.db").string();
+  o.metadata_uri = (dir_ / "catalog.db").string();
   o.object_block_size = 4096;
   o.log_cache_bytes = 64 << 10;  // evicts after nearly every upload
   o.block_cache_bytes = 1 << 20;

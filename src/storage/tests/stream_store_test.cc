@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "metadata/stream_catalog.h"
+#include "metadata/testing/test_database.h"
 #include "protocol/record_batch.h"
 #include "storage/object/faulty_store.h"
 #include "storage/object/s3_store.h"
@@ -85,7 +86,7 @@ class StreamStore : public ::testing::Test {
     o.wal.path = (dir_.path() / "wal").string();
     o.wal.capacity = 8 << 20;
     o.wal.iodepth = 8;
-    o.catalog_path = (dir_.path() / "catalog.db").string();
+    o.metadata_uri = (dir_.path() / "catalog.db").string();
     o.object_block_size = 4096;
     o.background = false;
     o.delete_delay = std::chrono::milliseconds(0);
@@ -559,7 +560,7 @@ TEST_P(StreamStoreSweep, ObjectWhoseCommitWasRefusedAndWhoseRemoveFailedIsDelete
   // Another writer of the catalog commits stream 1 first: the upload's commit is refused,
   // and the remove of its object then fails too.
   {
-    auto other = metadata::stream_catalog::open(o.catalog_path);
+    auto other = metadata::stream_catalog::open(o.metadata_uri);
     ASSERT_TRUE(other);
     auto id = (*other)->next_object_id();
     ASSERT_TRUE(id);
@@ -608,6 +609,77 @@ TEST_P(StreamStoreSweep, UploadBetweenItsPutAndItsCommitIsNotSwept) {
   EXPECT_TRUE(has(keys(), put_key));
   EXPECT_EQ(read_all(*store, 1, 0), expected(1, 0, 10));
 }
+
+}  // namespace
+}  // namespace silt::storage
+
+namespace silt::storage {
+namespace {
+
+// Two stores (two brokers) on one metadata database and one bucket, on each backend.
+class StreamStoreOwnership : public StreamStore, public ::testing::WithParamInterface<std::string> {
+ protected:
+  stream_store_options node(int32_t id, const std::shared_ptr<metadata::sql::database>& db) {
+    auto o = options();
+    o.wal.path = (dir_.path() / ("wal-" + std::to_string(id))).string();
+    o.metadata = db;
+    o.node_id = id;
+    return o;
+  }
+};
+
+// Node 2 takes a stream node 1 was serving. Node 1 learns it when its next commit is refused:
+// from then on it neither appends, reads, trims nor writes producer state for the stream, and
+// the data node 2 appended after taking it is all there.
+TEST_P(StreamStoreOwnership, TheStaleOwnerIsFencedAndTheNewOwnerLosesNothing) {
+  auto db = metadata::sql::open_database(metadata::testing::fresh_uri(GetParam(), dir_.path()));
+  ASSERT_TRUE(db) << db.error();
+  auto a = open(node(1, *db));
+  ASSERT_TRUE(a->take({1, 2}));
+  EXPECT_EQ(a->offsets(1).epoch, 0);
+  append(*a, 1, batch(1, 0, 5));
+  append(*a, 2, batch(2, 0, 5));
+  ASSERT_TRUE(a->run_upload_once());
+  append(*a, 1, batch(1, 5, 3));  // durable in node 1's WAL, never committed
+
+  auto b = open(node(2, *db));
+  ASSERT_TRUE(b->take({1}));
+  EXPECT_EQ(b->offsets(1).epoch, 1);
+  EXPECT_EQ(b->offsets(1).end_offset, 5);  // the committed end
+  EXPECT_EQ(append(*b, 1, batch(1, 100, 4)), 5);
+  ASSERT_TRUE(b->run_upload_once());
+
+  // Node 1's upload holds streams 1 and 2: refused whole, then retried without stream 1.
+  EXPECT_FALSE(a->run_upload_once());
+  EXPECT_TRUE(a->offsets(1).fenced);
+  EXPECT_FALSE(a->offsets(2).fenced);
+  append(*a, 2, batch(2, 5, 1));
+  ASSERT_TRUE(a->run_upload_once());
+  std::promise<tl::expected<int64_t, stream_error>> refused;
+  a->append(1, batch(1, 8, 1), [&](auto r) { refused.set_value(r); });
+  EXPECT_EQ(refused.get_future().get().error(), stream_error::fenced);
+  EXPECT_EQ(a->read(1, 0, 1000).error(), stream_error::fenced);
+  EXPECT_EQ(a->trim(1, 2).error(), stream_error::fenced);
+  EXPECT_EQ(a->put_producer_state(1, {1}).error(), stream_error::fenced);
+
+  // Everything node 2 serves: node 1's committed records, then node 2's.
+  auto want = expected(1, 0, 5);
+  for (auto& v : expected(1, 100, 104)) want.push_back(v);
+  a.reset();
+  b.reset();
+  auto c = open(node(2, *db));
+  EXPECT_EQ(read_all(*c, 1, 0), want);
+  EXPECT_EQ(read_all(*c, 2, 0), expected(2, 0, 6));
+  auto epochs = c->epochs(1);
+  ASSERT_TRUE(epochs);
+  ASSERT_EQ(epochs->size(), 2u);
+  EXPECT_EQ((*epochs)[1].epoch, 1);
+  EXPECT_EQ((*epochs)[1].start_offset, 5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StreamStoreOwnership,
+                         ::testing::ValuesIn(metadata::testing::backends()),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace silt::storage

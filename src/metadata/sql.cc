@@ -1,0 +1,210 @@
+#include "metadata/sql.h"
+
+#include <atomic>
+#include <charconv>
+#include <cstdio>
+
+#include "metadata/sql_drivers.h"
+
+namespace silt::metadata::sql {
+
+namespace {
+
+thread_local bool network_thread = false;
+std::atomic<uint64_t> violations{0};
+
+// The schema, one step per version. `{int}` and `{blob}` become each database's 64-bit
+// integer and byte-string types. Version 1 is the schema of the first releases, which had
+// no version table: its statements create only what is missing.
+struct migration {
+  int64_t version;
+  const char* sql;
+};
+
+constexpr migration migrations[] = {
+    {1, R"sql(
+CREATE TABLE IF NOT EXISTS streams(
+  stream_id {int} PRIMARY KEY,
+  start_offset {int} NOT NULL,
+  end_offset {int} NOT NULL);
+CREATE TABLE IF NOT EXISTS objects(
+  object_id {int} PRIMARY KEY,
+  key TEXT NOT NULL UNIQUE,
+  size {int} NOT NULL,
+  kind {int} NOT NULL,
+  created_ms {int} NOT NULL,
+  deleting_ms {int});
+CREATE TABLE IF NOT EXISTS ranges(
+  stream_id {int} NOT NULL,
+  start_offset {int} NOT NULL,
+  end_offset {int} NOT NULL,
+  object_id {int} NOT NULL REFERENCES objects(object_id),
+  max_timestamp {int} NOT NULL,
+  size {int} NOT NULL,
+  PRIMARY KEY(stream_id, start_offset));
+CREATE INDEX IF NOT EXISTS ranges_by_object ON ranges(object_id);
+CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value {int} NOT NULL);
+INSERT INTO counters VALUES('object_id', 0) ON CONFLICT DO NOTHING;
+CREATE TABLE IF NOT EXISTS topics(
+  name TEXT PRIMARY KEY,
+  id {blob} NOT NULL,
+  created_ms {int} NOT NULL);
+CREATE TABLE IF NOT EXISTS topic_partitions(
+  name TEXT NOT NULL,
+  partition {int} NOT NULL,
+  stream_id {int} NOT NULL,
+  PRIMARY KEY(name, partition));
+CREATE TABLE IF NOT EXISTS topic_configs(
+  name TEXT NOT NULL,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY(name, key));
+CREATE TABLE IF NOT EXISTS registry_counters(name TEXT PRIMARY KEY, value {int} NOT NULL);
+INSERT INTO registry_counters VALUES('stream_id', 1) ON CONFLICT DO NOTHING;
+INSERT INTO registry_counters VALUES('producer_id', 0) ON CONFLICT DO NOTHING;
+CREATE TABLE IF NOT EXISTS registry_blobs(key TEXT PRIMARY KEY, value {blob} NOT NULL);
+)sql"},
+    // Ownership: each stream's owner (node id) and epoch, the offset each epoch began at (for
+    // OffsetForLeaderEpoch), and producer state kept per stream so that its writes are fenced
+    // with the stream's epoch.
+    {2, R"sql(
+ALTER TABLE streams ADD COLUMN owner {int} NOT NULL DEFAULT -1;
+ALTER TABLE streams ADD COLUMN epoch {int} NOT NULL DEFAULT 0;
+CREATE TABLE stream_epochs(
+  stream_id {int} NOT NULL,
+  epoch {int} NOT NULL,
+  start_offset {int} NOT NULL,
+  PRIMARY KEY(stream_id, epoch));
+CREATE TABLE producer_states(stream_id {int} PRIMARY KEY, data {blob} NOT NULL);
+INSERT INTO producer_states(stream_id, data)
+  SELECT CAST(substr(key, 11) AS {int}), value FROM registry_blobs WHERE key LIKE 'producers/%';
+DELETE FROM registry_blobs WHERE key LIKE 'producers/%';
+)sql"},
+};
+
+std::string expand(std::string_view sql, dialect d) {
+  std::string out;
+  out.reserve(sql.size());
+  for (size_t i = 0; i < sql.size();) {
+    if (sql.substr(i, 5) == "{int}") {
+      out += d == dialect::sqlite ? "INTEGER" : "BIGINT";
+      i += 5;
+    } else if (sql.substr(i, 6) == "{blob}") {
+      out += d == dialect::sqlite ? "BLOB" : "BYTEA";
+      i += 6;
+    } else {
+      out += sql[i++];
+    }
+  }
+  return out;
+}
+
+tl::expected<void, std::string> migrate(connection& c) {
+  transaction tx(c);
+  if (!tx.ok()) return tl::make_unexpected(std::string("cannot begin the schema migration"));
+  if (c.kind() == dialect::postgresql) {
+    // Brokers opening one database at once migrate one at a time.
+    if (auto r = c.query("SELECT pg_advisory_xact_lock(5173696)"); !r) {
+      return tl::make_unexpected(r.error());
+    }
+  }
+  if (auto r = c.script("CREATE TABLE IF NOT EXISTS schema_version(version " +
+                        expand("{int}", c.kind()) + " NOT NULL)");
+      !r) {
+    return tl::make_unexpected(r.error());
+  }
+  auto current = stored_schema_version(c);
+  if (!current) return tl::make_unexpected(current.error());
+  if (*current > schema_version) {
+    return tl::make_unexpected("the metadata schema is at version " + std::to_string(*current) +
+                               ", newer than this broker's " + std::to_string(schema_version));
+  }
+  for (const auto& m : migrations) {
+    if (m.version <= *current) continue;
+    if (auto r = c.script(expand(m.sql, c.kind())); !r) {
+      return tl::make_unexpected("migrating the metadata schema to version " +
+                                 std::to_string(m.version) + ": " + r.error());
+    }
+  }
+  if (*current < schema_version) {
+    if (auto r = c.query("DELETE FROM schema_version"); !r) return tl::make_unexpected(r.error());
+    if (auto r = c.query("INSERT INTO schema_version(version) VALUES(?)", schema_version); !r) {
+      return tl::make_unexpected(r.error());
+    }
+  }
+  if (!tx.commit()) return tl::make_unexpected(std::string("cannot commit the schema migration"));
+  return {};
+}
+
+}  // namespace
+
+int64_t row::integer(size_t col) const {
+  const value& v = values_.at(col);
+  if (v.kind == value::type::integer) return v.integer;
+  int64_t out = 0;
+  std::from_chars(v.text.data(), v.text.data() + v.text.size(), out);
+  return out;
+}
+
+std::vector<uint8_t> row::blob(size_t col) const {
+  const std::string& s = values_.at(col).text;
+  return {s.begin(), s.end()};
+}
+
+transaction::~transaction() {
+  if (ok_ && !done_) (void)c_.script("ROLLBACK");
+}
+
+bool transaction::commit() {
+  done_ = true;
+  return ok_ && c_.script("COMMIT").has_value();
+}
+
+tl::expected<int64_t, std::string> stored_schema_version(connection& c) {
+  auto r = c.query("SELECT version FROM schema_version");
+  if (!r) return tl::make_unexpected(r.error());
+  return r->rows.empty() ? 0 : r->rows.front().integer(0);
+}
+
+tl::expected<std::shared_ptr<database>, std::string> open_database(const std::string& uri) {
+  tl::expected<std::shared_ptr<database>, std::string> db;
+  if (uri.starts_with("sqlite://")) {
+    db = open_sqlite(uri.substr(9));
+  } else if (uri.starts_with("postgresql://") || uri.starts_with("postgres://")) {
+    db = open_postgresql(uri);
+  } else if (uri.find("://") == std::string::npos) {
+    db = open_sqlite(uri);  // a bare path, or ":memory:"
+  } else {
+    return tl::make_unexpected("unsupported metadata store URI " + uri +
+                               " (sqlite:///path or postgresql://user:password@host:port/db)");
+  }
+  if (!db) return db;
+  auto c = (*db)->connect();
+  if (!c) return tl::make_unexpected(c.error());
+  if (auto r = migrate(**c); !r) {
+    return tl::make_unexpected("metadata store " + (*db)->describe() + ": " + r.error());
+  }
+  return db;
+}
+
+void mark_network_thread(bool network) {
+  network_thread = network;
+}
+
+bool on_network_thread() {
+  return network_thread;
+}
+
+uint64_t network_thread_violations() {
+  return violations.load(std::memory_order_relaxed);
+}
+
+bool refuse_on_network_thread(std::string_view sql) {
+  if (!network_thread) return false;
+  violations.fetch_add(1, std::memory_order_relaxed);
+  std::fprintf(stderr, "metadata: refused a statement on a network thread: %.*s\n",
+               static_cast<int>(std::min<size_t>(sql.size(), 120)), sql.data());
+  return true;
+}
+
+}  // namespace silt::metadata::sql
