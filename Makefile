@@ -43,9 +43,11 @@ tidy: $(BUILD)/build.ninja
 unit-tests: build
 	@scripts/run-ctest.sh $(BUILD)
 
-# Black-box tests over TCP with real clients, against Silt and the reference Kafka broker.
+# Black-box tests over TCP with real clients, against Silt and the reference Kafka broker;
+# then against Silt again with its metadata in PostgreSQL.
 integration: build
 	@scripts/run-integration.sh $(BUILD)
+	@SILT_TEST_BROKERS=silt SILT_TEST_METADATA=postgresql scripts/run-integration.sh $(BUILD)
 
 # Unit tests, the black-box tests against Silt, and the fuzz target under AddressSanitizer
 # and UndefinedBehaviorSanitizer (clang).

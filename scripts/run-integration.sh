@@ -6,7 +6,9 @@
 #   scripts/run-integration.sh BUILD_DIR [PYTEST_ARGS...]
 #
 # SILT_TEST_BROKERS=silt (or kafka) limits the run to one broker; SILT_TEST_TIMEOUT bounds
-# each test (seconds, default 120); see tests/integration/conftest.py for the others.
+# each test (seconds, default 120); SILT_TEST_METADATA=postgresql keeps every Silt broker's
+# metadata in PostgreSQL (a throwaway server started for the run, see pg-test-server.sh)
+# instead of SQLite; see tests/integration/conftest.py for the others.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,6 +36,12 @@ if "$py" -c 'import pytest_timeout' 2>/dev/null; then
   timeout_args=(--timeout="${SILT_TEST_TIMEOUT:-120}")
 fi
 
+if [[ ${SILT_TEST_METADATA:-sqlite} == postgresql ]]; then
+  pgdir=$build/pg-server-integration
+  trap '"$root/scripts/pg-test-server.sh" stop "$pgdir" >/dev/null 2>&1 || true' EXIT
+  eval "$("$root/scripts/pg-test-server.sh" start "$pgdir")"
+fi
+
 cd "$root"
 export SILT_BIN="$build/silt"
-exec "$py" -m pytest -q -p no:cacheprovider "${timeout_args[@]}" tests/integration "$@"
+"$py" -m pytest -q -p no:cacheprovider "${timeout_args[@]}" tests/integration "$@"

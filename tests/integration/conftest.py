@@ -12,6 +12,13 @@ Environment:
   SILT_TEST_PRIVATE_KAFKA=1  also run the Silt-only scenarios that take `private_broker`
                       (restart, crash, malformed input) against a private reference Kafka
                       broker, to check the tests themselves
+  SILT_TEST_POSTGRES_URI  when set (postgresql://user@host:port/postgres), every Silt broker
+                      keeps its metadata in a fresh database of that PostgreSQL server
+                      (metadata.store.uri) instead of SQLite; run-integration.sh starts one
+                      with SILT_TEST_METADATA=postgresql
+
+A Silt broker that stops is also checked not to have run a metadata statement on a network
+thread (the store refuses them and logs it).
 """
 import os
 import shutil
@@ -29,6 +36,16 @@ ROOT = Path(__file__).resolve().parents[2]
 SILT_BIN = Path(os.environ.get("SILT_BIN", ROOT / "build" / "silt"))
 KAFKA_REF = ROOT / "tests" / "kafka-reference.sh"
 SILT_START_TIMEOUT = float(os.environ.get("SILT_START_TIMEOUT", "30"))
+POSTGRES_URI = os.environ.get("SILT_TEST_POSTGRES_URI", "")
+NETWORK_THREAD_REFUSAL = "refused a statement on a network thread"
+
+
+def fresh_postgres_database():
+    """A new empty database on the PostgreSQL server of SILT_TEST_POSTGRES_URI; its URI."""
+    name = "it_" + uuid.uuid4().hex[:16]
+    subprocess.run(["psql", "-q", "-v", "ON_ERROR_STOP=1", POSTGRES_URI, "-c",
+                    f"CREATE DATABASE {name}"], check=True, capture_output=True, timeout=30)
+    return POSTGRES_URI[:POSTGRES_URI.rfind("/") + 1] + name
 
 
 def free_port(count=1):
@@ -83,6 +100,8 @@ class SiltBroker:
             "data.dir": str(self.data_dir),
             "wal.capacity.bytes": str(256 << 20),
         }
+        if POSTGRES_URI:
+            self.overrides["metadata.store.uri"] = fresh_postgres_database()
         self.overrides.update(extra_overrides or {})
         self.proc = None
 
@@ -128,6 +147,13 @@ class SiltBroker:
 
     def log_text(self):
         return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def check_log(self):
+        """Fails the test if the broker ran a metadata statement on a network thread."""
+        text = self.log_text()
+        assert NETWORK_THREAD_REFUSAL not in text, \
+            "metadata statement on a network thread:\n" + "\n".join(
+                l for l in text.splitlines() if NETWORK_THREAD_REFUSAL in l)[:4000]
 
 
 class KafkaBroker:
@@ -245,6 +271,7 @@ def silt_shared(tmp_path_factory):
     yield broker
     code = broker.stop()
     assert code == 0, f"silt exited with {code} on SIGTERM:\n{broker.log_text()[-4000:]}"
+    broker.check_log()
 
 
 @pytest.fixture(params=["silt", "kafka"])
@@ -268,6 +295,7 @@ def silt(tmp_path):
     if b.alive():
         code = b.stop()
         assert code == 0, f"silt exited with {code} on SIGTERM:\n{b.log_text()[-4000:]}"
+    b.check_log()
 
 
 @pytest.fixture
