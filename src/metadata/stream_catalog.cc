@@ -160,33 +160,21 @@ tl::expected<void, catalog_error> stream_catalog::commit_object(
   return {};
 }
 
-tl::expected<void, catalog_error> stream_catalog::replace(const object_record& object,
-                                                          const std::vector<stream_range>& ranges,
-                                                          const std::vector<uint64_t>& replaced) {
-  std::lock_guard lock(mu_);
-  sql::transaction tx(*c_);
-  if (!tx.ok()) return fail(catalog_error::io);
-  // The replaced ranges of each stream that the new object covers, merged.
+tl::expected<void, catalog_error> stream_catalog::replace(
+    const object_record& object, const std::vector<stream_range>& ranges,
+    const std::vector<stream_range>& replaced) {
+  // The replaced ranges of each stream, merged where they touch, must be the new ranges: no
+  // offset gained, lost or moved.
   std::map<uint64_t, std::vector<stream_range>> old_by_stream;
-  for (uint64_t id : replaced) {
-    auto r = c_->query(
-        "SELECT stream_id, start_offset, end_offset FROM ranges WHERE object_id = ? "
-        "ORDER BY stream_id, start_offset",
-        i64(id));
-    if (!r) return fail(catalog_error::io);
-    for (const row& s : r->rows) {
-      old_by_stream[static_cast<uint64_t>(s.integer(0))].push_back(
-          {static_cast<uint64_t>(s.integer(0)), s.integer(1), s.integer(2), -1, 0});
-    }
-  }
+  for (const auto& r : replaced) old_by_stream[r.stream_id].push_back(r);
   std::map<uint64_t, std::vector<stream_range>> new_by_stream;
   for (const auto& r : ranges) new_by_stream[r.stream_id].push_back(r);
-  for (auto& [stream, news] : new_by_stream) {
-    auto& olds = old_by_stream[stream];
+  if (old_by_stream.size() != new_by_stream.size()) return fail(catalog_error::discontinuous);
+  for (auto& [stream, olds] : old_by_stream) {
+    auto it = new_by_stream.find(stream);
+    if (it == new_by_stream.end()) return fail(catalog_error::discontinuous);
     std::sort(olds.begin(), olds.end(),
               [](const auto& a, const auto& b) { return a.start_offset < b.start_offset; });
-    // The new ranges must be the replaced ones merged where they touch: no offset gained,
-    // lost or moved.
     std::vector<std::pair<int64_t, int64_t>> runs;
     for (const auto& o : olds) {
       if (!runs.empty() && runs.back().second == o.start_offset) {
@@ -195,20 +183,25 @@ tl::expected<void, catalog_error> stream_catalog::replace(const object_record& o
         runs.emplace_back(o.start_offset, o.end_offset);
       }
     }
+    const auto& news = it->second;
     if (runs.size() != news.size()) return fail(catalog_error::discontinuous);
     for (size_t i = 0; i < runs.size(); ++i) {
       if (news[i].start_offset != runs[i].first || news[i].end_offset != runs[i].second) {
         return fail(catalog_error::discontinuous);
       }
     }
-    for (const auto& o : olds) {
-      // A range trimmed away meanwhile (by another writer of the database) is not replaced.
-      auto del = c_->query(
-          "DELETE FROM ranges WHERE stream_id = ? AND start_offset = ? AND end_offset = ?",
-          i64(stream), o.start_offset, o.end_offset);
-      if (!del) return fail(catalog_error::io);
-      if (del->changes != 1) return fail(catalog_error::discontinuous);
-    }
+  }
+  std::lock_guard lock(mu_);
+  sql::transaction tx(*c_);
+  if (!tx.ok()) return fail(catalog_error::io);
+  for (const auto& o : replaced) {
+    // A range trimmed away meanwhile (DeleteRecords, another writer of the database) is not
+    // replaced: the whole compaction is refused.
+    auto del =
+        c_->query("DELETE FROM ranges WHERE stream_id = ? AND start_offset = ? AND end_offset = ?",
+                  i64(o.stream_id), o.start_offset, o.end_offset);
+    if (!del) return fail(catalog_error::io);
+    if (del->changes != 1) return fail(catalog_error::discontinuous);
   }
   if (!insert_object(*c_, object)) return fail(catalog_error::io);
   for (const auto& r : ranges) {

@@ -107,13 +107,14 @@ class stream_catalog {
   [[nodiscard]] tl::expected<void, catalog_error> commit_object(
       const object_record& object, const std::vector<stream_range>& ranges);
 
-  // Compaction: in one transaction, adds `object` holding `ranges` and removes the ranges of
-  // `replaced` objects for the streams `ranges` name. For each such stream, `ranges` (in
-  // offset order) must be exactly its replaced ranges merged where they touch. Replaced
-  // objects left with no ranges are marked for deletion.
-  [[nodiscard]] tl::expected<void, catalog_error> replace(const object_record& object,
-                                                          const std::vector<stream_range>& ranges,
-                                                          const std::vector<uint64_t>& replaced);
+  // Compaction: in one transaction, adds `object` holding `ranges` and removes the `replaced`
+  // ranges (each as committed: stream, start and end offset). For each stream, `ranges` (in
+  // offset order) must be exactly its replaced ranges merged where they touch, and every
+  // replaced range must still exist; otherwise nothing changes (discontinuous). Objects left
+  // with no ranges are marked for deletion.
+  [[nodiscard]] tl::expected<void, catalog_error> replace(
+      const object_record& object, const std::vector<stream_range>& ranges,
+      const std::vector<stream_range>& replaced);
 
   // Ranges of `stream_id` holding offsets from `offset` on, in offset order, at most `limit`.
   [[nodiscard]] tl::expected<std::vector<located_range>, catalog_error> find(uint64_t stream_id,

@@ -796,36 +796,84 @@ tl::expected<void, std::string> stream_store::run_upload_once() {
 
 namespace {
 
-// Writes one contiguous run of a stream's pieces (from several stream-set objects) as a
-// stream object and commits it in place of the ranges it replaces.
-template <typename Piece>
-tl::expected<void, std::string> write_stream_object(metadata::stream_catalog& catalog,
-                                                    object_store& store, uint32_t block_size,
-                                                    uint64_t stream, std::span<const Piece> run) {
-  object_writer writer(block_size);
-  metadata::stream_range range{stream, run.front().start, run.back().end, -1, 0};
-  std::vector<uint64_t> replaced;
-  for (const auto& p : run) {
-    // Views into the objects read back, which `run` keeps alive.
-    if (!writer.add_view(stream, p.start, p.end, p.max_timestamp, p.batches)) {
-      return tl::make_unexpected("compaction: the object writer refused stream data");
+// One stream's data in an object read back for compaction: whole blocks, viewed in `object`.
+struct piece {
+  int64_t start, end, max_timestamp;
+  metadata::stream_range range;  // the committed range the block belongs to
+  std::shared_ptr<const std::vector<uint8_t>> object;
+  std::span<const uint8_t> batches;
+};
+
+// Reads a whole object and appends its committed ranges' blocks to `by_stream`.
+tl::expected<void, std::string> load_pieces(metadata::stream_catalog& catalog, object_store& store,
+                                            const metadata::object_record& o,
+                                            std::map<uint64_t, std::vector<piece>>& by_stream) {
+  auto ranges = catalog.object_ranges(o.object_id);
+  if (!ranges) return tl::make_unexpected("catalog: cannot read object ranges");
+  if (ranges->empty()) return {};
+  auto bytes = store.get(o.key, 0, o.size);
+  if (!bytes) return tl::make_unexpected("compaction: cannot read " + o.key);
+  auto object = std::make_shared<const std::vector<uint8_t>>(std::move(*bytes));
+  if (object->size() != o.size || o.size < object_footer_size) {
+    return tl::make_unexpected("compaction: " + o.key + " has the wrong size");
+  }
+  auto footer = parse_footer(std::span(*object).last(object_footer_size));
+  if (!footer) return tl::make_unexpected("compaction: bad footer in " + o.key);
+  auto index =
+      parse_index(std::span(*object).subspan(footer->index_position, footer->index_size), *footer);
+  if (!index) return tl::make_unexpected("compaction: bad index in " + o.key);
+  for (const auto& r : *ranges) {
+    for (const auto& b : *index) {
+      if (b.stream_id != r.stream_id || b.start_offset < r.start_offset ||
+          b.end_offset > r.end_offset) {
+        continue;
+      }
+      auto batches = open_block(b, std::span(*object).subspan(b.position, b.size));
+      if (!batches) return tl::make_unexpected("compaction: corrupt block in " + o.key);
+      by_stream[r.stream_id].push_back(
+          {b.start_offset, b.end_offset, b.max_timestamp, r, object, *batches});
     }
-    range.max_timestamp = std::max(range.max_timestamp, p.max_timestamp);
-    range.size += p.batches.size();
-    if (std::find(replaced.begin(), replaced.end(), p.object_id) == replaced.end()) {
-      replaced.push_back(p.object_id);
+  }
+  return {};
+}
+
+// Writes the pieces of several streams (each stream's in offset order) as one object of
+// `kind` and commits it in place of the ranges they replace: for each stream, its pieces
+// merged where they touch.
+tl::expected<void, std::string> write_merged_object(
+    metadata::stream_catalog& catalog, object_store& store, uint32_t block_size,
+    metadata::object_kind kind,
+    const std::vector<std::pair<uint64_t, std::span<const piece>>>& streams) {
+  object_writer writer(block_size);
+  std::vector<metadata::stream_range> ranges;
+  std::vector<metadata::stream_range> replaced;
+  for (const auto& [stream, pieces] : streams) {
+    for (const auto& p : pieces) {
+      // Views into the objects read back, which the pieces keep alive.
+      if (!writer.add_view(stream, p.start, p.end, p.max_timestamp, p.batches)) {
+        return tl::make_unexpected("compaction: the object writer refused stream data");
+      }
+      if (!ranges.empty() && ranges.back().stream_id == stream &&
+          ranges.back().end_offset == p.start) {
+        ranges.back().end_offset = p.end;
+        ranges.back().max_timestamp = std::max(ranges.back().max_timestamp, p.max_timestamp);
+        ranges.back().size += p.batches.size();
+      } else {
+        ranges.push_back({stream, p.start, p.end, p.max_timestamp, p.batches.size()});
+      }
+      // The blocks of one range are consecutive pieces.
+      if (replaced.empty() || !(replaced.back() == p.range)) replaced.push_back(p.range);
     }
   }
   const object_parts object = writer.finish_parts();
   auto id = catalog.next_object_id();
   if (!id) return tl::make_unexpected("catalog: cannot allocate an object id");
-  metadata::object_record record{*id, object_key(*id, metadata::object_kind::stream), object.size,
-                                 metadata::object_kind::stream, now_ms()};
+  metadata::object_record record{*id, object_key(*id, kind), object.size, kind, now_ms()};
   // As in upload_object: an object left behind here is the sweep's to delete.
   if (!store.put_parts(record.key, object.parts)) {
     return tl::make_unexpected("compaction: upload of " + record.key + " failed");
   }
-  if (auto c = catalog.replace(record, {range}, replaced); !c) {
+  if (auto c = catalog.replace(record, ranges, replaced); !c) {
     if (c.error() == metadata::catalog_error::discontinuous) (void)store.remove(record.key);
     return tl::make_unexpected("compaction: commit of " + record.key +
                                " refused: " + std::string(metadata::catalog_error_name(c.error())));
@@ -833,10 +881,22 @@ tl::expected<void, std::string> write_stream_object(metadata::stream_catalog& ca
   return {};
 }
 
+uint64_t bytes_of(std::span<const piece> pieces) {
+  uint64_t n = 0;
+  for (const auto& p : pieces) n += p.batches.size();
+  return n;
+}
+
 }  // namespace
 
 tl::expected<void, std::string> stream_store::run_compaction_once() {
   std::lock_guard task(task_mu_);
+  if (auto r = compact_stream_sets(); !r) return r;
+  if (auto r = compact_stream_objects(); !r) return r;
+  return {};
+}
+
+tl::expected<void, std::string> stream_store::compact_stream_sets() {
   auto all = catalog_->objects(metadata::object_kind::stream_set);
   if (!all) return tl::make_unexpected("catalog: cannot list objects");
   // The small stream-set objects, oldest first, up to a bounded amount per round.
@@ -849,59 +909,123 @@ tl::expected<void, std::string> stream_store::run_compaction_once() {
     total += o.size;
   }
   if (chosen.size() < 2) return {};
-  struct piece {
-    int64_t start, end, max_timestamp;
-    uint64_t object_id;
-    std::shared_ptr<const std::vector<uint8_t>> object;
-    std::span<const uint8_t> batches;
-  };
   std::map<uint64_t, std::vector<piece>> by_stream;
   for (const auto& o : chosen) {
-    auto ranges = catalog_->object_ranges(o.object_id);
-    if (!ranges) return tl::make_unexpected("catalog: cannot read object ranges");
-    if (ranges->empty()) continue;
-    auto bytes = store_.get(o.key, 0, o.size);
-    if (!bytes) return tl::make_unexpected("compaction: cannot read " + o.key);
-    auto object = std::make_shared<const std::vector<uint8_t>>(std::move(*bytes));
-    if (object->size() != o.size || o.size < object_footer_size) {
-      return tl::make_unexpected("compaction: " + o.key + " has the wrong size");
-    }
-    auto footer = parse_footer(std::span(*object).last(object_footer_size));
-    if (!footer) return tl::make_unexpected("compaction: bad footer in " + o.key);
-    auto index = parse_index(std::span(*object).subspan(footer->index_position, footer->index_size),
-                             *footer);
-    if (!index) return tl::make_unexpected("compaction: bad index in " + o.key);
-    for (const auto& r : *ranges) {
-      for (const auto& b : *index) {
-        if (b.stream_id != r.stream_id || b.start_offset < r.start_offset ||
-            b.end_offset > r.end_offset) {
-          continue;
-        }
-        auto batches = open_block(b, std::span(*object).subspan(b.position, b.size));
-        if (!batches) return tl::make_unexpected("compaction: corrupt block in " + o.key);
-        by_stream[r.stream_id].push_back(
-            {b.start_offset, b.end_offset, b.max_timestamp, o.object_id, object, *batches});
-      }
-    }
+    if (auto r = load_pieces(*catalog_, store_, o, by_stream); !r) return r;
   }
+  // A stream with enough data gets stream objects of its own (one per contiguous run); the
+  // others are merged into as few stream-set objects as their size allows, so that many
+  // small streams never make many small objects. An object holds one contiguous run per
+  // stream: a stream whose pieces have gaps (a chosen object's neighbour was too big to be
+  // chosen) puts its k-th run into the k-th series of merged objects.
+  struct series {
+    std::vector<std::pair<uint64_t, std::span<const piece>>> streams;
+    uint64_t bytes = 0;
+  };
+  std::vector<series> merged;
+  auto flush = [&](series& m) -> tl::expected<void, std::string> {
+    if (m.streams.empty()) return {};
+    auto r = write_merged_object(*catalog_, store_, options_.object_block_size,
+                                 metadata::object_kind::stream_set, m.streams);
+    m.streams.clear();
+    m.bytes = 0;
+    return r;
+  };
   for (auto& [stream, pieces] : by_stream) {
     std::sort(pieces.begin(), pieces.end(),
               [](const piece& a, const piece& b) { return a.start < b.start; });
-    // Each contiguous run of the stream becomes one stream object. A chosen object holds at
-    // most one range of a stream, so runs replace disjoint sets of objects.
+    const std::span<const piece> all_pieces(pieces);
+    std::vector<std::span<const piece>> runs;
     for (size_t first = 0; first < pieces.size();) {
       size_t last = first;
       while (last + 1 < pieces.size() && pieces[last + 1].start == pieces[last].end) ++last;
-      auto run = std::span<const piece>(pieces).subspan(first, last - first + 1);
-      if (auto r = write_stream_object(*catalog_, store_, options_.object_block_size, stream, run);
-          !r) {
-        return r;
+      runs.push_back(all_pieces.subspan(first, last - first + 1));
+      first = last + 1;
+    }
+    if (bytes_of(all_pieces) >= options_.stream_object_bytes) {
+      for (const auto& run : runs) {
+        if (auto r = write_merged_object(*catalog_, store_, options_.object_block_size,
+                                         metadata::object_kind::stream, {{stream, run}});
+            !r) {
+          return r;
+        }
+      }
+      continue;
+    }
+    if (merged.size() < runs.size()) merged.resize(runs.size());
+    for (size_t k = 0; k < runs.size(); ++k) {
+      const uint64_t bytes = bytes_of(runs[k]);
+      if (merged[k].bytes + bytes > options_.compaction_max_object_bytes) {
+        if (auto r = flush(merged[k]); !r) return r;
+      }
+      merged[k].streams.emplace_back(stream, runs[k]);
+      merged[k].bytes += bytes;
+    }
+  }
+  for (auto& m : merged) {
+    if (auto r = flush(m); !r) return r;
+  }
+  std::lock_guard lock(state_mu_);
+  ++stats_.compactions;
+  return {};
+}
+
+tl::expected<void, std::string> stream_store::compact_stream_objects() {
+  // Small stream objects (from uploads of a stream just over the threshold, or from older
+  // compactions) next to each other in their stream are merged, up to a bounded amount per
+  // round.
+  auto all = catalog_->objects(metadata::object_kind::stream);
+  if (!all) return tl::make_unexpected("catalog: cannot list objects");
+  struct small {
+    metadata::object_record object;
+    metadata::stream_range range;
+  };
+  std::map<uint64_t, std::vector<small>> by_stream;
+  for (const auto& o : *all) {
+    if (o.size >= options_.stream_object_bytes) continue;
+    auto ranges = catalog_->object_ranges(o.object_id);
+    if (!ranges) return tl::make_unexpected("catalog: cannot read object ranges");
+    if (ranges->size() != 1) continue;
+    by_stream[ranges->front().stream_id].push_back({o, ranges->front()});
+  }
+  uint64_t budget = 4 * options_.compaction_max_object_bytes;
+  bool merged_any = false;
+  for (auto& [stream, objects] : by_stream) {
+    std::sort(objects.begin(), objects.end(), [](const small& a, const small& b) {
+      return a.range.start_offset < b.range.start_offset;
+    });
+    for (size_t first = 0; first < objects.size() && budget > 0;) {
+      size_t last = first;
+      uint64_t bytes = objects[first].object.size;
+      while (last + 1 < objects.size() &&
+             objects[last + 1].range.start_offset == objects[last].range.end_offset &&
+             bytes + objects[last + 1].object.size <= options_.compaction_max_object_bytes) {
+        ++last;
+        bytes += objects[last].object.size;
+      }
+      if (last > first) {
+        std::map<uint64_t, std::vector<piece>> pieces;
+        for (size_t i = first; i <= last; ++i) {
+          if (auto r = load_pieces(*catalog_, store_, objects[i].object, pieces); !r) return r;
+        }
+        auto& run = pieces[stream];
+        std::sort(run.begin(), run.end(),
+                  [](const piece& a, const piece& b) { return a.start < b.start; });
+        if (auto r = write_merged_object(*catalog_, store_, options_.object_block_size,
+                                         metadata::object_kind::stream, {{stream, run}});
+            !r) {
+          return r;
+        }
+        merged_any = true;
+        budget -= std::min(budget, bytes);
       }
       first = last + 1;
     }
   }
-  std::lock_guard lock(state_mu_);
-  ++stats_.compactions;
+  if (merged_any) {
+    std::lock_guard lock(state_mu_);
+    ++stats_.compactions;
+  }
   return {};
 }
 

@@ -230,6 +230,9 @@ class stream_store {
   tl::expected<void, std::string> upload_object(metadata::object_kind kind,
                                                 const std::vector<std::shared_ptr<entry>>& entries);
   void background_loop();
+  // The two halves of run_compaction_once(); caller holds task_mu_.
+  tl::expected<void, std::string> compact_stream_sets();
+  tl::expected<void, std::string> compact_stream_objects();
 
   const stream_store_options options_;
   object_store& store_;

@@ -83,8 +83,10 @@ TEST_P(StreamCatalog, CompactionReplacesExactlyTheRangesItCovers) {
   ASSERT_TRUE(c->commit_object(b, {{1, 10, 20, 0, 10}, {2, 4, 8, 0, 4}}));
   auto merged = object(*c, object_kind::stream);
   // Covering only part of what the replaced objects hold for stream 1 is refused.
-  EXPECT_FALSE(c->replace(merged, {{1, 0, 15, 0, 15}}, {a.object_id, b.object_id}));
-  ASSERT_TRUE(c->replace(merged, {{1, 0, 20, 0, 20}}, {a.object_id, b.object_id}));
+  EXPECT_FALSE(c->replace(merged, {{1, 0, 15, 0, 15}}, {{1, 0, 10}, {1, 10, 20}}));
+  // Ranges that do not exist (any more) are refused too.
+  EXPECT_FALSE(c->replace(merged, {{1, 0, 20, 0, 20}}, {{1, 0, 12}, {1, 12, 20}}));
+  ASSERT_TRUE(c->replace(merged, {{1, 0, 20, 0, 20}}, {{1, 0, 10}, {1, 10, 20}}));
   auto r1 = c->ranges(1);
   ASSERT_EQ(r1->size(), 1u);
   EXPECT_EQ((*r1)[0].key, merged.key);
@@ -92,7 +94,7 @@ TEST_P(StreamCatalog, CompactionReplacesExactlyTheRangesItCovers) {
   EXPECT_EQ(c->ranges(2)->size(), 2u);
   EXPECT_TRUE(c->deletable(INT64_MAX)->empty());
   auto merged2 = object(*c, object_kind::stream);
-  ASSERT_TRUE(c->replace(merged2, {{2, 0, 8, 0, 8}}, {a.object_id, b.object_id}));
+  ASSERT_TRUE(c->replace(merged2, {{2, 0, 8, 0, 8}}, {{2, 0, 4}, {2, 4, 8}}));
   auto gone = c->deletable(INT64_MAX);
   ASSERT_EQ(gone->size(), 2u);
   ASSERT_TRUE(c->forget(a.object_id));

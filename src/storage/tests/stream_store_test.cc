@@ -232,13 +232,17 @@ TEST_F(StreamStore, RecoveryReplaysTheWalAboveWhatObjectsHold) {
   EXPECT_EQ(read_all(*s, 1, 140), expected(1, 140, 151));
 }
 
-TEST_F(StreamStore, CompactionMergesStreamSetObjectsIntoStreamObjects) {
+// Small streams are merged into one stream-set object, never one object each; a stream with
+// stream_object_bytes or more gets a stream object of its own.
+TEST_F(StreamStore, CompactionMergesSmallStreamsAndGivesBigOnesTheirOwnObject) {
   auto o = options();
   o.log_cache_bytes = 0;
+  o.stream_object_bytes = 3000;  // stream 1 reaches it over 4 uploads, the others never
   auto s = open(o);
   for (int round = 0; round < 4; ++round) {
-    for (uint64_t stream = 1; stream <= 3; ++stream) {
-      append(*s, stream, batch(stream, round * 10, 10));
+    append(*s, 1, batch(1, round * 100, 100));
+    for (uint64_t stream = 2; stream <= 40; ++stream) {
+      append(*s, stream, batch(stream, round * 2, 2));
     }
     ASSERT_TRUE(s->run_upload_once());
   }
@@ -248,11 +252,46 @@ TEST_F(StreamStore, CompactionMergesStreamSetObjectsIntoStreamObjects) {
   EXPECT_EQ(s->stats().deleted_objects, 4u);
   auto listed = objects().list("objects/");
   ASSERT_TRUE(listed);
-  EXPECT_EQ(listed->size(), 3u);  // one stream object per stream
-  for (const auto& obj : *listed) EXPECT_NE(obj.key.find(".stream"), std::string::npos);
-  for (uint64_t stream = 1; stream <= 3; ++stream) {
-    EXPECT_EQ(read_all(*s, stream, 0, 2000), expected(stream, 0, 40));
+  ASSERT_EQ(listed->size(), 2u);
+  int sets = 0;
+  int streams = 0;
+  for (const auto& obj : *listed) {
+    sets += obj.key.ends_with(".set") ? 1 : 0;
+    streams += obj.key.ends_with(".stream") ? 1 : 0;
   }
+  EXPECT_EQ(sets, 1);
+  EXPECT_EQ(streams, 1);
+  EXPECT_EQ(read_all(*s, 1, 0, 2000), expected(1, 0, 400));
+  for (uint64_t stream = 2; stream <= 40; ++stream) {
+    EXPECT_EQ(read_all(*s, stream, 0, 2000), expected(stream, 0, 8));
+  }
+  // A lone stream-set object is not rewritten again and again.
+  ASSERT_TRUE(s->run_compaction_once());
+  EXPECT_EQ(s->stats().compactions, 1u);
+}
+
+// Small stream objects next to each other in their stream are merged into one.
+TEST_F(StreamStore, CompactionMergesSmallStreamObjects) {
+  auto o = options();
+  o.log_cache_bytes = 0;
+  o.stream_object_bytes = 500;  // each upload of stream 1 makes a stream object of its own
+  auto s = open(o);
+  for (int round = 0; round < 5; ++round) {
+    append(*s, 1, batch(1, round * 100, 100));
+    ASSERT_TRUE(s->run_upload_once());
+  }
+  EXPECT_EQ(s->stats().stream_objects, 5u);
+  o.stream_object_bytes = 1 << 20;  // now they are all small
+  s.reset();
+  s = open(o);
+  ASSERT_TRUE(s->run_compaction_once());
+  ASSERT_TRUE(s->run_deletions_once());
+  EXPECT_EQ(s->stats().deleted_objects, 5u);
+  auto listed = objects().list("objects/");
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_TRUE(listed->front().key.ends_with(".stream"));
+  EXPECT_EQ(read_all(*s, 1, 0, 3000), expected(1, 0, 500));
 }
 
 TEST_F(StreamStore, ConcurrentReaderSeesNoGapOrDuplicateDuringCompaction) {
