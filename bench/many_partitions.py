@@ -9,9 +9,7 @@ Usage: /usr/bin/python3 bench/many_partitions.py [options]
   --record-size B             record value size in bytes (default 1000)
   --duration-s S              instead of a fixed record count: produce as fast as possible
                               for S seconds
-  --only silt|kafka           run one broker only; the other broker's results already in
-                              WORKDIR/results.json for the same settings are kept, so the
-                              two can be run separately and still be reported side by side
+  --only silt|kafka           run one broker only
   --silt-bin PATH             the Silt broker (default build/silt)
   --workdir DIR               data dirs, logs and results.json (default build/many-partitions);
                               must be on a real file system (Silt's WAL uses O_DIRECT)
@@ -19,14 +17,22 @@ Usage: /usr/bin/python3 bench/many_partitions.py [options]
   --metadata-requests N       Metadata requests for all topics, timed (default 5)
   --start-timeout-s, --create-timeout-s, --produce-timeout-s, --read-timeout-s
                               bounds of the phases (defaults 120, 600, 600, 600 s)
+  --settle-s S                wait S seconds after the read before stopping the broker (e.g.
+                              70, so that Silt's compaction, every 60 s, is in the PUT count)
   --keep-data                 keep the brokers' data dirs (default: removed after each run)
   --report-only               print the tables from WORKDIR/results.json and exit
+Earlier runs in WORKDIR/results.json with the same settings (records, size, duration,
+topics, settle) of (broker, scenario) pairs not run now are kept and reported, so that the
+brokers (or scenarios) can be run separately and still be reported side by side.
 
 For every (broker, scenario) the broker is started fresh on a free port with an empty data
 dir (Silt: its defaults plus listeners and data.dir; Kafka: tests/kafka-reference.sh with its
 defaults, heap -Xmx512m), then:
   1. create: one AdminClient.create_topics call with every topic (replication factor 1),
-     timed until Metadata lists every partition with a leader;
+     timed until Metadata lists every partition with a leader; topics the broker refuses
+     to create in one request (Kafka's controller refuses operations of more than 10,000
+     records: "excessively large batch operation") are retried one topic per request, and
+     the report says so;
   2. metadata: N Metadata requests for all topics (AdminClient.list_topics), timed (this
      includes the Python client's parsing of the response);
   3. idle: the broker's CPU over the --idle-s seconds right after creation, with no client
@@ -35,9 +41,10 @@ defaults, heap -Xmx512m), then:
      defaults, no compression), records sent round-robin over all partitions; the broker's
      CPU (utime+stime, /proc/PID/stat) is sampled just before the first record and once the
      last one is acknowledged (flush), and so are the CPU of this script (the client) and of
-     the whole machine, which gives the CPU other processes used meanwhile; Silt also gets SIGUSR1 at both points, so that its log
-     holds its own Produce timing for that phase;
-  5. read: one Consumer assigned (no group membership) to every partition at
+     the whole machine, which gives the CPU other processes used meanwhile; Silt also gets
+     SIGUSR1 at both points, so that its log holds its own Produce timing for that phase;
+  5. read: one Consumer (a group.id, which the client requires, but no group membership
+     or commits) assigned to every partition at
      OFFSET_BEGINNING reads until it has as many records as were acknowledged;
   6. the broker's peak RSS (VmHWM) is read, and the broker stopped (SIGTERM, SIGKILL after
      a timeout), also on errors and Ctrl-C.
@@ -117,6 +124,39 @@ def system_busy_s():
         v = [int(x) for x in f.readline().split()[1:9]]
     user, nice, system, _idle, _iowait, irq, softirq, steal = v
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_snapshot():
+    """{pid: (name, start time, CPU seconds)} of every process now running (kernel threads included)."""
+    tck = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        # name, start time (tells a reused pid), CPU seconds
+        out[int(d)] = (name, fields[19], (int(fields[11]) + int(fields[12])) / tck)
+    return out
+
+
+def top_other_processes(before, after, exclude, n=5):
+    """The processes (other than `exclude`) that used the most CPU between two snapshots."""
+    used = []
+    for pid, (name, start, cpu) in after.items():
+        if pid in exclude:
+            continue
+        prev = before.get(pid)
+        delta = cpu - (prev[2] if prev and prev[1] == start else 0.0)
+        if delta >= 0.05:
+            used.append((delta, f"{name}[{pid}]"))
+    used.sort(reverse=True)
+    return [{"process": who, "cpu_s": round(d, 2)} for d, who in used[:n]]
 
 
 def wait_ready(bootstrap, timeout, alive):
@@ -236,8 +276,8 @@ class KafkaBroker:
             except ValueError:
                 pass
         if rc != 0:
-            raise PhaseError(f"kafka-reference.sh start {'timed out' if rc is None else f'exited with {rc}'}"
-                             f" (log: {self.dir}/start.log)")
+            how = "timed out" if rc is None else f"exited with {rc}"
+            raise PhaseError(f"kafka-reference.sh start {how} (log: {self.dir}/start.log)")
         if self._pid is None:
             raise PhaseError(f"no pid in {pidf}")
         wait_ready(self.bootstrap, max(5.0, timeout - (time.monotonic() - t0)), self.alive)
@@ -284,7 +324,8 @@ class ObjectWatcher:
     number of distinct names is the number of PUTs, even of objects compaction deleted."""
 
     def __init__(self, data_dir):
-        self.dirs = [Path(data_dir), Path(data_dir) / "objects", Path(data_dir) / "objects" / "objects"]
+        root = Path(data_dir)
+        self.dirs = [root, root / "objects", root / "objects" / "objects"]
         self.names = {}  # name -> monotonic time first seen
         self.lock = threading.Lock()
         self.overflow = False
@@ -501,6 +542,7 @@ def phase_produce(broker, parts, records, size, duration_s, timeout):
     time.sleep(0.2)
     cpu0 = broker_stats.cpu_seconds(broker.pid)
     client0 = os.times()
+    procs0 = process_cpu_snapshot()
     busy0 = system_busy_s()
     t0 = time.monotonic()
     deadline = t0 + timeout
@@ -534,12 +576,14 @@ def phase_produce(broker, parts, records, size, duration_s, timeout):
     cpu1 = broker_stats.cpu_seconds(broker.pid)
     client1 = os.times()
     busy1 = system_busy_s()
+    procs1 = process_cpu_snapshot()
     broker.usr1()
     elapsed = t1 - t0
     acked = state["acked"]
     out.update({
         "sent": sent, "acked": acked, "delivery_errors": state["errors"],
-        "produce_s": elapsed, "msgs_per_s": acked / elapsed, "mib_per_s": acked * size / MiB / elapsed,
+        "produce_s": elapsed, "msgs_per_s": acked / elapsed,
+        "mib_per_s": acked * size / MiB / elapsed,
         "produce_broker_cpu_s": cpu1 - cpu0,
         "cpu_s_per_gib": (cpu1 - cpu0) / (acked * size / GiB) if acked else None,
         "broker_cpu_pct": 100.0 * (cpu1 - cpu0) / elapsed,
@@ -549,6 +593,8 @@ def phase_produce(broker, parts, records, size, duration_s, timeout):
     # What else ran on the machine meanwhile (other processes: builds, tests...).
     out["produce_other_cpu_s"] = max(0.0, (busy1 - busy0) - out["produce_broker_cpu_s"]
                                      - out["produce_client_cpu_s"])
+    # Who, as far as processes alive at both ends show (short-lived ones are missed).
+    out["produce_other_top"] = top_other_processes(procs0, procs1, {broker.pid, os.getpid()})
     if state["first_error"]:
         out["first_delivery_error"] = state["first_error"]
     if state["client_errors"]:
@@ -619,7 +665,8 @@ def run_one(args, broker_name, topics_n, ppt):
     res = {"broker": broker_name, "scenario": scen, "topics": topics_n,
            "partitions_per_topic": ppt, "partitions": topics_n * ppt,
            "records": args.records, "record_size": args.record_size,
-           "duration_s": args.duration_s, "port": port, "dir": str(run_dir),
+           "duration_s": args.duration_s, "settle_s": args.settle_s, "port": port,
+           "dir": str(run_dir),
            "load_avg_start": open("/proc/loadavg").read().split()[:3]}
     broker = (SiltBroker(args.silt_bin, run_dir, port) if broker_name == "silt"
               else KafkaBroker(run_dir, port))
@@ -672,6 +719,10 @@ def run_one(args, broker_name, topics_n, ppt):
             raise
         log(f"{broker_name}, {scen}: read in {res['read_s']:.2f}s "
             f"({res['read_msgs_per_s']:,.0f} msg/s)")
+        if args.settle_s > 0:
+            phase = "settle"
+            log(f"{broker_name}, {scen}: waiting {args.settle_s:.0f}s before stopping")
+            time.sleep(args.settle_s)
         phase = "end"
         res["load_avg_end"] = open("/proc/loadavg").read().split()[:3]
     except PhaseError as e:
@@ -827,11 +878,19 @@ def report(runs, meta):
             r = by[b]
             if r.get("create_note"):
                 lines.append(f"\n{b}: {r['create_note']}.")
+            other, busy = r.get("produce_other_cpu_s"), r.get("produce_s")
+            if other and busy and other > 0.2 * busy and r.get("produce_other_top"):
+                top = ", ".join(f"{x['process']} {x['cpu_s']} s"
+                                for x in r["produce_other_top"])
+                lines.append(f"\n{b}: other processes used {other:.0f} CPU s during its "
+                             f"{busy:.0f} s produce phase (the most, among those alive "
+                             f"before and after: {top}).")
             t = r.get("silt_produce_timing")
             if t:
-                lines.append(f"\nSilt's own Produce timing over the produce phase: {t['requests']:,} "
-                             f"requests, total p50 {t.get('total_p50_ms')} ms, p99 "
-                             f"{t.get('total_p99_ms')} ms, max {t.get('total_max_ms')} ms.")
+                lines.append(f"\nSilt's own Produce timing over the produce phase: "
+                             f"{t['requests']:,} requests, total p50 {t.get('total_p50_ms')} "
+                             f"ms, p99 {t.get('total_p99_ms')} ms, max {t.get('total_max_ms')} "
+                             "ms.")
     # The key ratio: CPU per GiB at the most partitions over the fewest.
     lines.append("")
     lines.append("### CPU per GiB produced: most partitions / fewest partitions")
@@ -913,6 +972,7 @@ def main():
     ap.add_argument("--create-timeout-s", type=float, default=600)
     ap.add_argument("--produce-timeout-s", type=float, default=600)
     ap.add_argument("--read-timeout-s", type=float, default=600)
+    ap.add_argument("--settle-s", type=float, default=0)
     ap.add_argument("--keep-data", action="store_true")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args()
@@ -950,12 +1010,14 @@ def main():
     if "kafka" in brokers:
         subprocess.run([str(KREF), "install"], check=True, timeout=1800)
 
-    # Keep the other broker's runs of the same scenarios and settings (for --only).
+    # Keep earlier runs with the same settings of the (broker, scenario) pairs not run now.
     def same_settings(r):
         return (r.get("records") == args.records and r.get("record_size") == args.record_size
                 and r.get("duration_s") == args.duration_s and r.get("topics") == args.topics
-                and r.get("partitions_per_topic") in ppts)
-    kept = [r for r in previous if r["broker"] not in brokers and same_settings(r)]
+                and r.get("settle_s", 0) == args.settle_s)
+    planned = {(b, ppt) for b in brokers for ppt in ppts}
+    kept = [r for r in previous if same_settings(r)
+            and (r["broker"], r["partitions_per_topic"]) not in planned]
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "commit": git_commit(), "machine": machine, "client": client_version()[0],
             "librdkafka": rdkafka_version()[0],

@@ -241,6 +241,21 @@ tl::expected<std::vector<located_range>, catalog_error> stream_catalog::ranges(u
   return find(stream_id, INT64_MIN, SIZE_MAX >> 1);
 }
 
+tl::expected<std::vector<stream_range>, catalog_error> stream_catalog::all_ranges() {
+  std::lock_guard lock(mu_);
+  auto r = c_->query(
+      "SELECT stream_id, start_offset, end_offset, max_timestamp, size FROM ranges "
+      "ORDER BY stream_id, start_offset");
+  if (!r) return fail(catalog_error::io);
+  std::vector<stream_range> out;
+  out.reserve(r->rows.size());
+  for (const row& s : r->rows) {
+    out.push_back({static_cast<uint64_t>(s.integer(0)), s.integer(1), s.integer(2), s.integer(3),
+                   static_cast<uint64_t>(s.integer(4))});
+  }
+  return out;
+}
+
 tl::expected<std::vector<stream_range>, catalog_error> stream_catalog::object_ranges(
     uint64_t object_id) {
   std::lock_guard lock(mu_);

@@ -122,6 +122,8 @@ class stream_catalog {
                                                                              size_t limit = 16);
   // Every range of a stream, in offset order.
   [[nodiscard]] tl::expected<std::vector<located_range>, catalog_error> ranges(uint64_t stream_id);
+  // Every range of every stream, by stream and offset (retention reads them in one go).
+  [[nodiscard]] tl::expected<std::vector<stream_range>, catalog_error> all_ranges();
   // The ranges held by one object.
   [[nodiscard]] tl::expected<std::vector<stream_range>, catalog_error> object_ranges(
       uint64_t object_id);

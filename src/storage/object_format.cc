@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <cinttypes>
+#include <cstdio>
 #include <limits>
 
 #include "base/crc32c.h"
@@ -327,6 +329,31 @@ std::span<const block_entry> find_blocks(const std::vector<block_entry>& index, 
     ++last;
   }
   return {first, last};
+}
+
+std::string object_key(uint64_t id, bool stream_object) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "objects/%016" PRIx64 ".%s", id, stream_object ? "stream" : "set");
+  return buf;
+}
+
+std::optional<uint64_t> object_key_id(std::string_view key) {
+  constexpr size_t digits = 16;
+  if (!key.starts_with(object_prefix) || key.size() < object_prefix.size() + digits) {
+    return std::nullopt;
+  }
+  const std::string_view hex = key.substr(object_prefix.size(), digits);
+  uint64_t id = 0;
+  for (const char c : hex) {
+    const int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (v < 0) return std::nullopt;
+    id = id << 4 | static_cast<uint64_t>(v);
+  }
+  // Exactly the key of one kind: no other suffix, no upper-case digits.
+  for (const bool stream_object : {false, true}) {
+    if (object_key(id, stream_object) == key) return id;
+  }
+  return std::nullopt;
 }
 
 }  // namespace silt::storage

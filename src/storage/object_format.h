@@ -14,7 +14,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -164,5 +166,13 @@ struct object_footer {
 // The result would point into a temporary.
 std::span<const block_entry> find_blocks(std::vector<block_entry>&& index, uint64_t stream_id,
                                          int64_t offset, size_t max_bytes) = delete;
+
+// Object keys: `objects/` and the object id as 16 lower-case hex digits, then `.set` for a
+// stream-set object or `.stream` for a stream object. The store writes nothing else under the
+// prefix and nothing outside it.
+inline constexpr std::string_view object_prefix = "objects/";
+[[nodiscard]] std::string object_key(uint64_t id, bool stream_object);
+// The id in a key object_key() made; nullopt for any other key.
+[[nodiscard]] std::optional<uint64_t> object_key_id(std::string_view key);
 
 }  // namespace silt::storage

@@ -14,20 +14,31 @@
 // whose commit failed, or that a crash cut short between PUT and commit. Layout of objects:
 // docs/formats/object.md; of the WAL: docs/formats/wal.md.
 //
-// Threads and ownership:
-//  - append() and read() may be called from any thread. append_mu_ serialises appends so
-//    that offsets are assigned in WAL order; state_mu_ guards the in-memory stream state and
-//    the log cache and is never held across I/O: every stream's offsets are loaded from the
-//    catalog at open, and append() never waits for the WAL (wal_full instead). A read from
-//    the log cache does no I/O; a read below it (read_cold) does catalog and object store
-//    I/O on the calling thread, which must be one that may block.
-//  - trim() does a catalog transaction on the calling thread (without state_mu_).
-//  - The WAL's I/O thread runs durability callbacks (marks entries durable, then calls the
-//    caller's callback).
-//  - One background thread runs upload, compaction, retention, object deletion and the sweep
-//    in turn (run_*_once() run them directly, for tests); task_mu_ lets one run at a time, so
+// Parts, each with one owner of its state:
+//  - log_cache.h: every stream's in-memory state (offsets, owner and epoch, recent batches)
+//    and the queues of data waiting for upload and for eviction. A mutex per stream.
+//  - uploader.h: WAL data to objects, committed to the catalog, then the WAL trimmed.
+//  - compactor.h: compaction, retention, deletion of unreferenced objects, the sweep.
+//  - cold_reader.h: reads below the log cache, through the catalog and the block cache.
+//  - this class: opens them (replaying the WAL), appends, reads, trims, takes streams and
+//    runs the background thread.
+//
+// Threads:
+//  - append() and read() may be called from any thread. An append holds only its stream's
+//    mutex while it assigns offsets and hands the batches to the WAL (which copies them
+//    outside its own lock), so appends of different streams never wait on each other and
+//    offsets of a stream are assigned in its WAL order. No lock is held while waiting for
+//    room: append() never waits for the WAL (wal_full instead). Every stream's offsets are
+//    loaded from the catalog at open. A read from the log cache does no I/O; a read below it
+//    does catalog and object store I/O on the calling thread, which must be one that may
+//    block.
+//  - trim(), take(), epochs() and the producer-state calls do a catalog call on the calling
+//    thread.
+//  - The WAL's I/O thread runs durability callbacks (marks entries durable and queues them
+//    for upload, then calls the caller's callback).
+//  - One background thread runs upload, compaction, retention, deletions and the sweep in
+//    turn (run_*_once() run them directly, for tests); task_mu_ lets one run at a time, so
 //    the sweep never sees an upload between its PUT and its commit.
-//  - Cold reads do their object store I/O on the calling thread.
 #pragma once
 
 #include <chrono>
@@ -47,26 +58,15 @@
 #include <tl/expected.hpp>
 
 #include "metadata/stream_catalog.h"
-#include "storage/block_cache.h"
+#include "storage/cold_reader.h"
+#include "storage/compactor.h"
+#include "storage/log_cache.h"
 #include "storage/object/object_store.h"
-#include "storage/object_format.h"
+#include "storage/stream_types.h"
+#include "storage/uploader.h"
 #include "storage/wal/wal.h"
 
 namespace silt::storage {
-
-enum class stream_error : uint8_t {
-  offset_out_of_range,  // below the stream's start or above its end
-  invalid_batch,        // append data that is not whole record batches
-  wal_failed,           // the WAL write failed, or the WAL is recovering from one, or closed
-  wal_full,             // no room in the WAL now: try again after the room listener runs
-  too_large,            // larger than the WAL can ever hold
-  object_store,         // a cold read failed in the object store
-  corrupt_object,       // an object failed its checksums
-  catalog,              // the catalog failed
-  fenced,               // another node took the stream (a newer epoch): not ours to serve
-};
-
-[[nodiscard]] std::string_view stream_error_name(stream_error e);
 
 struct stream_store_options {
   wal::wal_options wal;
@@ -98,23 +98,6 @@ struct stream_store_options {
   uint32_t read_ahead_blocks = 4;
   bool background = true;  // run the background thread (tests drive run_*_once() instead)
   int32_t node_id = 1;     // the owner take() names
-};
-
-// What read() returns: whole record batches in offset order, as views kept alive by owners.
-struct read_result {
-  std::vector<std::span<const uint8_t>> chunks;
-  std::vector<std::shared_ptr<const void>> owners;
-  int64_t next_offset = 0;  // the offset after the last batch returned
-  [[nodiscard]] size_t bytes() const;
-  // The chunks concatenated (for tests and small reads).
-  [[nodiscard]] std::vector<uint8_t> concatenate() const;
-};
-
-struct stream_offsets {
-  int64_t start_offset = 0;
-  int64_t end_offset = 0;  // durable end: the next offset an append gets once all are durable
-  int32_t epoch = 0;       // the stream's epoch (Kafka's leader epoch)
-  bool fenced = false;     // another node took the stream
 };
 
 struct stream_store_stats {
@@ -205,65 +188,31 @@ class stream_store {
   void close();
 
  private:
-  struct entry;
-  struct stream_state;
-  struct object_handle;
-
   stream_store(const stream_store_options& options, object_store& store,
                std::unique_ptr<metadata::stream_catalog> catalog);
-  stream_state& stream_locked(uint64_t stream_id);
   void on_durable(const std::shared_ptr<entry>& e,
                   tl::expected<wal::wal_position, wal::wal_error> r, const append_callback& done);
-  void evict_locked();
   // The stream error for a catalog failure; a fenced stream is marked so.
   stream_error catalog_failure(metadata::catalog_error e, uint64_t stream_id);
-  void mark_fenced_locked(uint64_t stream_id);
-  // After a fenced commit: marks the streams among `ranges` whose owner or epoch moved on.
-  void find_fenced(const std::vector<metadata::stream_range>& ranges);
-  void forget_locked(const std::shared_ptr<entry>& e);
-  static std::optional<tl::expected<read_result, stream_error>> read_cached_locked(
-      const stream_state& st, int64_t offset, size_t max_bytes);
-  tl::expected<read_result, stream_error> read_cold(uint64_t stream_id, int64_t offset,
-                                                    size_t max_bytes);
-  tl::expected<std::shared_ptr<const std::vector<block_entry>>, stream_error> object_index(
-      const std::string& key);
-  tl::expected<void, std::string> upload_object(metadata::object_kind kind,
-                                                const std::vector<std::shared_ptr<entry>>& entries);
   void background_loop();
-  // The two halves of run_compaction_once(); caller holds task_mu_.
-  tl::expected<void, std::string> compact_stream_sets();
-  tl::expected<void, std::string> compact_stream_objects();
 
   const stream_store_options options_;
   object_store& store_;
   std::unique_ptr<metadata::stream_catalog> catalog_;
   std::unique_ptr<wal::wal> wal_;
-  block_cache blocks_;
+  log_cache cache_;
+  cold_reader cold_;
+  uploader uploader_;
+  compactor compactor_;
 
-  std::mutex append_mu_;  // serialises append() (offset assignment and WAL order)
-  std::mutex state_mu_;
+  std::mutex bg_mu_;
   std::condition_variable upload_wanted_;
-  std::map<uint64_t, stream_state> streams_;  // guarded by state_mu_
-  size_t cache_bytes_ = 0;                    // guarded by state_mu_
-  uint64_t pending_upload_bytes_ = 0;         // guarded by state_mu_
-  wal::wal_position durable_wal_end_ = 0;     // guarded by state_mu_
-  bool stopping_ = false;                     // guarded by state_mu_
-  stream_store_stats stats_;                  // guarded by state_mu_
-
-  std::mutex index_mu_;
-  std::map<std::string, std::shared_ptr<const std::vector<block_entry>>> indexes_;  // index_mu_
+  bool stopping_ = false;  // guarded by bg_mu_
 
   std::mutex room_mu_;
   std::function<void()> room_listener_;  // guarded by room_mu_
 
-  std::mutex task_mu_;  // one background task at a time (thread or run_*_once())
-  // The sweep's record of the catalog's object id counter: by `at`, every id up to `last_id`
-  // had been allocated. Oldest first; guarded by task_mu_.
-  struct sweep_mark {
-    std::chrono::steady_clock::time_point at;
-    uint64_t last_id = 0;
-  };
-  std::deque<sweep_mark> sweep_marks_;
+  std::mutex task_mu_;  // one object task at a time (background thread or run_*_once())
   std::thread background_;
 };
 

@@ -94,7 +94,9 @@ int main(int argc, char** argv) {
         std::mutex m;
         std::condition_variable cv;
         bool done = false;
+        bool ok = false;
         (*store)->append(stream, batch(stream, next, count), [&](auto r) {
+          ok = r.has_value();
           if (r) {
             std::lock_guard lock(out_mu);
             std::printf("%llu %lld %d\n", static_cast<unsigned long long>(stream),
@@ -107,7 +109,15 @@ int main(int argc, char** argv) {
         });
         std::unique_lock lock(m);
         cv.wait(lock, [&] { return done; });
-        next += count;
+        if (ok) {
+          next += count;
+        } else {
+          // Refused (the WAL is full until an upload makes room): the same records again.
+          if (std::getenv("SILT_CRASH_WRITER_VERBOSE") != nullptr)
+            std::fprintf(stderr, "refused\n");
+          lock.unlock();
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
       }
     });
   }

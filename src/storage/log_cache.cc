@@ -1,0 +1,171 @@
+#include "storage/log_cache.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace silt::storage {
+
+cached_stream& log_cache::stream(uint64_t stream_id) {
+  {
+    std::shared_lock lock(table_mu_);
+    if (auto it = streams_.find(stream_id); it != streams_.end()) return *it->second;
+  }
+  std::unique_lock lock(table_mu_);
+  auto& slot = streams_[stream_id];
+  if (!slot) slot = std::make_unique<cached_stream>();
+  return *slot;
+}
+
+void log_cache::load(uint64_t stream_id, const metadata::stream_state& s) {
+  auto& st = stream(stream_id);
+  std::lock_guard lock(st.mu);
+  st.owner = s.owner;
+  st.epoch = s.epoch;
+  st.start_offset = s.start_offset;
+  st.next_offset = st.durable_end = st.committed_end = s.end_offset;
+}
+
+void log_cache::push_locked(cached_stream& st, std::shared_ptr<entry> e) {
+  bytes_.fetch_add(e->data.size(), std::memory_order_relaxed);
+  st.next_offset = e->end_offset;
+  st.cache.push_back(std::move(e));
+}
+
+void log_cache::forget_locked(cached_stream& st, const std::shared_ptr<entry>& e) {
+  st.next_offset = std::min(st.next_offset, e->base_offset);
+  for (auto it = st.cache.rbegin(); it != st.cache.rend(); ++it) {
+    if (*it == e) {
+      bytes_.fetch_sub(e->data.size(), std::memory_order_relaxed);
+      st.cache.erase(std::next(it).base());
+      break;
+    }
+  }
+}
+
+bool log_cache::durable(const std::shared_ptr<entry>& e, wal::wal_position end,
+                        uint64_t upload_threshold) {
+  auto& st = stream(e->stream_id);
+  {
+    std::lock_guard lock(st.mu);
+    e->durable = true;
+    e->wal_end = end;
+    st.durable_end = std::max(st.durable_end, e->end_offset);
+  }
+  {
+    std::lock_guard lock(queue_mu_);
+    upload_queue_.push_back(e);
+  }
+  auto prev = durable_wal_end_.load(std::memory_order_relaxed);
+  while (prev < end && !durable_wal_end_.compare_exchange_weak(prev, end)) {
+  }
+  const uint64_t pending =
+      pending_bytes_.fetch_add(e->data.size(), std::memory_order_relaxed) + e->data.size();
+  return pending >= upload_threshold || bytes() >= capacity_;
+}
+
+void log_cache::replayed(std::shared_ptr<entry> e) {
+  auto& st = stream(e->stream_id);
+  {
+    std::lock_guard lock(st.mu);
+    st.next_offset = st.durable_end = e->end_offset;
+    st.cache.push_back(e);
+  }
+  bytes_.fetch_add(e->data.size(), std::memory_order_relaxed);
+  pending_bytes_.fetch_add(e->data.size(), std::memory_order_relaxed);
+  auto prev = durable_wal_end_.load(std::memory_order_relaxed);
+  while (prev < e->wal_end && !durable_wal_end_.compare_exchange_weak(prev, e->wal_end)) {
+  }
+  std::lock_guard lock(queue_mu_);
+  upload_queue_.push_back(std::move(e));
+}
+
+std::vector<std::shared_ptr<entry>> log_cache::pending(wal::wal_position upto) {
+  std::vector<std::shared_ptr<entry>> out;
+  std::lock_guard lock(queue_mu_);
+  for (const auto& e : upload_queue_) {
+    if (e->wal_end > upto) break;
+    if (!e->uploaded.load(std::memory_order_relaxed)) out.push_back(e);
+  }
+  return out;
+}
+
+void log_cache::uploaded(const std::vector<std::shared_ptr<entry>>& entries) {
+  for (const auto& e : entries) {
+    auto& st = stream(e->stream_id);
+    std::lock_guard lock(st.mu);
+    st.committed_end = std::max(st.committed_end, e->end_offset);
+    e->uploaded.store(true, std::memory_order_relaxed);
+    pending_bytes_.fetch_sub(e->data.size(), std::memory_order_relaxed);
+  }
+  std::lock_guard lock(queue_mu_);
+  while (!upload_queue_.empty() && upload_queue_.front()->uploaded.load()) {
+    evict_queue_.push_back(std::move(upload_queue_.front()));
+    upload_queue_.pop_front();
+  }
+}
+
+void log_cache::evict() {
+  // The oldest uploaded entries go first; never data that is not in a committed object yet.
+  // Per stream, entries reach the eviction queue in offset order, so the one popped is its
+  // stream's oldest cached entry.
+  while (bytes() > capacity_) {
+    std::shared_ptr<entry> e;
+    {
+      std::lock_guard lock(queue_mu_);
+      if (evict_queue_.empty()) return;
+      e = std::move(evict_queue_.front());
+      evict_queue_.pop_front();
+    }
+    auto& st = stream(e->stream_id);
+    std::lock_guard lock(st.mu);
+    auto it = std::find(st.cache.begin(), st.cache.end(), e);
+    if (it == st.cache.end()) continue;
+    st.cache.erase(it);
+    bytes_.fetch_sub(e->data.size(), std::memory_order_relaxed);
+  }
+}
+
+std::optional<tl::expected<read_result, stream_error>> log_cache::read(uint64_t stream_id,
+                                                                       int64_t offset,
+                                                                       size_t max_bytes) {
+  auto& st = stream(stream_id);
+  std::lock_guard lock(st.mu);
+  if (st.fenced) return fail(stream_error::fenced);
+  if (offset < st.start_offset || offset > st.durable_end) {
+    return fail(stream_error::offset_out_of_range);
+  }
+  read_result out;
+  out.next_offset = offset;
+  if (offset == st.durable_end) return out;
+  const int64_t cache_start = st.cache.empty() ? st.durable_end : st.cache.front()->base_offset;
+  if (offset < cache_start) return std::nullopt;
+  auto it = std::upper_bound(st.cache.begin(), st.cache.end(), offset,
+                             [](int64_t o, const auto& e) { return o < e->end_offset; });
+  size_t bytes = 0;
+  bool full = false;
+  for (; it != st.cache.end() && (*it)->durable && !full && bytes < max_bytes; ++it) {
+    const size_t before = out.chunks.size();
+    batch::add_to(out, bytes, (*it)->data, offset, max_bytes, full);
+    if (out.chunks.size() > before) out.owners.push_back((*it)->owner);
+  }
+  return out;
+}
+
+void log_cache::mark_fenced(uint64_t stream_id) {
+  auto& st = stream(stream_id);
+  std::lock_guard lock(st.mu);
+  if (st.fenced) return;
+  st.fenced = true;
+  std::fprintf(stderr,
+               "stream store: stream %llu has a newer owner than node %d at epoch %d; it is no "
+               "longer served here\n",
+               static_cast<unsigned long long>(stream_id), st.owner, st.epoch);
+}
+
+stream_offsets log_cache::offsets(uint64_t stream_id) {
+  auto& st = stream(stream_id);
+  std::lock_guard lock(st.mu);
+  return {st.start_offset, st.durable_end, st.epoch, st.fenced};
+}
+
+}  // namespace silt::storage

@@ -1,0 +1,123 @@
+// The log cache: the stream store's in-memory state. Every stream's offsets, owner and epoch,
+// and its recent record batches (appended, durable, not yet uploaded, or kept for tailing
+// reads); the queue of durable data waiting for upload, in WAL order; and the queue of
+// uploaded data that may be evicted, oldest first. No I/O.
+//
+// Locking: each stream has its own mutex (cached_stream::mu) over its fields and cache; the
+// table of streams a shared mutex (streams are added, never removed, so a reference stays
+// valid); the two queues one mutex. No call holds two of these at once, except that callers
+// of the *_locked functions hold the stream's mutex. Byte counts are atomics.
+//
+// Costs grow with the data that moves, not with the number of streams: upload takes a prefix
+// of its queue, eviction pops the front of its own.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+#include "metadata/stream_catalog.h"
+#include "storage/stream_types.h"
+#include "storage/wal/wal.h"
+
+namespace silt::storage {
+
+// A run of batches appended together: the log cache's unit, and the WAL's record.
+struct entry {
+  uint64_t stream_id = 0;
+  int64_t base_offset = 0;
+  int64_t end_offset = 0;
+  int64_t max_timestamp = -1;
+  std::shared_ptr<const void> owner;  // keeps `data` alive (a request frame, a WAL replay copy)
+  std::span<const uint8_t> data;
+  wal::wal_position wal_end = 0;      // set when durable, before the entry is queued for upload
+  bool durable = false;               // guarded by the stream's mutex
+  std::atomic<bool> uploaded{false};  // in a committed object (or dropped: stream fenced)
+};
+
+struct cached_stream {
+  std::mutex mu;
+  int64_t start_offset = 0;                  // guarded by mu (and the rest below)
+  int64_t next_offset = 0;                   // assigned to appends (durable or not)
+  int64_t durable_end = 0;                   // readers see offsets below this
+  int64_t committed_end = 0;                 // in objects (catalog)
+  std::deque<std::shared_ptr<entry>> cache;  // offset order; everything above committed_end
+  int64_t retention_ms = -2;                 // -2: the store's default
+  int64_t retention_bytes = -2;
+  int64_t last_cold_end = -1;  // where the last cold read stopped (read-ahead detection)
+  int32_t owner = -1;          // owner and epoch as this store holds the stream
+  int32_t epoch = 0;
+  bool fenced = false;  // a commit found a newer owner: no appends, reads or uploads here
+};
+
+class log_cache {
+ public:
+  explicit log_cache(size_t capacity_bytes) : capacity_(capacity_bytes) {}
+  log_cache(const log_cache&) = delete;
+  log_cache& operator=(const log_cache&) = delete;
+
+  // A stream's state, created empty (at offset 0) on first use.
+  [[nodiscard]] cached_stream& stream(uint64_t stream_id);
+  // Sets a stream's state as the catalog holds it (at open, before any append).
+  void load(uint64_t stream_id, const metadata::stream_state& s);
+
+  // Adds an entry whose offsets the caller assigned under st.mu.
+  void push_locked(cached_stream& st, std::shared_ptr<entry> e);
+  // Takes back an entry that never became durable: its offsets are the stream's end again
+  // (every append after a failed one fails too).
+  void forget_locked(cached_stream& st, const std::shared_ptr<entry>& e);
+  // Marks an entry durable at WAL position `end` and queues it for upload. Called in WAL
+  // order. Returns true when an upload is due (enough bytes wait, or the cache is full).
+  bool durable(const std::shared_ptr<entry>& e, wal::wal_position end, uint64_t upload_threshold);
+  // A durable entry replayed from the WAL at open.
+  void replayed(std::shared_ptr<entry> e);
+
+  // The durable entries not yet uploaded, in WAL order, up to WAL position `upto`.
+  [[nodiscard]] std::vector<std::shared_ptr<entry>> pending(wal::wal_position upto);
+  // Entries now in committed objects (or dropped, their stream fenced): marked uploaded, the
+  // streams' committed ends moved, and evictable once every entry queued before them is.
+  void uploaded(const std::vector<std::shared_ptr<entry>>& entries);
+  // Evicts the oldest uploaded entries until the cache fits its capacity.
+  void evict();
+
+  // Marks a stream fenced (a commit found a newer owner) and says so once.
+  void mark_fenced(uint64_t stream_id);
+
+  // Readers: from the cache, or nullopt when the offset is below it (needs I/O).
+  [[nodiscard]] std::optional<tl::expected<read_result, stream_error>> read(uint64_t stream_id,
+                                                                            int64_t offset,
+                                                                            size_t max_bytes);
+  [[nodiscard]] stream_offsets offsets(uint64_t stream_id);
+
+  [[nodiscard]] wal::wal_position durable_wal_end() const {
+    return durable_wal_end_.load(std::memory_order_acquire);
+  }
+  [[nodiscard]] uint64_t pending_bytes() const {
+    return pending_bytes_.load(std::memory_order_relaxed);
+  }
+  [[nodiscard]] size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+
+ private:
+  const size_t capacity_;
+  std::shared_mutex table_mu_;
+  std::unordered_map<uint64_t, std::unique_ptr<cached_stream>> streams_;  // guarded by table_mu_
+
+  std::mutex queue_mu_;
+  std::deque<std::shared_ptr<entry>> upload_queue_;  // durable, WAL order; guarded by queue_mu_
+  std::deque<std::shared_ptr<entry>> evict_queue_;   // uploaded, WAL order; guarded by queue_mu_
+
+  std::atomic<size_t> bytes_{0};
+  std::atomic<uint64_t> pending_bytes_{0};
+  std::atomic<wal::wal_position> durable_wal_end_{0};
+};
+
+}  // namespace silt::storage
