@@ -100,7 +100,7 @@ tl::expected<std::unique_ptr<stream_catalog>, std::string> stream_catalog::open(
 stream_catalog::~stream_catalog() = default;
 
 tl::expected<uint64_t, catalog_error> stream_catalog::next_object_id() {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto r =
       c_->query("UPDATE counters SET value = value + 1 WHERE name = 'object_id' RETURNING value");
   if (!r || r->rows.empty()) return fail(catalog_error::io);
@@ -120,7 +120,7 @@ tl::expected<void, catalog_error> stream_catalog::check_owner_locked(uint64_t st
 
 tl::expected<void, catalog_error> stream_catalog::commit_object(
     const object_record& object, const std::vector<stream_range>& ranges) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
   if (!insert_object(*c_, object)) return fail(catalog_error::io);
@@ -191,7 +191,7 @@ tl::expected<void, catalog_error> stream_catalog::replace(
       }
     }
   }
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
   for (const auto& o : replaced) {
@@ -224,7 +224,7 @@ tl::expected<void, catalog_error> stream_catalog::mark_orphans_deleting_locked()
 tl::expected<std::vector<located_range>, catalog_error> stream_catalog::find(uint64_t stream_id,
                                                                              int64_t offset,
                                                                              size_t limit) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto r = c_->query(
       "SELECT r.stream_id, r.start_offset, r.end_offset, r.max_timestamp, r.size, "
       "r.object_id, o.key FROM ranges r JOIN objects o ON o.object_id = r.object_id "
@@ -242,7 +242,7 @@ tl::expected<std::vector<located_range>, catalog_error> stream_catalog::ranges(u
 }
 
 tl::expected<std::vector<stream_range>, catalog_error> stream_catalog::all_ranges() {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto r = c_->query(
       "SELECT stream_id, start_offset, end_offset, max_timestamp, size FROM ranges "
       "ORDER BY stream_id, start_offset");
@@ -258,7 +258,7 @@ tl::expected<std::vector<stream_range>, catalog_error> stream_catalog::all_range
 
 tl::expected<std::vector<stream_range>, catalog_error> stream_catalog::object_ranges(
     uint64_t object_id) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto r = c_->query(
       "SELECT stream_id, start_offset, end_offset, max_timestamp, size FROM ranges "
       "WHERE object_id = ? ORDER BY stream_id, start_offset",
@@ -275,7 +275,7 @@ tl::expected<std::vector<stream_range>, catalog_error> stream_catalog::object_ra
 
 tl::expected<std::optional<stream_state>, catalog_error> stream_catalog::stream(
     uint64_t stream_id) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto r =
       c_->query("SELECT start_offset, end_offset, owner, epoch FROM streams WHERE stream_id = ?",
                 i64(stream_id));
@@ -285,7 +285,7 @@ tl::expected<std::optional<stream_state>, catalog_error> stream_catalog::stream(
 }
 
 tl::expected<std::vector<uint64_t>, catalog_error> stream_catalog::streams() {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto r = c_->query("SELECT stream_id FROM streams ORDER BY stream_id");
   if (!r) return fail(catalog_error::io);
   std::vector<uint64_t> out;
@@ -296,7 +296,7 @@ tl::expected<std::vector<uint64_t>, catalog_error> stream_catalog::streams() {
 
 tl::expected<std::vector<std::pair<uint64_t, stream_state>>, catalog_error>
 stream_catalog::stream_states() {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto r = c_->query(
       "SELECT stream_id, start_offset, end_offset, owner, epoch FROM streams ORDER BY stream_id");
   if (!r) return fail(catalog_error::io);
@@ -310,7 +310,7 @@ stream_catalog::stream_states() {
 
 tl::expected<void, catalog_error> stream_catalog::trim(uint64_t stream_id, int64_t offset,
                                                        int32_t owner, int32_t epoch) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
   if (auto f = check_owner_locked(stream_id, owner, epoch); !f) return f;
@@ -335,7 +335,7 @@ tl::expected<void, catalog_error> stream_catalog::trim(uint64_t stream_id, int64
 
 tl::expected<std::vector<int32_t>, catalog_error> stream_catalog::take(
     int32_t node, const std::vector<stream_take>& streams) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
   std::vector<int32_t> out;
@@ -367,7 +367,7 @@ tl::expected<std::vector<int32_t>, catalog_error> stream_catalog::take(
 }
 
 tl::expected<std::vector<epoch_start>, catalog_error> stream_catalog::epochs(uint64_t stream_id) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto r =
       c_->query("SELECT epoch, start_offset FROM stream_epochs WHERE stream_id = ? ORDER BY epoch",
                 i64(stream_id));
@@ -382,7 +382,7 @@ tl::expected<std::vector<epoch_start>, catalog_error> stream_catalog::epochs(uin
 
 tl::expected<std::vector<uint8_t>, catalog_error> stream_catalog::producer_state(
     uint64_t stream_id) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto r = c_->query("SELECT data FROM producer_states WHERE stream_id = ?", i64(stream_id));
   if (!r) return fail(catalog_error::io);
   if (r->rows.empty()) return std::vector<uint8_t>();
@@ -391,7 +391,7 @@ tl::expected<std::vector<uint8_t>, catalog_error> stream_catalog::producer_state
 
 tl::expected<void, catalog_error> stream_catalog::put_producer_state(
     uint64_t stream_id, int32_t owner, int32_t epoch, const std::vector<uint8_t>& data) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
   if (auto f = check_owner_locked(stream_id, owner, epoch); !f) return f;
@@ -406,7 +406,7 @@ tl::expected<void, catalog_error> stream_catalog::put_producer_state(
 }
 
 tl::expected<void, catalog_error> stream_catalog::drop_streams(const std::vector<uint64_t>& ids) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
   for (uint64_t id : ids) {
@@ -423,7 +423,7 @@ tl::expected<void, catalog_error> stream_catalog::drop_streams(const std::vector
 }
 
 tl::expected<std::vector<object_record>, catalog_error> stream_catalog::objects(object_kind kind) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto r = c_->query(
       "SELECT object_id, key, size, kind, created_ms FROM objects WHERE kind = ? AND "
       "deleting_ms IS NULL ORDER BY object_id",
@@ -437,7 +437,7 @@ tl::expected<std::vector<object_record>, catalog_error> stream_catalog::objects(
 
 tl::expected<std::vector<object_record>, catalog_error> stream_catalog::deletable(
     int64_t before_ms) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto r = c_->query(
       "SELECT object_id, key, size, kind, created_ms FROM objects WHERE deleting_ms IS "
       "NOT NULL AND deleting_ms <= ? AND NOT EXISTS (SELECT 1 FROM ranges WHERE "
@@ -451,7 +451,7 @@ tl::expected<std::vector<object_record>, catalog_error> stream_catalog::deletabl
 }
 
 tl::expected<void, catalog_error> stream_catalog::forget(uint64_t object_id) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto r = c_->query("DELETE FROM objects WHERE object_id = ? AND deleting_ms IS NOT NULL",
                      i64(object_id));
   if (!r) return fail(catalog_error::io);
@@ -460,14 +460,14 @@ tl::expected<void, catalog_error> stream_catalog::forget(uint64_t object_id) {
 }
 
 tl::expected<uint64_t, catalog_error> stream_catalog::last_object_id() {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto r = c_->query("SELECT value FROM counters WHERE name = 'object_id'");
   if (!r || r->rows.empty()) return fail(catalog_error::io);
   return static_cast<uint64_t>(r->rows.front().integer(0));
 }
 
 tl::expected<std::vector<std::string>, catalog_error> stream_catalog::object_keys() {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto r = c_->query("SELECT key FROM objects");
   if (!r) return fail(catalog_error::io);
   std::vector<std::string> out;

@@ -23,6 +23,7 @@
 
 #include <tl/expected.hpp>
 
+#include "base/mutex.h"
 #include "metadata/sql.h"
 
 namespace silt::metadata {
@@ -176,12 +177,12 @@ class stream_catalog {
       : db_(std::move(db)), c_(std::move(c)) {}
   // Caller holds mu_ and a transaction. Fenced unless the stream is at (owner, epoch).
   tl::expected<void, catalog_error> check_owner_locked(uint64_t stream_id, int32_t owner,
-                                                       int32_t epoch);
-  tl::expected<void, catalog_error> mark_orphans_deleting_locked();
+                                                       int32_t epoch) REQUIRES(mu_);
+  tl::expected<void, catalog_error> mark_orphans_deleting_locked() REQUIRES(mu_);
 
-  std::mutex mu_;
+  base::mutex mu_;
   std::shared_ptr<sql::database> db_;
-  std::unique_ptr<sql::connection> c_;  // guarded by mu_
+  std::unique_ptr<sql::connection> c_ GUARDED_BY(mu_);
 };
 
 }  // namespace silt::metadata

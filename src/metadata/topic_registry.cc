@@ -112,7 +112,7 @@ tl::expected<std::unique_ptr<topic_registry>, std::string> topic_registry::open(
 topic_registry::~topic_registry() = default;
 
 tl::expected<void, registry_error> topic_registry::load() {
-  std::lock_guard db_lock(db_mu_);
+  base::lock_guard db_lock(db_mu_);
   std::map<std::string, std::shared_ptr<topic_info>> topics;
   auto ts = c_->query("SELECT name, id, created_ms FROM topics");
   auto ps = c_->query("SELECT name, partition, stream_id FROM topic_partitions");
@@ -137,7 +137,7 @@ tl::expected<void, registry_error> topic_registry::load() {
     auto it = topics.find(s.text(0));
     if (it != topics.end()) it->second->configs[s.text(1)] = s.text(2);
   }
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   for (auto& [name, t] : topics) index_locked(t);
   return {};
 }
@@ -148,19 +148,19 @@ void topic_registry::index_locked(topic_ptr t) {
 }
 
 topic_ptr topic_registry::find(std::string_view name) const {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto it = by_name_.find(name);
   return it == by_name_.end() ? nullptr : it->second;
 }
 
 topic_ptr topic_registry::find(const topic_id& id) const {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto it = by_id_.find(id);
   return it == by_id_.end() ? nullptr : it->second;
 }
 
 std::vector<topic_ptr> topic_registry::all() const {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   std::vector<topic_ptr> out;
   out.reserve(by_name_.size());
   for (const auto& [name, t] : by_name_) out.push_back(t);
@@ -182,11 +182,11 @@ tl::expected<topic_ptr, registry_error> topic_registry::create(
   if (partitions <= 0) return fail(registry_error::invalid);
   // Writers take db_mu_ for the whole change, so the maps they read stay as they saw them;
   // readers take only mu_, never waiting on the database.
-  std::lock_guard db_lock(db_mu_);
+  base::lock_guard db_lock(db_mu_);
   auto t = std::make_shared<topic_info>();
   t->name = name;
   {
-    std::lock_guard lock(mu_);
+    base::lock_guard lock(mu_);
     if (by_name_.count(name) != 0) return fail(registry_error::exists);
     do {
       t->id = random_id();
@@ -205,14 +205,14 @@ tl::expected<topic_ptr, registry_error> topic_registry::create(
       !tx.commit()) {
     return fail(registry_error::io);
   }
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   index_locked(t);
   return t;
 }
 
 tl::expected<topic_ptr, registry_error> topic_registry::add_partitions(const std::string& name,
                                                                        int32_t total) {
-  std::lock_guard db_lock(db_mu_);
+  base::lock_guard db_lock(db_mu_);
   const auto old = find(name);
   if (!old) return fail(registry_error::not_found);
   if (total <= old->partitions()) return fail(registry_error::invalid);
@@ -226,13 +226,13 @@ tl::expected<topic_ptr, registry_error> topic_registry::add_partitions(const std
   if (!write_partitions(*c_, name, t->streams, old->streams.size()) || !tx.commit()) {
     return fail(registry_error::io);
   }
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   index_locked(t);
   return t;
 }
 
 tl::expected<topic_ptr, registry_error> topic_registry::remove(const std::string& name) {
-  std::lock_guard db_lock(db_mu_);
+  base::lock_guard db_lock(db_mu_);
   auto t = find(name);
   if (!t) return fail(registry_error::not_found);
   transaction tx(*c_);
@@ -243,7 +243,7 @@ tl::expected<topic_ptr, registry_error> topic_registry::remove(const std::string
     if (!c_->query(sql, std::string_view(name))) return fail(registry_error::io);
   }
   if (!tx.commit()) return fail(registry_error::io);
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   by_id_.erase(t->id);
   by_name_.erase(name);
   return t;
@@ -251,7 +251,7 @@ tl::expected<topic_ptr, registry_error> topic_registry::remove(const std::string
 
 tl::expected<topic_ptr, registry_error> topic_registry::set_configs(
     const std::string& name, const std::map<std::string, std::string>& configs) {
-  std::lock_guard db_lock(db_mu_);
+  base::lock_guard db_lock(db_mu_);
   const auto old = find(name);
   if (!old) return fail(registry_error::not_found);
   auto t = std::make_shared<topic_info>(*old);
@@ -260,13 +260,13 @@ tl::expected<topic_ptr, registry_error> topic_registry::set_configs(
   if (!tx.ok() || !write_configs(*c_, name, configs) || !tx.commit()) {
     return fail(registry_error::io);
   }
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   index_locked(t);
   return t;
 }
 
 tl::expected<std::string, registry_error> topic_registry::cluster_id(const std::string& preferred) {
-  std::lock_guard db_lock(db_mu_);
+  base::lock_guard db_lock(db_mu_);
   // Brokers starting at once on one database agree: the first insert wins.
   const std::string id = preferred.empty() ? random_cluster_id() : preferred;
   if (!c_->query(
@@ -282,7 +282,7 @@ tl::expected<std::string, registry_error> topic_registry::cluster_id(const std::
 }
 
 tl::expected<int64_t, registry_error> topic_registry::allocate_producer_ids(int64_t count) {
-  std::lock_guard db_lock(db_mu_);
+  base::lock_guard db_lock(db_mu_);
   transaction tx(*c_);
   if (!tx.ok()) return fail(registry_error::io);
   auto first = next_counter_locked("producer_id", count);
@@ -292,7 +292,7 @@ tl::expected<int64_t, registry_error> topic_registry::allocate_producer_ids(int6
 
 tl::expected<void, registry_error> topic_registry::put_blob(const std::string& key,
                                                             const std::vector<uint8_t>& value) {
-  std::lock_guard db_lock(db_mu_);
+  base::lock_guard db_lock(db_mu_);
   if (!c_->query("INSERT INTO registry_blobs(key, value) VALUES(?,?) "
                  "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                  std::string_view(key), sql::bytes_view{value})) {
@@ -303,7 +303,7 @@ tl::expected<void, registry_error> topic_registry::put_blob(const std::string& k
 
 tl::expected<std::vector<uint8_t>, registry_error> topic_registry::get_blob(
     const std::string& key) {
-  std::lock_guard db_lock(db_mu_);
+  base::lock_guard db_lock(db_mu_);
   auto r = c_->query("SELECT value FROM registry_blobs WHERE key=?", std::string_view(key));
   if (!r) return fail(registry_error::io);
   if (r->rows.empty()) return std::vector<uint8_t>();
@@ -311,7 +311,7 @@ tl::expected<std::vector<uint8_t>, registry_error> topic_registry::get_blob(
 }
 
 tl::expected<void, registry_error> topic_registry::erase_blob(const std::string& key) {
-  std::lock_guard db_lock(db_mu_);
+  base::lock_guard db_lock(db_mu_);
   if (!c_->query("DELETE FROM registry_blobs WHERE key=?", std::string_view(key))) {
     return fail(registry_error::io);
   }

@@ -20,6 +20,7 @@
 
 #include <tl/expected.hpp>
 
+#include "base/mutex.h"
 #include "metadata/sql.h"
 
 namespace silt::metadata {
@@ -90,20 +91,19 @@ class topic_registry {
   topic_registry(std::shared_ptr<sql::database> db, std::unique_ptr<sql::connection> c)
       : db_(std::move(db)), c_(std::move(c)) {}
   tl::expected<void, registry_error> load();
-  // Caller holds db_mu_.
-  tl::expected<uint64_t, registry_error> next_counter_locked(const char* name, int64_t count);
-  // Caller holds mu_.
-  void index_locked(topic_ptr t);
+  tl::expected<uint64_t, registry_error> next_counter_locked(const char* name, int64_t count)
+      REQUIRES(db_mu_);
+  void index_locked(topic_ptr t) REQUIRES(mu_);
 
   // db_mu_ serialises the database and every change (held across SQLite, which may wait on
   // an fsync); mu_ guards the maps only, so lookups never wait on the database. Order: db_mu_
   // before mu_.
-  mutable std::mutex db_mu_;
-  mutable std::mutex mu_;
+  mutable base::mutex db_mu_;
+  mutable base::mutex mu_;
   std::shared_ptr<sql::database> db_;
-  std::unique_ptr<sql::connection> c_;                     // guarded by db_mu_
-  std::map<std::string, topic_ptr, std::less<>> by_name_;  // guarded by mu_
-  std::map<topic_id, topic_ptr> by_id_;                    // guarded by mu_
+  std::unique_ptr<sql::connection> c_ GUARDED_BY(db_mu_);
+  std::map<std::string, topic_ptr, std::less<>> by_name_ GUARDED_BY(mu_);
+  std::map<topic_id, topic_ptr> by_id_ GUARDED_BY(mu_);
 };
 
 // Kafka's rules for topic names: 1-249 characters of [a-zA-Z0-9._-], not "." or "..".

@@ -5,7 +5,7 @@ namespace silt::storage {
 tl::expected<std::shared_ptr<const std::vector<block_entry>>, stream_error>
 cold_reader::object_index(const std::string& key) {
   {
-    std::lock_guard lock(index_mu_);
+    base::lock_guard lock(index_mu_);
     if (auto it = indexes_.find(key); it != indexes_.end()) return it->second;
   }
   auto size = store_.head(key);
@@ -22,7 +22,7 @@ cold_reader::object_index(const std::string& key) {
   auto index = parse_index(*index_bytes, *footer);
   if (!index) return fail(stream_error::corrupt_object);
   auto shared = std::make_shared<const std::vector<block_entry>>(std::move(*index));
-  std::lock_guard lock(index_mu_);
+  base::lock_guard lock(index_mu_);
   if (indexes_.size() >= 4096) indexes_.clear();  // a crude bound; indexes are small
   indexes_[key] = shared;
   return shared;
@@ -45,7 +45,7 @@ tl::expected<read_result, stream_error> cold_reader::read(uint64_t stream_id, in
   auto& st = cache_.stream(stream_id);
   bool sequential;
   {
-    std::lock_guard lock(st.mu);
+    base::lock_guard lock(st.mu);
     sequential = st.last_cold_end == offset;
   }
   // The blocks to fetch: those wanted, plus read-ahead of the stream's next blocks in this
@@ -104,7 +104,7 @@ tl::expected<read_result, stream_error> cold_reader::read(uint64_t stream_id, in
     out.owners.push_back(data[i]);
   }
   {
-    std::lock_guard lock(st.mu);
+    base::lock_guard lock(st.mu);
     st.last_cold_end = out.next_offset;
   }
   reads_.fetch_add(1, std::memory_order_relaxed);
@@ -113,7 +113,7 @@ tl::expected<read_result, stream_error> cold_reader::read(uint64_t stream_id, in
 
 void cold_reader::forget(const std::string& key) {
   blocks_.erase_object(key);
-  std::lock_guard lock(index_mu_);
+  base::lock_guard lock(index_mu_);
   indexes_.erase(key);
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "metadata/stream_catalog.h"
 #include "storage/block_cache.h"
 #include "storage/log_cache.h"
@@ -53,8 +54,9 @@ class cold_reader {
   log_cache& cache_;
   block_cache blocks_;
   const uint32_t read_ahead_blocks_;
-  std::mutex index_mu_;
-  std::map<std::string, std::shared_ptr<const std::vector<block_entry>>> indexes_;  // index_mu_
+  base::mutex index_mu_;
+  std::map<std::string, std::shared_ptr<const std::vector<block_entry>>> indexes_
+      GUARDED_BY(index_mu_);
   std::atomic<uint64_t> reads_{0};
   std::atomic<uint64_t> gets_{0};
 };

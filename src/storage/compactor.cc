@@ -266,7 +266,7 @@ tl::expected<void, std::string> compactor::apply_retention() {
     int64_t ms;
     int64_t max_bytes;
     {
-      std::lock_guard lock(st.mu);
+      base::lock_guard lock(st.mu);
       ms = st.retention_ms == -2 ? options_.retention_ms : st.retention_ms;
       max_bytes = st.retention_bytes == -2 ? options_.retention_bytes : st.retention_bytes;
     }
@@ -288,7 +288,7 @@ tl::expected<void, std::string> compactor::apply_retention() {
     int32_t owner;
     int32_t epoch;
     {
-      std::lock_guard lock(st.mu);
+      base::lock_guard lock(st.mu);
       if (st.fenced) continue;
       st.start_offset = std::max(st.start_offset, new_start);
       owner = st.owner;

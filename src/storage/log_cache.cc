@@ -7,10 +7,10 @@ namespace silt::storage {
 
 cached_stream& log_cache::stream(uint64_t stream_id) {
   {
-    std::shared_lock lock(table_mu_);
+    base::shared_lock lock(table_mu_);
     if (auto it = streams_.find(stream_id); it != streams_.end()) return *it->second;
   }
-  std::unique_lock lock(table_mu_);
+  base::exclusive_lock lock(table_mu_);
   auto& slot = streams_[stream_id];
   if (!slot) slot = std::make_unique<cached_stream>();
   return *slot;
@@ -18,7 +18,7 @@ cached_stream& log_cache::stream(uint64_t stream_id) {
 
 void log_cache::load(uint64_t stream_id, const metadata::stream_state& s) {
   auto& st = stream(stream_id);
-  std::lock_guard lock(st.mu);
+  base::lock_guard lock(st.mu);
   st.owner = s.owner;
   st.epoch = s.epoch;
   st.start_offset = s.start_offset;
@@ -46,13 +46,13 @@ bool log_cache::durable(const std::shared_ptr<entry>& e, wal::wal_position end,
                         uint64_t upload_threshold) {
   auto& st = stream(e->stream_id);
   {
-    std::lock_guard lock(st.mu);
+    base::lock_guard lock(st.mu);
     e->durable = true;
     e->wal_end = end;
     st.durable_end = std::max(st.durable_end, e->end_offset);
   }
   {
-    std::lock_guard lock(queue_mu_);
+    base::lock_guard lock(queue_mu_);
     upload_queue_.push_back(e);
   }
   auto prev = durable_wal_end_.load(std::memory_order_relaxed);
@@ -66,7 +66,7 @@ bool log_cache::durable(const std::shared_ptr<entry>& e, wal::wal_position end,
 void log_cache::replayed(std::shared_ptr<entry> e) {
   auto& st = stream(e->stream_id);
   {
-    std::lock_guard lock(st.mu);
+    base::lock_guard lock(st.mu);
     st.next_offset = st.durable_end = e->end_offset;
     st.cache.push_back(e);
   }
@@ -75,13 +75,13 @@ void log_cache::replayed(std::shared_ptr<entry> e) {
   auto prev = durable_wal_end_.load(std::memory_order_relaxed);
   while (prev < e->wal_end && !durable_wal_end_.compare_exchange_weak(prev, e->wal_end)) {
   }
-  std::lock_guard lock(queue_mu_);
+  base::lock_guard lock(queue_mu_);
   upload_queue_.push_back(std::move(e));
 }
 
 std::vector<std::shared_ptr<entry>> log_cache::pending(wal::wal_position upto) {
   std::vector<std::shared_ptr<entry>> out;
-  std::lock_guard lock(queue_mu_);
+  base::lock_guard lock(queue_mu_);
   for (const auto& e : upload_queue_) {
     if (e->wal_end > upto) break;
     if (!e->uploaded.load(std::memory_order_relaxed)) out.push_back(e);
@@ -92,12 +92,12 @@ std::vector<std::shared_ptr<entry>> log_cache::pending(wal::wal_position upto) {
 void log_cache::uploaded(const std::vector<std::shared_ptr<entry>>& entries) {
   for (const auto& e : entries) {
     auto& st = stream(e->stream_id);
-    std::lock_guard lock(st.mu);
+    base::lock_guard lock(st.mu);
     st.committed_end = std::max(st.committed_end, e->end_offset);
     e->uploaded.store(true, std::memory_order_relaxed);
     pending_bytes_.fetch_sub(e->data.size(), std::memory_order_relaxed);
   }
-  std::lock_guard lock(queue_mu_);
+  base::lock_guard lock(queue_mu_);
   while (!upload_queue_.empty() && upload_queue_.front()->uploaded.load()) {
     evict_queue_.push_back(std::move(upload_queue_.front()));
     upload_queue_.pop_front();
@@ -111,13 +111,13 @@ void log_cache::evict() {
   while (bytes() > capacity_) {
     std::shared_ptr<entry> e;
     {
-      std::lock_guard lock(queue_mu_);
+      base::lock_guard lock(queue_mu_);
       if (evict_queue_.empty()) return;
       e = std::move(evict_queue_.front());
       evict_queue_.pop_front();
     }
     auto& st = stream(e->stream_id);
-    std::lock_guard lock(st.mu);
+    base::lock_guard lock(st.mu);
     auto it = std::find(st.cache.begin(), st.cache.end(), e);
     if (it == st.cache.end()) continue;
     st.cache.erase(it);
@@ -129,7 +129,7 @@ std::optional<tl::expected<read_result, stream_error>> log_cache::read(uint64_t 
                                                                        int64_t offset,
                                                                        size_t max_bytes) {
   auto& st = stream(stream_id);
-  std::lock_guard lock(st.mu);
+  base::lock_guard lock(st.mu);
   if (st.fenced) return fail(stream_error::fenced);
   if (offset < st.start_offset || offset > st.durable_end) {
     return fail(stream_error::offset_out_of_range);
@@ -153,7 +153,7 @@ std::optional<tl::expected<read_result, stream_error>> log_cache::read(uint64_t 
 
 void log_cache::mark_fenced(uint64_t stream_id) {
   auto& st = stream(stream_id);
-  std::lock_guard lock(st.mu);
+  base::lock_guard lock(st.mu);
   if (st.fenced) return;
   st.fenced = true;
   std::fprintf(stderr,
@@ -164,7 +164,7 @@ void log_cache::mark_fenced(uint64_t stream_id) {
 
 stream_offsets log_cache::offsets(uint64_t stream_id) {
   auto& st = stream(stream_id);
-  std::lock_guard lock(st.mu);
+  base::lock_guard lock(st.mu);
   return {st.start_offset, st.durable_end, st.epoch, st.fenced};
 }
 

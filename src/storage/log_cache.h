@@ -25,6 +25,7 @@
 
 #include <tl/expected.hpp>
 
+#include "base/mutex.h"
 #include "metadata/stream_catalog.h"
 #include "storage/stream_types.h"
 #include "storage/wal/wal.h"
@@ -45,7 +46,7 @@ struct entry {
 };
 
 struct cached_stream {
-  std::mutex mu;
+  base::mutex mu;
   int64_t start_offset = 0;                  // guarded by mu (and the rest below)
   int64_t next_offset = 0;                   // assigned to appends (durable or not)
   int64_t durable_end = 0;                   // readers see offsets below this
@@ -71,10 +72,10 @@ class log_cache {
   void load(uint64_t stream_id, const metadata::stream_state& s);
 
   // Adds an entry whose offsets the caller assigned under st.mu.
-  void push_locked(cached_stream& st, std::shared_ptr<entry> e);
+  void push_locked(cached_stream& st, std::shared_ptr<entry> e) REQUIRES(st.mu);
   // Takes back an entry that never became durable: its offsets are the stream's end again
   // (every append after a failed one fails too).
-  void forget_locked(cached_stream& st, const std::shared_ptr<entry>& e);
+  void forget_locked(cached_stream& st, const std::shared_ptr<entry>& e) REQUIRES(st.mu);
   // Marks an entry durable at WAL position `end` and queues it for upload. Called in WAL
   // order. Returns true when an upload is due (enough bytes wait, or the cache is full).
   bool durable(const std::shared_ptr<entry>& e, wal::wal_position end, uint64_t upload_threshold);
@@ -108,12 +109,12 @@ class log_cache {
 
  private:
   const size_t capacity_;
-  std::shared_mutex table_mu_;
-  std::unordered_map<uint64_t, std::unique_ptr<cached_stream>> streams_;  // guarded by table_mu_
+  base::shared_mutex table_mu_;
+  std::unordered_map<uint64_t, std::unique_ptr<cached_stream>> streams_ GUARDED_BY(table_mu_);
 
-  std::mutex queue_mu_;
-  std::deque<std::shared_ptr<entry>> upload_queue_;  // durable, WAL order; guarded by queue_mu_
-  std::deque<std::shared_ptr<entry>> evict_queue_;   // uploaded, WAL order; guarded by queue_mu_
+  base::mutex queue_mu_;
+  std::deque<std::shared_ptr<entry>> upload_queue_ GUARDED_BY(queue_mu_);  // durable, WAL order
+  std::deque<std::shared_ptr<entry>> evict_queue_ GUARDED_BY(queue_mu_);   // uploaded, WAL order
 
   std::atomic<size_t> bytes_{0};
   std::atomic<uint64_t> pending_bytes_{0};

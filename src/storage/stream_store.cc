@@ -14,7 +14,6 @@ namespace silt::storage {
 stream_store::stream_store(const stream_store_options& options, object_store& store,
                            std::unique_ptr<metadata::stream_catalog> catalog)
     : options_(options),
-      store_(store),
       catalog_(std::move(catalog)),
       cache_(options.log_cache_bytes),
       cold_(*catalog_, store, cache_, options.block_cache_bytes, options.read_ahead_blocks),
@@ -43,7 +42,7 @@ tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
     auto& st = s->cache_.stream(rec.stream_id);
     int64_t next;
     {
-      std::lock_guard lock(st.mu);
+      base::lock_guard lock(st.mu);
       // Uploaded before the crash, WAL not trimmed.
       if (rec.offset < st.committed_end) return;
       next = st.next_offset;
@@ -83,7 +82,7 @@ tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
   s->wal_->set_room_callback([p = s.get()] {
     std::function<void()> listener;
     {
-      std::lock_guard lock(p->room_mu_);
+      base::lock_guard lock(p->room_mu_);
       listener = p->room_listener_;
     }
     if (listener) listener();
@@ -98,7 +97,7 @@ stream_store::~stream_store() {
 
 void stream_store::close() {
   {
-    std::lock_guard lock(bg_mu_);
+    base::lock_guard lock(bg_mu_);
     if (stopping_) return;
     stopping_ = true;
   }
@@ -116,7 +115,7 @@ void stream_store::append(uint64_t stream_id, std::vector<uint8_t> batches,
 }
 
 void stream_store::set_room_listener(std::function<void()> listener) {
-  std::lock_guard lock(room_mu_);
+  base::lock_guard lock(room_mu_);
   room_listener_ = std::move(listener);
 }
 
@@ -128,7 +127,7 @@ tl::expected<int64_t, stream_error> stream_store::append(uint64_t stream_id,
   auto& st = cache_.stream(stream_id);
   // The stream's mutex is held until the WAL has the batches: offsets of a stream are
   // assigned in its WAL order. Appends of other streams go on meanwhile.
-  std::lock_guard lock(st.mu);
+  base::lock_guard lock(st.mu);
   {
     if (st.fenced) return fail(stream_error::fenced);
     int64_t next = st.next_offset;
@@ -180,7 +179,7 @@ void stream_store::on_durable(const std::shared_ptr<entry>& e,
     // A failed write: the entry goes, and its offsets with it (the WAL fails every write
     // after it too, and refuses appends until it has recovered).
     auto& st = cache_.stream(e->stream_id);
-    std::lock_guard lock(st.mu);
+    base::lock_guard lock(st.mu);
     cache_.forget_locked(st, e);
   } else {
     wake = cache_.durable(e, *r, options_.upload_threshold_bytes);
@@ -231,7 +230,7 @@ tl::expected<void, stream_error> stream_store::trim(uint64_t stream_id, int64_t 
     // The start moves first, as retention does: a reader never passes the start check and
     // then finds the catalog already trimmed.
     auto& st = cache_.stream(stream_id);
-    std::lock_guard lock(st.mu);
+    base::lock_guard lock(st.mu);
     if (st.fenced) return fail(stream_error::fenced);
     if (offset > st.durable_end) return fail(stream_error::offset_out_of_range);
     if (offset <= st.start_offset) return {};
@@ -257,14 +256,14 @@ tl::expected<void, stream_error> stream_store::take(const std::vector<uint64_t>&
   takes.reserve(stream_ids.size());
   for (uint64_t id : stream_ids) {
     auto& st = cache_.stream(id);
-    std::lock_guard lock(st.mu);
+    base::lock_guard lock(st.mu);
     takes.push_back({id, st.next_offset});
   }
   auto epochs = catalog_->take(options_.node_id, takes);
   if (!epochs) return fail(stream_error::catalog);
   for (size_t i = 0; i < stream_ids.size(); ++i) {
     auto& st = cache_.stream(stream_ids[i]);
-    std::lock_guard lock(st.mu);
+    base::lock_guard lock(st.mu);
     st.owner = options_.node_id;
     st.epoch = (*epochs)[i];
     st.fenced = false;
@@ -291,7 +290,7 @@ tl::expected<void, stream_error> stream_store::put_producer_state(
   int32_t epoch;
   {
     auto& st = cache_.stream(stream_id);
-    std::lock_guard lock(st.mu);
+    base::lock_guard lock(st.mu);
     if (st.fenced) return fail(stream_error::fenced);
     owner = st.owner;
     epoch = st.epoch;
@@ -305,33 +304,33 @@ tl::expected<void, stream_error> stream_store::put_producer_state(
 void stream_store::set_retention(uint64_t stream_id, int64_t retention_ms,
                                  int64_t retention_bytes) {
   auto& st = cache_.stream(stream_id);
-  std::lock_guard lock(st.mu);
+  base::lock_guard lock(st.mu);
   st.retention_ms = retention_ms;
   st.retention_bytes = retention_bytes;
 }
 
 tl::expected<void, std::string> stream_store::run_upload_once() {
-  std::lock_guard task(task_mu_);
+  base::lock_guard task(task_mu_);
   return uploader_.run_once(*wal_);
 }
 
 tl::expected<void, std::string> stream_store::run_compaction_once() {
-  std::lock_guard task(task_mu_);
+  base::lock_guard task(task_mu_);
   return compactor_.compact();
 }
 
 tl::expected<void, std::string> stream_store::run_retention_once() {
-  std::lock_guard task(task_mu_);
+  base::lock_guard task(task_mu_);
   return compactor_.apply_retention();
 }
 
 tl::expected<void, std::string> stream_store::run_deletions_once() {
-  std::lock_guard task(task_mu_);
+  base::lock_guard task(task_mu_);
   return compactor_.delete_unreferenced();
 }
 
 tl::expected<void, std::string> stream_store::run_sweep_once() {
-  std::lock_guard task(task_mu_);
+  base::lock_guard task(task_mu_);
   return compactor_.sweep();
 }
 
@@ -368,8 +367,8 @@ void stream_store::background_loop() {
   auto next_sweep = clock::now();
   for (;;) {
     {
-      std::unique_lock lock(bg_mu_);
-      upload_wanted_.wait_for(lock, options_.upload_interval, [&] {
+      base::unique_lock lock(bg_mu_);
+      lock.wait_for(upload_wanted_, options_.upload_interval, [&]() REQUIRES(bg_mu_) {
         return stopping_ || cache_.pending_bytes() >= options_.upload_threshold_bytes;
       });
       if (stopping_) return;
@@ -380,8 +379,9 @@ void stream_store::background_loop() {
     if (auto r = run_upload_once(); !r) {
       report("upload", r);
       // Wait a full interval before trying again rather than spinning on the threshold.
-      std::unique_lock lock(bg_mu_);
-      upload_wanted_.wait_for(lock, options_.upload_interval, [&] { return stopping_; });
+      base::unique_lock lock(bg_mu_);
+      lock.wait_for(upload_wanted_, options_.upload_interval,
+                    [&]() REQUIRES(bg_mu_) { return stopping_; });
     }
     const auto now = clock::now();
     if (now >= next_compaction) {

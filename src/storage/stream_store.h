@@ -57,6 +57,7 @@
 
 #include <tl/expected.hpp>
 
+#include "base/mutex.h"
 #include "metadata/stream_catalog.h"
 #include "storage/cold_reader.h"
 #include "storage/compactor.h"
@@ -197,7 +198,6 @@ class stream_store {
   void background_loop();
 
   const stream_store_options options_;
-  object_store& store_;
   std::unique_ptr<metadata::stream_catalog> catalog_;
   std::unique_ptr<wal::wal> wal_;
   log_cache cache_;
@@ -205,14 +205,14 @@ class stream_store {
   uploader uploader_;
   compactor compactor_;
 
-  std::mutex bg_mu_;
+  base::mutex bg_mu_;
   std::condition_variable upload_wanted_;
-  bool stopping_ = false;  // guarded by bg_mu_
+  bool stopping_ GUARDED_BY(bg_mu_) = false;
 
-  std::mutex room_mu_;
-  std::function<void()> room_listener_;  // guarded by room_mu_
+  base::mutex room_mu_;
+  std::function<void()> room_listener_ GUARDED_BY(room_mu_);
 
-  std::mutex task_mu_;  // one object task at a time (background thread or run_*_once())
+  base::mutex task_mu_;  // one object task at a time (background thread or run_*_once())
   std::thread background_;
 };
 

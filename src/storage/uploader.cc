@@ -36,7 +36,7 @@ tl::expected<void, std::string> uploader::upload_object(
   // Each stream is committed at the owner and epoch this store holds it at.
   for (auto& r : ranges) {
     auto& st = cache_.stream(r.stream_id);
-    std::lock_guard lock(st.mu);
+    base::lock_guard lock(st.mu);
     r.owner = st.owner;
     r.epoch = st.epoch;
   }
@@ -92,7 +92,7 @@ tl::expected<void, std::string> uploader::run_once(wal::wal& wal) {
     auto& st = cache_.stream(e->stream_id);
     bool fenced;
     {
-      std::lock_guard lock(st.mu);
+      base::lock_guard lock(st.mu);
       fenced = st.fenced;
     }
     // A fenced stream's new owner has it now: this store's copy is dropped, not uploaded.
