@@ -94,6 +94,8 @@ class SCOPED_CAPABILITY unique_lock {
  public:
   explicit unique_lock(mutex& m) ACQUIRE(m) : lock_(m.native()) {}
   ~unique_lock() RELEASE() = default;
+  // Releases the mutex before the end of the scope.
+  void unlock() RELEASE() { lock_.unlock(); }
   unique_lock(const unique_lock&) = delete;
   unique_lock& operator=(const unique_lock&) = delete;
   // Waits (the mutex released meanwhile, held again on return) up to `timeout` for `done`.

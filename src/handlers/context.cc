@@ -31,7 +31,7 @@ context::context(const config::broker_config& config, std::string cluster_id,
       sessions(config.max_incremental_fetch_session_cache_slots) {}
 
 topic_entry_ptr context::topic(std::string_view name) const {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto it = by_name_.find(name);
   return it == by_name_.end() ? nullptr : it->second;
 }
@@ -70,7 +70,7 @@ topic_entry_ptr context::refresh(const metadata::topic_ptr& info) {
   e->cfg = config::effective_topic_config(config, info->configs);
   for (uint64_t s : info->streams)
     store.set_retention(s, e->cfg.retention_ms, e->cfg.retention_bytes);
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   by_name_[info->name] = e;
   return e;
 }
@@ -85,7 +85,7 @@ void context::take(const std::vector<uint64_t>& streams) {
 }
 
 void context::forget(const metadata::topic_ptr& info) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   // Only the deleted topic's entry: a topic created again under the name stays.
   auto it = by_name_.find(info->name);
   if (it != by_name_.end() && it->second->info->id == info->id) by_name_.erase(it);

@@ -16,6 +16,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <tl/expected.hpp>
 
+#include "base/mutex.h"
 #include "config/config.h"
 #include "config/topic_config.h"
 #include "handlers/data_waiters.h"
@@ -70,9 +71,9 @@ class context {
   std::atomic<bool> stopping{false};
 
  private:
-  mutable std::mutex mu_;
+  mutable base::mutex mu_;
   // Ordered with a transparent comparator: the request path looks names up without copying.
-  std::map<std::string, topic_entry_ptr, std::less<>> by_name_;  // guarded by mu_
+  std::map<std::string, topic_entry_ptr, std::less<>> by_name_ GUARDED_BY(mu_);
 };
 
 }  // namespace silt::handlers

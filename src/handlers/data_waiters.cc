@@ -16,13 +16,13 @@ data_waiters::waiter_ptr data_waiters::subscribe(const asio::any_io_executor& ex
                                                  const std::vector<uint64_t>& streams) {
   auto w = std::make_shared<waiter>(executor);
   w->streams_ = streams;
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   for (uint64_t s : streams) by_stream_[s].push_back(w);
   return w;
 }
 
 void data_waiters::unsubscribe(const waiter_ptr& w) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   for (uint64_t s : w->streams_) {
     auto it = by_stream_.find(s);
     if (it == by_stream_.end()) continue;
@@ -48,7 +48,7 @@ asio::awaitable<bool> data_waiters::wait(const waiter_ptr& w, std::chrono::milli
 void data_waiters::notify(uint64_t stream_id) {
   std::vector<std::shared_ptr<waiter>> wake;
   {
-    std::lock_guard lock(mu_);
+    base::lock_guard lock(mu_);
     auto it = by_stream_.find(stream_id);
     if (it == by_stream_.end()) return;
     for (auto& p : it->second) {
@@ -62,7 +62,7 @@ void data_waiters::notify(uint64_t stream_id) {
 void data_waiters::notify_all() {
   std::vector<std::shared_ptr<waiter>> wake;
   {
-    std::lock_guard lock(mu_);
+    base::lock_guard lock(mu_);
     for (auto& [s, v] : by_stream_) {
       for (auto& p : v) {
         if (auto sp = p.lock()) wake.push_back(std::move(sp));

@@ -16,6 +16,8 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/experimental/concurrent_channel.hpp>
 
+#include "base/mutex.h"
+
 namespace silt::handlers {
 
 class data_waiters {
@@ -42,8 +44,8 @@ class data_waiters {
   void notify_all();
 
  private:
-  std::mutex mu_;
-  std::unordered_map<uint64_t, std::vector<std::weak_ptr<waiter>>> by_stream_;  // mu_
+  base::mutex mu_;
+  std::unordered_map<uint64_t, std::vector<std::weak_ptr<waiter>>> by_stream_ GUARDED_BY(mu_);
 };
 
 class data_waiters::waiter {

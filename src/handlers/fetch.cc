@@ -144,7 +144,7 @@ fetch_plan plan_fetch(context& ctx, int16_t version, const protocol::fetch_reque
       plan.error = error_code::fetch_session_id_not_found;
       return plan;
     }
-    std::unique_lock lock(session->mu);
+    base::unique_lock lock(session->mu);
     if (req.session_epoch != session->epoch) {
       plan.error = error_code::invalid_fetch_session_epoch;
       return plan;
@@ -194,7 +194,7 @@ fetch_plan plan_fetch(context& ctx, int16_t version, const protocol::fetch_reque
 bool record_answer(const fetch_plan& plan, const std::vector<gathered>& got,
                    std::vector<bool>& answer) {
   auto& session = *plan.session;
-  std::lock_guard lock(session.mu);
+  base::lock_guard lock(session.mu);
   if (session.epoch != plan.accepted_epoch) return false;
   for (size_t i = 0; i < plan.partitions.size(); ++i) {
     const auto& w = plan.partitions[i];

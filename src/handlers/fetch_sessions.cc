@@ -3,14 +3,14 @@
 namespace silt::handlers {
 
 void fetch_sessions::set_slots(int32_t slots) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   slots_ = slots;
 }
 
 std::shared_ptr<fetch_session> fetch_sessions::create(
     std::map<session_key, session_partition> partitions, int64_t now_ms) {
   const size_t size = partitions.size();
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   if (slots_ <= 0) return nullptr;
   while (static_cast<int32_t>(sessions_.size()) >= slots_) {
     if (!evict_locked(size, now_ms)) return nullptr;
@@ -21,8 +21,11 @@ std::shared_ptr<fetch_session> fetch_sessions::create(
     next_id_ = next_id_ == INT32_MAX ? 1 : next_id_ + 1;
   } while (sessions_.count(id) != 0);
   auto s = std::make_shared<fetch_session>(id, now_ms);
-  // Not shared yet: no other thread can take its lock.
-  s->partitions = std::move(partitions);
+  {
+    // Not shared yet, so never contended; taken so that every access is under the lock.
+    base::lock_guard session_lock(s->mu);
+    s->partitions = std::move(partitions);
+  }
   s->size = size;
   s->last_used_ms = now_ms;
   lru_.push_back(id);
@@ -56,7 +59,7 @@ bool fetch_sessions::evict_locked(size_t size, int64_t now_ms) {
 }
 
 std::shared_ptr<fetch_session> fetch_sessions::find(int32_t id, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return nullptr;
   lru_.splice(lru_.end(), lru_, it->second.second);
@@ -65,7 +68,7 @@ std::shared_ptr<fetch_session> fetch_sessions::find(int32_t id, int64_t now_ms) 
 }
 
 void fetch_sessions::remove(int32_t id) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return;
   lru_.erase(it->second.second);
@@ -73,7 +76,7 @@ void fetch_sessions::remove(int32_t id) {
 }
 
 size_t fetch_sessions::size() {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   return sessions_.size();
 }
 

@@ -31,6 +31,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "base/mutex.h"
+
 namespace silt::handlers {
 
 struct session_partition {
@@ -54,9 +56,9 @@ struct fetch_session {
   fetch_session(int32_t session_id, int64_t created) : id(session_id), created_ms(created) {}
   const int32_t id;
   const int64_t created_ms;
-  std::mutex mu;
-  int32_t epoch = 1;                                    // guarded by mu: the next request's
-  std::map<session_key, session_partition> partitions;  // guarded by mu
+  base::mutex mu;
+  int32_t epoch GUARDED_BY(mu) = 1;  // the next request's
+  std::map<session_key, session_partition> partitions GUARDED_BY(mu);
   // Copies of what the table's eviction needs, readable without `mu`.
   std::atomic<size_t> size{0};
   std::atomic<int64_t> last_used_ms{0};
@@ -80,16 +82,16 @@ class fetch_sessions {
 
  private:
   // Drops one session to make room for one with `size` partitions; false if none may go.
-  bool evict_locked(size_t size, int64_t now_ms);
+  bool evict_locked(size_t size, int64_t now_ms) REQUIRES(mu_);
 
-  std::mutex mu_;
-  int32_t slots_;  // guarded by mu_
+  base::mutex mu_;
+  int32_t slots_ GUARDED_BY(mu_);
   const int64_t eviction_ms_;
-  int32_t next_id_ = 1;     // guarded by mu_
-  std::list<int32_t> lru_;  // guarded by mu_; most recent at the back
+  int32_t next_id_ GUARDED_BY(mu_) = 1;
+  std::list<int32_t> lru_ GUARDED_BY(mu_);  // most recent at the back
   std::unordered_map<int32_t,
                      std::pair<std::shared_ptr<fetch_session>, std::list<int32_t>::iterator>>
-      sessions_;  // guarded by mu_
+      sessions_ GUARDED_BY(mu_);
 };
 
 }  // namespace silt::handlers

@@ -9,7 +9,7 @@ namespace silt::handlers {
 namespace asio = boost::asio;
 
 produce_order::ticket produce_order::take(uint64_t connection_id) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto& l = lines_[connection_id];
   return {connection_id, l.next++};
 }
@@ -17,7 +17,7 @@ produce_order::ticket produce_order::take(uint64_t connection_id) {
 asio::awaitable<void> produce_order::wait_turn(ticket t) {
   data_waiters::waiter_ptr w;
   {
-    std::lock_guard lock(mu_);
+    base::lock_guard lock(mu_);
     auto& l = lines_[t.connection];
     if (l.serving == t.number) co_return;  // the common case: nobody ahead
     w = std::make_shared<data_waiters::waiter>(co_await asio::this_coro::executor);
@@ -27,7 +27,7 @@ asio::awaitable<void> produce_order::wait_turn(ticket t) {
     // Woken by the release before it; the timeout only re-checks (every earlier produce's
     // waits end by its own timeout).
     (void)co_await data_waiters::wait(w, std::chrono::milliseconds(1000));
-    std::lock_guard lock(mu_);
+    base::lock_guard lock(mu_);
     auto& l = lines_[t.connection];
     if (l.serving == t.number) {
       l.waiting.erase(t.number);
@@ -39,7 +39,7 @@ asio::awaitable<void> produce_order::wait_turn(ticket t) {
 void produce_order::release(ticket t) {
   data_waiters::waiter_ptr wake;
   {
-    std::lock_guard lock(mu_);
+    base::lock_guard lock(mu_);
     auto it = lines_.find(t.connection);
     if (it == lines_.end()) return;
     auto& l = it->second;

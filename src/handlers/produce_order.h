@@ -18,6 +18,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include "base/mutex.h"
 #include "handlers/data_waiters.h"
 
 namespace silt::handlers {
@@ -42,9 +43,9 @@ class produce_order {
     std::set<uint64_t> released;  // released out of turn (never waited for)
     std::map<uint64_t, data_waiters::waiter_ptr> waiting;
   };
-  std::mutex mu_;
-  std::unordered_map<uint64_t, line> lines_;  // guarded by mu_; only while produces are in
-                                              // flight on the connection
+  base::mutex mu_;
+  // Only while produces are in flight on the connection.
+  std::unordered_map<uint64_t, line> lines_ GUARDED_BY(mu_);
 };
 
 // Releases a ticket when the produce ends, whichever way.

@@ -30,7 +30,7 @@ request_metrics::api_timing* request_metrics::of(int16_t key) {
 }
 
 std::string request_metrics::report(std::string_view prefix) {
-  std::lock_guard lock(report_mu_);
+  base::lock_guard lock(report_mu_);
   if (!last_) last_ = std::make_unique<snapshots>();
   std::string out;
   for (int16_t key = 0; key <= max_key; ++key) {

@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "base/histogram.h"
+#include "base/mutex.h"
 
 namespace silt::net {
 
@@ -49,8 +50,8 @@ class request_metrics {
  private:
   struct snapshots;
   std::array<std::atomic<api_timing*>, max_key + 1> apis_{};
-  std::mutex report_mu_;
-  std::unique_ptr<snapshots> last_;  // guarded by report_mu_
+  base::mutex report_mu_;
+  std::unique_ptr<snapshots> last_ GUARDED_BY(report_mu_);
 };
 
 }  // namespace silt::net

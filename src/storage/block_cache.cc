@@ -9,7 +9,7 @@ namespace silt::storage {
 block_cache::block_cache(size_t capacity_bytes) : capacity_(capacity_bytes) {}
 
 block_cache::block_ptr block_cache::get(std::string_view object_key, uint64_t position) {
-  const std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   if (const auto object = objects_.find(object_key); object != objects_.end()) {
     if (const auto found = object->second.find(position); found != object->second.end()) {
       lru_.splice(lru_.begin(), lru_, found->second);
@@ -34,7 +34,7 @@ void block_cache::put(std::string_view object_key, uint64_t position, block_ptr 
                      .block = std::move(block),
                      .charge = block_charge});
   }
-  const std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   if (const auto object = objects_.find(object_key); object != objects_.end()) {
     if (const auto found = object->second.find(position); found != object->second.end()) {
       unlink(found->second, dropped);
@@ -56,7 +56,7 @@ void block_cache::put(std::string_view object_key, uint64_t position, block_ptr 
 
 void block_cache::erase_object(std::string_view object_key) {
   lru_list dropped;  // freed after the lock is released
-  const std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   const auto object = objects_.find(object_key);
   if (object == objects_.end()) return;
   for (const auto& [position, node] : object->second) {
@@ -67,17 +67,17 @@ void block_cache::erase_object(std::string_view object_key) {
 }
 
 size_t block_cache::size_bytes() const {
-  const std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   return size_;
 }
 
 size_t block_cache::block_count() const {
-  const std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   return lru_.size();
 }
 
 block_cache_stats block_cache::stats() const {
-  const std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   return stats_;
 }
 

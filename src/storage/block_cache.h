@@ -21,6 +21,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
+
 namespace silt::storage {
 
 struct block_cache_stats {
@@ -80,15 +82,14 @@ class block_cache {
 
   // Unlinks the node from the maps and moves it to `dropped` (freed by the caller after it
   // unlocks).
-  void unlink(lru_list::iterator node, lru_list& dropped);
+  void unlink(lru_list::iterator node, lru_list& dropped) REQUIRES(mu_);
 
   const size_t capacity_;
-  mutable std::mutex mu_;
-  // All below guarded by mu_.
-  lru_list lru_;  // most recently used first
-  object_map objects_;
-  size_t size_ = 0;
-  block_cache_stats stats_;
+  mutable base::mutex mu_;
+  lru_list lru_ GUARDED_BY(mu_);  // most recently used first
+  object_map objects_ GUARDED_BY(mu_);
+  size_t size_ GUARDED_BY(mu_) = 0;
+  block_cache_stats stats_ GUARDED_BY(mu_);
 };
 
 }  // namespace silt::storage

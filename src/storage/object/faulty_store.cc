@@ -8,23 +8,23 @@ faulty_store::faulty_store(object_store& inner, const faulty_store_options& opti
     : inner_(inner), options_(options), random_(options.seed) {}
 
 void faulty_store::set_options(const faulty_store_options& options) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   options_ = options;
 }
 
 void faulty_store::script(store_operation op, const std::vector<fault>& faults) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   auto& queue = scripts_[static_cast<size_t>(op)];
   queue.insert(queue.end(), faults.begin(), faults.end());
 }
 
 uint64_t faulty_store::injected(fault f) const {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   return injected_[static_cast<size_t>(f)];
 }
 
 faulty_store::decision faulty_store::next(store_operation op) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   decision d;
   // Both draws happen on every call so that the sequence depends only on the call order.
   const double p = std::uniform_real_distribution<double>(0.0, 1.0)(random_);
@@ -58,7 +58,7 @@ faulty_store::decision faulty_store::next(store_operation op) {
 std::optional<store_error> faulty_store::before(const decision& d) const {
   std::chrono::milliseconds delay{0};
   {
-    std::lock_guard lock(mu_);
+    base::lock_guard lock(mu_);
     delay = d.f == fault::timeout ? options_.timeout_delay : options_.slow_delay;
   }
   switch (d.f) {
@@ -83,7 +83,7 @@ std::optional<store_error> faulty_store::before(const decision& d) const {
 void faulty_store::after(store_operation op, std::string_view key) const {
   std::function<void(store_operation, std::string_view)> hook;
   {
-    std::lock_guard lock(mu_);
+    base::lock_guard lock(mu_);
     hook = options_.after_inner_call;
   }
   if (hook) hook(op, key);

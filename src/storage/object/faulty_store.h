@@ -28,6 +28,7 @@
 #include <random>
 #include <vector>
 
+#include "base/mutex.h"
 #include "storage/object/object_store.h"
 
 namespace silt::storage {
@@ -98,11 +99,11 @@ class faulty_store final : public object_store {
   void after(store_operation op, std::string_view key) const;
 
   object_store& inner_;
-  mutable std::mutex mu_;
-  faulty_store_options options_;                                  // guarded by mu_
-  std::mt19937_64 random_;                                        // guarded by mu_
-  std::array<std::deque<fault>, store_operation_count> scripts_;  // guarded by mu_
-  std::array<uint64_t, fault_count> injected_{};                  // guarded by mu_
+  mutable base::mutex mu_;
+  faulty_store_options options_ GUARDED_BY(mu_);
+  std::mt19937_64 random_ GUARDED_BY(mu_);
+  std::array<std::deque<fault>, store_operation_count> scripts_ GUARDED_BY(mu_);
+  std::array<uint64_t, fault_count> injected_ GUARDED_BY(mu_){};
 };
 
 }  // namespace silt::storage

@@ -152,7 +152,7 @@ client::~client() {
 
 void* client::acquire() {
   {
-    std::lock_guard lock(mu_);
+    base::lock_guard lock(mu_);
     if (!idle_.empty()) {
       void* h = idle_.back();
       idle_.pop_back();
@@ -164,7 +164,7 @@ void* client::acquire() {
 
 void client::release(void* handle) {
   {
-    std::lock_guard lock(mu_);
+    base::lock_guard lock(mu_);
     if (idle_.size() < options_.max_idle_handles) {
       idle_.push_back(handle);
       return;

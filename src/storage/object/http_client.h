@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
+
 namespace silt::storage::http {
 
 struct client_options {
@@ -81,8 +83,8 @@ class client {
 
   const client_options options_;
   std::atomic<bool> cancelled_{false};
-  std::mutex mu_;
-  std::vector<void*> idle_;  // guarded by mu_
+  base::mutex mu_;
+  std::vector<void*> idle_ GUARDED_BY(mu_);
 };
 
 }  // namespace silt::storage::http

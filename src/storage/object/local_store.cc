@@ -262,7 +262,7 @@ tl::expected<void, store_error> local_store::make_parents(std::string_view key) 
 
 local_store::chunk local_store::take_chunk() {
   {
-    std::lock_guard lock(chunks_mu_);
+    base::lock_guard lock(chunks_mu_);
     if (!idle_chunks_.empty()) {
       chunk c = std::move(idle_chunks_.back());
       idle_chunks_.pop_back();
@@ -276,7 +276,7 @@ local_store::chunk local_store::take_chunk() {
 }
 
 void local_store::give_back(chunk c) {
-  std::lock_guard lock(chunks_mu_);
+  base::lock_guard lock(chunks_mu_);
   if (idle_chunks_.size() < max_idle_chunks) idle_chunks_.push_back(std::move(c));
 }
 

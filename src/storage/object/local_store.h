@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "storage/object/object_store.h"
 
 namespace silt::storage {
@@ -91,8 +92,8 @@ class local_store final : public object_store {
   const uint64_t temp_salt_;  // tells this store's temporary files from other processes'
   std::atomic<uint64_t> next_temp_{0};
   std::atomic<bool> direct_io_;  // cleared when the file system refuses O_DIRECT
-  std::mutex chunks_mu_;
-  std::vector<chunk> idle_chunks_;  // guarded by chunks_mu_
+  base::mutex chunks_mu_;
+  std::vector<chunk> idle_chunks_ GUARDED_BY(chunks_mu_);
 };
 
 }  // namespace silt::storage

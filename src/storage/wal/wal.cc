@@ -69,17 +69,17 @@ std::string_view wal_error_name(wal_error e) {
 write_faults::write_faults(const options& o) : options_(o), state_(o.seed) {}
 
 void write_faults::set_options(const options& o) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   options_ = o;
 }
 
 void write_faults::fail_next(uint32_t n) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   scripted_ += n;
 }
 
 write_fault write_faults::next() {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   if (scripted_ > 0) {
     --scripted_;
     ++failed_;
@@ -104,12 +104,12 @@ write_fault write_faults::next() {
 }
 
 uint64_t write_faults::failed() const {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   return failed_;
 }
 
 uint64_t write_faults::delayed() const {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   return delayed_;
 }
 

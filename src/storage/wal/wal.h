@@ -34,6 +34,7 @@
 #include <tl/expected.hpp>
 
 #include "base/histogram.h"
+#include "base/mutex.h"
 
 namespace silt::storage::wal {
 
@@ -97,12 +98,12 @@ class write_faults {
   [[nodiscard]] uint64_t delayed() const;
 
  private:
-  mutable std::mutex mu_;
-  options options_;        // guarded by mu_
-  uint64_t state_;         // guarded by mu_: the generator (splitmix64)
-  uint32_t scripted_ = 0;  // guarded by mu_
-  uint64_t failed_ = 0;    // guarded by mu_
-  uint64_t delayed_ = 0;   // guarded by mu_
+  mutable base::mutex mu_;
+  options options_ GUARDED_BY(mu_);
+  uint64_t state_ GUARDED_BY(mu_);  // the generator (splitmix64)
+  uint32_t scripted_ GUARDED_BY(mu_) = 0;
+  uint64_t failed_ GUARDED_BY(mu_) = 0;
+  uint64_t delayed_ GUARDED_BY(mu_) = 0;
 };
 
 // A position in the WAL's logical byte sequence (it grows forever; the ring wraps it).
