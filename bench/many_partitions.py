@@ -37,8 +37,9 @@ defaults, heap -Xmx512m), then:
      includes the Python client's parsing of the response);
   3. idle: the broker's CPU over the --idle-s seconds right after creation, with no client
      requests (this includes work a broker still does once Metadata lists the leaders);
-  4. produce: one confluent-kafka Producer (acks=all, linger.ms=5, otherwise librdkafka's
-     defaults, no compression), records sent round-robin over all partitions; the broker's
+  4. produce: one confluent-kafka Producer (acks=all, linger.ms=5, message.timeout.ms above
+     --produce-timeout-s, otherwise librdkafka's defaults, no compression), records sent
+     round-robin over all partitions; the broker's
      CPU (utime+stime, /proc/PID/stat) is sampled just before the first record and once the
      last one is acknowledged (flush), and so are the CPU of this script (the client) and of
      the whole machine, which gives the CPU other processes used meanwhile; Silt also gets
@@ -127,7 +128,8 @@ def system_busy_s():
 
 
 def process_cpu_snapshot():
-    """{pid: (name, start time, CPU seconds)} of every process now running (kernel threads included)."""
+    """{pid: (name, start time, CPU seconds)} of every process now running (kernel threads
+    included)."""
     tck = os.sysconf("SC_CLK_TCK")
     out = {}
     for d in os.listdir("/proc"):
@@ -529,7 +531,10 @@ def phase_produce(broker, parts, records, size, duration_s, timeout):
         if len(state["client_errors"]) < 20:
             state["client_errors"].append(err.str())
 
+    # message.timeout.ms: records do not expire (librdkafka's default is 300 s) before the
+    # phase's own bound, which a slow broker may need (Kafka at 10,000 partitions here).
     p = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "linger.ms": 5,
+                  "message.timeout.ms": int(timeout * 1000) + 60000,
                   "on_delivery": on_delivery, "error_cb": on_error, "log_level": 3})
     try:
         p.list_topics(timeout=60)  # connection and metadata out of the timing
@@ -829,7 +834,10 @@ ROWS = [  # (label, key, digits, ratio?)
 
 def report(runs, meta):
     lines = []
-    lines.append(f"Date {meta['date']}, commit {meta['commit']}, machine: {meta['machine']}.")
+    lines.append(f"Date {meta['date']}, commit {meta['commit']} (the repository's HEAD), "
+                 f"machine: {meta['machine']}.")
+    if meta.get("silt_bin"):
+        lines.append(f"Silt binary: {meta['silt_bin']} (modified {meta.get('silt_bin_mtime')}).")
     lines.append(f"Client: confluent-kafka {meta['client']} (librdkafka {meta['librdkafka']}), "
                  "one Producer (acks=all, linger.ms=5, no compression) and one assigned "
                  "Consumer, on the same machine as the broker. Kafka "
@@ -1023,6 +1031,10 @@ def main():
             "librdkafka": rdkafka_version()[0],
             "kafka_version": os.environ.get("KAFKA_VERSION", "4.1.1"),
             "silt_bin": args.silt_bin if "silt" in brokers else None,
+            # The repository's HEAD need not be what the binary was built from.
+            "silt_bin_mtime": (datetime.datetime.fromtimestamp(
+                os.path.getmtime(args.silt_bin), datetime.timezone.utc).strftime(
+                    "%Y-%m-%dT%H:%M:%SZ") if "silt" in brokers else None),
             "argv": sys.argv[1:]}
     if kept:
         meta["kept_from_previous"] = sorted({f"{r['broker']}-{r['scenario']}" for r in kept})
