@@ -231,6 +231,7 @@ TEST_P(StreamCatalog, ConcurrentWritersKeepEveryStreamContinuous) {
     ASSERT_TRUE(cs.back()->take(w, {{static_cast<uint64_t>(100 + w), 0}}));
   }
   std::vector<std::thread> threads;
+  threads.reserve(writers);
   std::atomic<int> failures{0};
   for (int w = 0; w < writers; ++w) {
     threads.emplace_back([&, w] {

@@ -113,8 +113,6 @@ int main(int argc, char** argv) {
           next += count;
         } else {
           // Refused (the WAL is full until an upload makes room): the same records again.
-          if (std::getenv("SILT_CRASH_WRITER_VERBOSE") != nullptr)
-            std::fprintf(stderr, "refused\n");
           lock.unlock();
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
