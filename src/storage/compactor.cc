@@ -296,7 +296,7 @@ tl::expected<void, std::string> compactor::apply_retention() {
     }
     if (auto r = catalog_.trim(id, new_start, owner, epoch); !r) {
       if (r.error() == metadata::catalog_error::fenced) {
-        cache_.mark_fenced(id);
+        if (auto now = catalog_.stream(id)) (void)cache_.fenced_by(id, *now);
         continue;
       }
       return tl::make_unexpected("catalog: trim failed");

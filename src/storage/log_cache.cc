@@ -151,15 +151,19 @@ std::optional<tl::expected<read_result, stream_error>> log_cache::read(uint64_t 
   return out;
 }
 
-void log_cache::mark_fenced(uint64_t stream_id) {
+bool log_cache::fenced_by(uint64_t stream_id, const std::optional<metadata::stream_state>& now) {
   auto& st = stream(stream_id);
   base::lock_guard lock(st.mu);
-  if (st.fenced) return;
+  const int32_t owner = now ? now->owner : -1;
+  const int32_t epoch = now ? now->epoch : 0;
+  if (st.fenced) return true;
+  if (st.owner == owner && st.epoch == epoch) return false;
   st.fenced = true;
   std::fprintf(stderr,
                "stream store: stream %llu has a newer owner than node %d at epoch %d; it is no "
                "longer served here\n",
                static_cast<unsigned long long>(stream_id), st.owner, st.epoch);
+  return true;
 }
 
 stream_offsets log_cache::offsets(uint64_t stream_id) {

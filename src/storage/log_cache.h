@@ -90,8 +90,12 @@ class log_cache {
   // Evicts the oldest uploaded entries until the cache fits its capacity.
   void evict();
 
-  // Marks a stream fenced (a commit found a newer owner) and says so once.
-  void mark_fenced(uint64_t stream_id);
+  // After a write the catalog refused as fenced: marks the stream fenced (and says so once)
+  // unless this store holds it at the catalog's owner and epoch now (it took the stream itself
+  // between reading its epoch for the write and the write: the write is just stale). `now`
+  // is the catalog's current state of the stream; nullopt when it has no row. True when the
+  // stream is fenced.
+  bool fenced_by(uint64_t stream_id, const std::optional<metadata::stream_state>& now);
 
   // Readers: from the cache, or nullopt when the offset is below it (needs I/O).
   [[nodiscard]] std::optional<tl::expected<read_result, stream_error>> read(uint64_t stream_id,

@@ -247,8 +247,9 @@ tl::expected<void, stream_error> stream_store::trim(uint64_t stream_id, int64_t 
 
 stream_error stream_store::catalog_failure(metadata::catalog_error e, uint64_t stream_id) {
   if (e != metadata::catalog_error::fenced) return stream_error::catalog;
-  cache_.mark_fenced(stream_id);
-  return stream_error::fenced;
+  // A write made stale by this store's own take() meanwhile is not a fence: try again.
+  auto now = catalog_->stream(stream_id);
+  return now && cache_.fenced_by(stream_id, *now) ? stream_error::fenced : stream_error::catalog;
 }
 
 tl::expected<void, stream_error> stream_store::take(const std::vector<uint64_t>& stream_ids) {

@@ -76,9 +76,7 @@ void uploader::find_fenced(const std::vector<metadata::stream_range>& ranges) {
   for (const auto& r : ranges) {
     auto now = catalog_.stream(r.stream_id);
     if (!now) return;
-    if (*now && ((*now)->owner != r.owner || (*now)->epoch != r.epoch)) {
-      cache_.mark_fenced(r.stream_id);
-    }
+    (void)cache_.fenced_by(r.stream_id, *now);
   }
 }
 
