@@ -107,6 +107,8 @@ class SCOPED_CAPABILITY unique_lock {
   void wait(std::condition_variable& cv, Pred done) {
     cv.wait(lock_, done);
   }
+  // Waits for one notification (or a spurious wake-up).
+  void wait(std::condition_variable& cv) { cv.wait(lock_); }
 
  private:
   std::unique_lock<std::mutex> lock_;

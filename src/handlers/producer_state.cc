@@ -66,7 +66,7 @@ tl::expected<std::pair<int64_t, int16_t>, error_code> producer_state::init_produ
     // KIP-360: an idempotent producer bumps its epoch to reset its sequences.
     return std::pair{producer_id, static_cast<int16_t>(producer_epoch + 1)};
   }
-  std::lock_guard lock(id_mu_);
+  base::lock_guard lock(id_mu_);
   if (next_id_ >= id_limit_) {
     auto first = registry_.allocate_producer_ids(id_block);
     if (!first) return tl::make_unexpected(error_code::unknown_server_error);
@@ -83,7 +83,7 @@ std::mutex& producer_state::lock_for(uint64_t stream_id) {
 producer_state::stream_producers& producer_state::stream_locked(uint64_t stream_id) {
   stream_producers* sp;
   {
-    std::lock_guard lock(map_mu_);
+    base::lock_guard lock(map_mu_);
     auto& slot = streams_[stream_id];
     if (!slot) slot = std::make_unique<stream_producers>();
     sp = slot.get();
@@ -96,7 +96,7 @@ producer_state::stream_producers& producer_state::stream_locked(uint64_t stream_
 }
 
 bool producer_state::loaded(uint64_t stream_id) {
-  std::lock_guard lock(map_mu_);
+  base::lock_guard lock(map_mu_);
   auto it = streams_.find(stream_id);
   return it != streams_.end() && it->second->loaded.load(std::memory_order_acquire);
 }
@@ -253,7 +253,7 @@ void producer_state::load_locked(uint64_t stream_id, stream_producers& sp) {
 tl::expected<void, std::string> producer_state::snapshot() {
   std::vector<uint64_t> ids;
   {
-    std::lock_guard lock(map_mu_);
+    base::lock_guard lock(map_mu_);
     for (auto& [id, sp] : streams_) ids.push_back(id);
   }
   const int64_t now = base::now_ms();
@@ -263,7 +263,7 @@ tl::expected<void, std::string> producer_state::snapshot() {
       std::lock_guard lock(lock_for(stream_id));
       stream_producers* sp;
       {
-        std::lock_guard map_lock(map_mu_);
+        base::lock_guard map_lock(map_mu_);
         sp = streams_[stream_id].get();
       }
       if (!sp->loaded.load(std::memory_order_acquire) || !sp->dirty) continue;

@@ -28,6 +28,7 @@
 
 #include <tl/expected.hpp>
 
+#include "base/mutex.h"
 #include "metadata/topic_registry.h"
 #include "protocol/generated/error_code.h"
 #include "protocol/record_batch.h"
@@ -114,14 +115,15 @@ class producer_state {
   const int64_t expiration_ms_;
 
   static constexpr size_t stripes = 64;
+  // Each stream's entry is guarded by its stripe (lock_for(): chosen at run time, which the
+  // thread-safety analysis cannot follow); the map itself by map_mu_.
   std::array<std::mutex, stripes> stripe_mu_;
-  // Each stream's entry is guarded by its stripe; the map itself by map_mu_.
-  std::mutex map_mu_;
-  std::unordered_map<uint64_t, std::unique_ptr<stream_producers>> streams_;  // map_mu_
+  base::mutex map_mu_;
+  std::unordered_map<uint64_t, std::unique_ptr<stream_producers>> streams_ GUARDED_BY(map_mu_);
 
-  std::mutex id_mu_;
-  int64_t next_id_ = 0;   // guarded by id_mu_
-  int64_t id_limit_ = 0;  // guarded by id_mu_: ids below it are reserved in the registry
+  base::mutex id_mu_;
+  int64_t next_id_ GUARDED_BY(id_mu_) = 0;
+  int64_t id_limit_ GUARDED_BY(id_mu_) = 0;  // ids below it are reserved in the registry
 };
 
 }  // namespace silt::handlers

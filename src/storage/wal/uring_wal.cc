@@ -104,7 +104,7 @@ tl::expected<void, wal_error> uring_wal::try_append(uint64_t stream_id, int64_t 
 }
 
 void uring_wal::set_room_callback(std::function<void()> callback) {
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   room_callback_ = std::move(callback);
 }
 
@@ -119,7 +119,7 @@ tl::expected<void, wal_error> uring_wal::enqueue(uint64_t stream_id, int64_t off
   wal_position pos = 0;
   uint32_t epoch = 0;
   {
-    std::unique_lock lock(mu_);
+    base::unique_lock lock(mu_);
     for (;;) {
       if (closing_) return tl::unexpected(wal_error::closed);
       if (failed_) return tl::unexpected(wal_error::io);
@@ -163,7 +163,7 @@ tl::expected<void, wal_error> uring_wal::enqueue(uint64_t stream_id, int64_t off
         return tl::unexpected(wal_error::full);
       }
       ++room_waiters_;
-      room_cv_.wait(lock);
+      lock.wait(room_cv_);
       --room_waiters_;
     }
     epoch = epoch_;
@@ -183,7 +183,7 @@ tl::expected<void, wal_error> uring_wal::enqueue(uint64_t stream_id, int64_t off
   format::encode_record(h, payload, b->buf.data() + (pos - b->start));
   bool wake = false;
   {
-    std::lock_guard lock(mu_);
+    base::lock_guard lock(mu_);
     --b->copies;
     if (b->copies == 0 && (wake_on_ == wake_on::any_work ||
                            (wake_on_ == wake_on::big_batch && b->used >= wake_bytes_))) {
@@ -198,7 +198,7 @@ tl::expected<void, wal_error> uring_wal::enqueue(uint64_t stream_id, int64_t off
 void uring_wal::trim(wal_position position) {
   bool wake = false;
   {
-    std::lock_guard lock(mu_);
+    base::lock_guard lock(mu_);
     if (stopped_ || position <= requested_trim_) return;
     const wal_position durable = durable_end_.load(std::memory_order_acquire);
     assert(position <= durable && "trim() beyond the durable end");
@@ -237,11 +237,11 @@ wal_stats uring_wal::stats() const {
 }
 
 void uring_wal::close() {
-  std::lock_guard closing(close_mu_);
+  base::lock_guard closing(close_mu_);
   assert(std::this_thread::get_id() != thread_.get_id() && "close() from a WAL callback");
   bool wake = false;
   {
-    std::lock_guard lock(mu_);
+    base::lock_guard lock(mu_);
     if (stopped_) return;
     closing_ = true;
     if (wake_on_ != wake_on::nothing) {
@@ -253,7 +253,7 @@ void uring_wal::close() {
   if (wake) signal();
   if (thread_.joinable()) thread_.join();
   {
-    std::lock_guard lock(mu_);
+    base::lock_guard lock(mu_);
     stopped_ = true;
   }
   if (ring_ready_) io_uring_queue_exit(&ring_);
@@ -417,7 +417,7 @@ void uring_wal::reap() {
   if (failure) {
     // Appends are refused until the WAL has recovered; queued batches are failed once the
     // writes before them have reported.
-    std::lock_guard lock(mu_);
+    base::lock_guard lock(mu_);
     failed_ = true;
     if (room_waiters_ > 0) room_cv_.notify_all();
   }
@@ -429,7 +429,7 @@ void uring_wal::header_failed() {
   // goes to the same slot again (next_header_index_ unchanged).
   failed_writes_.fetch_add(1, std::memory_order_relaxed);
   retry_at_ = clock::now() + header_retry_delay;
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   failed_ = true;
   // Closing does not wait for a disk that keeps failing.
   if (closing_) recovery_abandoned_ = true;
@@ -447,7 +447,7 @@ void uring_wal::finish_header() {
   trim_point_.store(header_.trim_point, std::memory_order_release);
   std::function<void()> callback;
   {
-    std::lock_guard lock(mu_);
+    base::lock_guard lock(mu_);
     persisted_trim_ = header_.trim_point;
     if (room_waiters_ > 0) room_cv_.notify_all();
     if (room_wanted_) {
@@ -496,7 +496,7 @@ void uring_wal::finish_recovery() {
   io_failed_ = false;
   std::function<void()> callback;
   {
-    std::lock_guard lock(mu_);
+    base::lock_guard lock(mu_);
     epoch_ = header_.epoch;
     failed_ = false;
     room_wanted_ = false;
@@ -534,7 +534,7 @@ void uring_wal::finish_batches() {
     }
     for (auto& a : b->appends) a.done(a.end);
   }
-  std::lock_guard lock(mu_);
+  base::lock_guard lock(mu_);
   for (auto& b : done) {
     // As many as can be in use at once: a fresh buffer costs a page fault per 4 KiB written.
     if (b->buf.size() == standard_buffer_ && free_buffers_.size() < iodepth_ + max_queued_batches) {
@@ -558,7 +558,7 @@ void uring_wal::run() {
     bool exit = false;
     std::function<void()> room_callback;
     {
-      std::lock_guard lock(mu_);
+      base::lock_guard lock(mu_);
       const auto now = clock::now();
       while (!queue_.empty()) {
         batch& b = *queue_.front();
@@ -675,7 +675,7 @@ void uring_wal::run() {
       rc = io_uring_submit_and_wait(&ring_, 1);
     }
     if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
-      std::lock_guard lock(mu_);
+      base::lock_guard lock(mu_);
       failed_ = true;
       if (room_waiters_ > 0) room_cv_.notify_all();
     }

@@ -32,6 +32,7 @@
 #include <liburing.h>
 #include <tl/expected.hpp>
 
+#include "base/mutex.h"
 #include "storage/wal/aligned_buffer.h"
 #include "storage/wal/ring_file.h"
 #include "storage/wal/token_bucket.h"
@@ -122,14 +123,14 @@ class uring_wal final : public wal {
   void submit_batch(batch& b);
   void submit_header(const format::header_slot& slot, bool epoch_step);
   void header_failed();
-  [[nodiscard]] format::header_slot begin_recovery();
+  [[nodiscard]] format::header_slot begin_recovery() REQUIRES(mu_);
   void finish_recovery();
   void remember_rewind(const batch& b);
   void arm_wake();
   void signal();
-  void seal(batch& b);
-  [[nodiscard]] bool has_work_to_drain() const;
-  [[nodiscard]] aligned_buffer take_buffer(uint64_t size);
+  void seal(batch& b) REQUIRES(mu_);
+  [[nodiscard]] bool has_work_to_drain() const REQUIRES(mu_);
+  [[nodiscard]] aligned_buffer take_buffer(uint64_t size) REQUIRES(mu_);
   static void fail_appends(batch& b, wal_error e);
   [[nodiscard]] io_uring_sqe* next_sqe();
 
@@ -144,15 +145,19 @@ class uring_wal final : public wal {
   std::function<void()> room_callback_;  // set before the first append
 
   // Shared, guarded by mu_.
-  mutable std::mutex mu_;
-  std::condition_variable room_cv_;           // appenders waiting for ring room or a queue slot
-  std::deque<std::unique_ptr<batch>> queue_;  // unsubmitted, in position order; back may be open
-  wal_position next_start_ = 0;               // start of the batch after the last sealed one
-  wal_position persisted_trim_ = 0;
-  wal_position requested_trim_ = 0;
-  uint32_t epoch_ = 0;  // of the frames appended now; changed by the I/O thread
-  uint32_t room_waiters_ = 0;
-  bool room_wanted_ = false;  // a try_append() was refused for room since the last callback
+  mutable base::mutex mu_;
+  std::condition_variable room_cv_;  // appenders waiting for ring room or a queue slot
+  // Unsubmitted, in position order; the back may be open.
+  std::deque<std::unique_ptr<batch>> queue_ GUARDED_BY(mu_);
+  wal_position next_start_ GUARDED_BY(mu_) = 0;  // start of the batch after the last sealed one
+  wal_position persisted_trim_ GUARDED_BY(mu_) = 0;
+  wal_position requested_trim_ GUARDED_BY(mu_) = 0;
+  // Of the frames appended now; written by the I/O thread (under mu_), read by appenders (under
+  // mu_) and by the I/O thread (without it).
+  std::atomic<uint32_t> epoch_{0};
+  uint32_t room_waiters_ GUARDED_BY(mu_) = 0;
+  // A try_append() was refused for room since the last callback.
+  bool room_wanted_ GUARDED_BY(mu_) = false;
   // What the I/O thread, about to sleep, wants to be woken for.
   enum class wake_on : uint8_t {
     nothing,    // it will wake anyway: its write slots are full, or it paces for the IOPS cap
@@ -161,12 +166,13 @@ class uring_wal final : public wal {
     big_batch,  // more writes in flight and slots free: wake it for a batch of wake_bytes_,
                 // smaller ones wait for the next completion and grow meanwhile
   };
-  wake_on wake_on_ = wake_on::nothing;
-  bool closing_ = false;
-  bool failed_ = false;  // a write failed: appends refused until the new epoch is durable
-  bool recovery_abandoned_ = false;  // a header write failed while closing
-  bool stopped_ = false;
-  std::vector<aligned_buffer> free_buffers_;
+  wake_on wake_on_ GUARDED_BY(mu_) = wake_on::nothing;
+  bool closing_ GUARDED_BY(mu_) = false;
+  // A write failed: appends refused until the new epoch is durable.
+  bool failed_ GUARDED_BY(mu_) = false;
+  bool recovery_abandoned_ GUARDED_BY(mu_) = false;  // a header write failed while closing
+  bool stopped_ GUARDED_BY(mu_) = false;
+  std::vector<aligned_buffer> free_buffers_ GUARDED_BY(mu_);
 
   // The I/O thread's.
   io_uring ring_{};
@@ -196,7 +202,7 @@ class uring_wal final : public wal {
   std::array<io_op, 2> header_ops_{};
 
   std::thread thread_;
-  std::mutex close_mu_;  // serializes close()
+  base::mutex close_mu_;  // serializes close()
 
   // Readable from any thread.
   std::atomic<wal_position> durable_end_{0};
