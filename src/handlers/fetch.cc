@@ -72,12 +72,7 @@ asio::awaitable<size_t> gather(context& ctx, std::vector<wanted>& ws, int32_t ma
     }
     const uint64_t stream_id = t->info->streams[static_cast<size_t>(w.partition)];
     const auto offs = ctx.store.offsets(stream_id);
-    if (offs.fenced) {
-      g.data.error_code = static_cast<int16_t>(error_code::not_leader_or_follower);
-      continue;
-    }
-    if (const auto e = check_leader_epoch(w.current_leader_epoch, offs.epoch);
-        e != error_code::none) {
+    if (const auto e = check_leader(offs, w.current_leader_epoch); e != error_code::none) {
       g.data.error_code = static_cast<int16_t>(e);
       continue;
     }

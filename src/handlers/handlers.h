@@ -71,6 +71,14 @@ struct api_range {
                         : protocol::error_code::fenced_leader_epoch;
 }
 
+// The error for a request to a partition whose stream has `offs`: NOT_LEADER_OR_FOLLOWER when
+// another broker took it, else check_leader_epoch().
+[[nodiscard]] inline protocol::error_code check_leader(const storage::stream_offsets& offs,
+                                                       int32_t current_leader_epoch) {
+  if (offs.fenced) return protocol::error_code::not_leader_or_follower;
+  return check_leader_epoch(current_leader_epoch, offs.epoch);
+}
+
 // Partitions [first, end) of a topic as Metadata and DescribeTopicPartitions describe them:
 // this broker leads each one at its stream's epoch and is its only replica and in-sync
 // replica.

@@ -84,12 +84,7 @@ asio::awaitable<protocol::list_offsets_response> handle_list_offsets(
       }
       const uint64_t stream = topic->info->streams[static_cast<size_t>(p.partition_index)];
       const auto offs = ctx.store.offsets(stream);
-      if (offs.fenced) {
-        rp.error_code = static_cast<int16_t>(error_code::not_leader_or_follower);
-        continue;
-      }
-      if (const auto e = check_leader_epoch(p.current_leader_epoch, offs.epoch);
-          e != error_code::none) {
+      if (const auto e = check_leader(offs, p.current_leader_epoch); e != error_code::none) {
         rp.error_code = static_cast<int16_t>(e);
         continue;
       }

@@ -62,6 +62,12 @@ object_record object_row(const row& s) {
   return o;
 }
 
+// stream_id, start_offset, end_offset, max_timestamp, size.
+stream_range range_row(const row& s) {
+  return {static_cast<uint64_t>(s.integer(0)), s.integer(1), s.integer(2), s.integer(3),
+          static_cast<uint64_t>(s.integer(4))};
+}
+
 stream_state state_row(const row& s, size_t first) {
   return {s.integer(first), s.integer(first + 1), static_cast<int32_t>(s.integer(first + 2)),
           static_cast<int32_t>(s.integer(first + 3))};
@@ -249,10 +255,7 @@ tl::expected<std::vector<stream_range>, catalog_error> stream_catalog::all_range
   if (!r) return fail(catalog_error::io);
   std::vector<stream_range> out;
   out.reserve(r->rows.size());
-  for (const row& s : r->rows) {
-    out.push_back({static_cast<uint64_t>(s.integer(0)), s.integer(1), s.integer(2), s.integer(3),
-                   static_cast<uint64_t>(s.integer(4))});
-  }
+  for (const row& s : r->rows) out.push_back(range_row(s));
   return out;
 }
 
@@ -266,10 +269,7 @@ tl::expected<std::vector<stream_range>, catalog_error> stream_catalog::object_ra
   if (!r) return fail(catalog_error::io);
   std::vector<stream_range> out;
   out.reserve(r->rows.size());
-  for (const row& s : r->rows) {
-    out.push_back({static_cast<uint64_t>(s.integer(0)), s.integer(1), s.integer(2), s.integer(3),
-                   static_cast<uint64_t>(s.integer(4))});
-  }
+  for (const row& s : r->rows) out.push_back(range_row(s));
   return out;
 }
 
