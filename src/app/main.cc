@@ -87,7 +87,9 @@ static int run(int argc, char** argv) {
 
   // Request latencies, per interval when asked for; the rest is logged at shutdown.
   std::mutex wal_report_mu;
-  silt::storage::wal::wal_stats wal_before;  // guarded by wal_report_mu
+  silt::storage::wal::wal_stats wal_before;        // guarded by wal_report_mu
+  silt::storage::stream_store_stats store_before;  // guarded by wal_report_mu
+  uint64_t transactions_before = 0;                // guarded by wal_report_mu
   auto log_metrics = [&] {
     std::string text = server.metrics().report("silt: requests: ");
     {
@@ -110,6 +112,22 @@ static int run(int argc, char** argv) {
                 std::to_string(wal.recoveries - wal_before.recoveries) + "\n";
       }
       wal_before = wal;
+      const auto store = (*broker)->ctx().store.stats();
+      const uint64_t transactions = silt::metadata::sql::committed_transactions();
+      if (store.uploads != store_before.uploads || store.compactions != store_before.compactions ||
+          transactions != transactions_before) {
+        text +=
+            "silt: store: uploads " + std::to_string(store.uploads - store_before.uploads) +
+            " (stream-set objects " +
+            std::to_string(store.stream_set_objects - store_before.stream_set_objects) +
+            ", stream objects " +
+            std::to_string(store.stream_objects - store_before.stream_objects) + "), compactions " +
+            std::to_string(store.compactions - store_before.compactions) + ", objects deleted " +
+            std::to_string(store.deleted_objects - store_before.deleted_objects) +
+            " | metadata transactions " + std::to_string(transactions - transactions_before) + "\n";
+      }
+      store_before = store;
+      transactions_before = transactions;
     }
     std::fputs(text.c_str(), stderr);
   };

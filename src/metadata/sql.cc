@@ -12,6 +12,7 @@ namespace {
 
 thread_local bool network_thread = false;
 std::atomic<uint64_t> violations{0};
+std::atomic<uint64_t> commits{0};
 
 // The schema, one step per version. `{int}` and `{blob}` become each database's 64-bit
 // integer and byte-string types. Version 1 is the schema of the first releases, which had
@@ -153,11 +154,29 @@ std::vector<uint8_t> row::blob(size_t col) const {
 
 transaction::~transaction() {
   if (ok_ && !done_) (void)c_.script("ROLLBACK");
+  c_.in_transaction = false;
 }
 
 bool transaction::commit() {
   done_ = true;
-  return ok_ && c_.script("COMMIT").has_value();
+  const bool ok = ok_ && c_.script("COMMIT").has_value();
+  c_.in_transaction = false;
+  if (ok) commits.fetch_add(1, std::memory_order_relaxed);
+  return ok;
+}
+
+uint64_t committed_transactions() {
+  return commits.load(std::memory_order_relaxed);
+}
+
+void count_statement(const connection& c, std::string_view sql) {
+  if (c.in_transaction) return;
+  for (const std::string_view verb : {"INSERT", "UPDATE", "DELETE"}) {
+    if (sql.starts_with(verb)) {
+      commits.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
 }
 
 tl::expected<int64_t, std::string> stored_schema_version(connection& c) {

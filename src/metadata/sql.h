@@ -72,6 +72,9 @@ class connection {
   [[nodiscard]] virtual tl::expected<void, std::string> begin() = 0;
   [[nodiscard]] virtual dialect kind() const = 0;
 
+  // Set by `transaction` while one is open on this connection.
+  bool in_transaction = false;
+
   template <typename... P>
   [[nodiscard]] tl::expected<result, std::string> query(std::string_view sql, const P&... p) {
     const param params[] = {param(p)..., param(nullptr)};
@@ -82,7 +85,10 @@ class connection {
 // Rolls back unless committed.
 class transaction {
  public:
-  explicit transaction(connection& c) : c_(c) { ok_ = c_.begin().has_value(); }
+  explicit transaction(connection& c) : c_(c) {
+    ok_ = c_.begin().has_value();
+    c_.in_transaction = ok_;
+  }
   ~transaction();
   transaction(const transaction&) = delete;
   transaction& operator=(const transaction&) = delete;
@@ -121,6 +127,10 @@ inline constexpr int64_t schema_version = 2;
 
 // The schema version stored in a database (0 before the first migration).
 [[nodiscard]] tl::expected<int64_t, std::string> stored_schema_version(connection& c);
+
+// Transactions committed through the metadata store since start: each `transaction` that
+// committed, and each write statement run outside one (its own transaction).
+[[nodiscard]] uint64_t committed_transactions();
 
 // Network threads mark themselves; the metadata store refuses to run a statement on one
 // (and counts the attempt), so that a slow database can never stall a connection's thread.

@@ -16,6 +16,10 @@ namespace silt::metadata::sql {
 [[nodiscard]] tl::expected<std::shared_ptr<database>, std::string> open_postgresql(
     const std::string& uri);
 
+// Counts a write statement run outside a transaction (for committed_transactions()); call
+// after it succeeded.
+void count_statement(const connection& c, std::string_view sql);
+
 // True (and the attempt logged and counted) when the calling thread serves connections.
 [[nodiscard]] bool refuse_on_network_thread(std::string_view sql);
 

@@ -137,6 +137,7 @@ class pg_connection final : public connection {
     if (changed != nullptr && *changed != 0) {
       std::from_chars(changed, changed + std::strlen(changed), out.changes);
     }
+    count_statement(*this, sql);
     return out;
   }
 

@@ -85,6 +85,7 @@ class sqlite_connection final : public connection {
     }
     if (rc != SQLITE_DONE) return tl::make_unexpected(unexpected_message(db_, sql));
     out.changes = sqlite3_changes64(db_);
+    count_statement(*this, sql);
     return out;
   }
 

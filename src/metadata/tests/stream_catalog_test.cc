@@ -285,6 +285,20 @@ TEST_P(StreamCatalog, AnUnversionedSchemaIsMigrated) {
   EXPECT_EQ(*sql::stored_schema_version(**c2), sql::schema_version);
 }
 
+// Each committed transaction counts once: a transaction, or a write statement on its own; a
+// refused commit (rolled back) does not.
+TEST_P(StreamCatalog, CountsCommittedTransactions) {
+  auto c = memory_catalog();
+  const uint64_t before = sql::committed_transactions();
+  auto o = object(*c);  // the id counter's UPDATE, on its own
+  ASSERT_TRUE(c->commit_object(o, {{1, 0, 10, 0, 1}}));
+  EXPECT_EQ(sql::committed_transactions() - before, 2u);
+  EXPECT_FALSE(c->commit_object(object(*c), {{1, 11, 20, 0, 1}}));
+  EXPECT_EQ(sql::committed_transactions() - before, 3u);  // the second id only
+  ASSERT_TRUE(c->find(1, 0));                             // a read
+  EXPECT_EQ(sql::committed_transactions() - before, 3u);
+}
+
 // A database written by a newer broker is refused, not half understood.
 TEST_P(StreamCatalog, ANewerSchemaIsRefused) {
   {
