@@ -210,10 +210,6 @@ void mark_network_thread(bool network) {
   network_thread = network;
 }
 
-bool on_network_thread() {
-  return network_thread;
-}
-
 uint64_t network_thread_violations() {
   return violations.load(std::memory_order_relaxed);
 }

@@ -4,7 +4,7 @@
 // SQL both speak; statements use `?` placeholders (the PostgreSQL driver numbers them).
 //
 // Every call blocks on the database (an fsync, a network round trip): callers run on the
-// blocking pool or a background thread, never on a network thread (see on_network_thread()).
+// blocking pool or a background thread, never on a network thread (see mark_network_thread()).
 //
 // A connection is used by one thread at a time (its owner holds a mutex around it); a
 // database hands out connections and runs the schema migrations once when it opens.
@@ -135,7 +135,6 @@ inline constexpr int64_t schema_version = 2;
 // Network threads mark themselves; the metadata store refuses to run a statement on one
 // (and counts the attempt), so that a slow database can never stall a connection's thread.
 void mark_network_thread(bool network);
-[[nodiscard]] bool on_network_thread();
 // Statements attempted on a network thread since start (each also logged).
 [[nodiscard]] uint64_t network_thread_violations();
 

@@ -284,16 +284,6 @@ tl::expected<std::optional<stream_state>, catalog_error> stream_catalog::stream(
   return std::optional<stream_state>(state_row(r->rows.front(), 0));
 }
 
-tl::expected<std::vector<uint64_t>, catalog_error> stream_catalog::streams() {
-  base::lock_guard lock(mu_);
-  auto r = c_->query("SELECT stream_id FROM streams ORDER BY stream_id");
-  if (!r) return fail(catalog_error::io);
-  std::vector<uint64_t> out;
-  out.reserve(r->rows.size());
-  for (const row& s : r->rows) out.push_back(static_cast<uint64_t>(s.integer(0)));
-  return out;
-}
-
 tl::expected<std::vector<std::pair<uint64_t, stream_state>>, catalog_error>
 stream_catalog::stream_states() {
   base::lock_guard lock(mu_);

@@ -130,7 +130,6 @@ class stream_catalog {
       uint64_t object_id);
 
   [[nodiscard]] tl::expected<std::optional<stream_state>, catalog_error> stream(uint64_t stream_id);
-  [[nodiscard]] tl::expected<std::vector<uint64_t>, catalog_error> streams();
   // Every stream with its offsets (the stream store loads them all when it opens).
   [[nodiscard]] tl::expected<std::vector<std::pair<uint64_t, stream_state>>, catalog_error>
   stream_states();

@@ -290,32 +290,4 @@ tl::expected<int64_t, registry_error> topic_registry::allocate_producer_ids(int6
   return static_cast<int64_t>(*first);
 }
 
-tl::expected<void, registry_error> topic_registry::put_blob(const std::string& key,
-                                                            const std::vector<uint8_t>& value) {
-  base::lock_guard db_lock(db_mu_);
-  if (!c_->query("INSERT INTO registry_blobs(key, value) VALUES(?,?) "
-                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                 std::string_view(key), sql::bytes_view{value})) {
-    return fail(registry_error::io);
-  }
-  return {};
-}
-
-tl::expected<std::vector<uint8_t>, registry_error> topic_registry::get_blob(
-    const std::string& key) {
-  base::lock_guard db_lock(db_mu_);
-  auto r = c_->query("SELECT value FROM registry_blobs WHERE key=?", std::string_view(key));
-  if (!r) return fail(registry_error::io);
-  if (r->rows.empty()) return std::vector<uint8_t>();
-  return r->rows.front().blob(0);
-}
-
-tl::expected<void, registry_error> topic_registry::erase_blob(const std::string& key) {
-  base::lock_guard db_lock(db_mu_);
-  if (!c_->query("DELETE FROM registry_blobs WHERE key=?", std::string_view(key))) {
-    return fail(registry_error::io);
-  }
-  return {};
-}
-
 }  // namespace silt::metadata

@@ -81,12 +81,6 @@ class topic_registry {
   // Reserves `count` producer ids and returns the first; never hands out an id twice.
   [[nodiscard]] tl::expected<int64_t, registry_error> allocate_producer_ids(int64_t count);
 
-  // A small durable key-value table for other components (producer state snapshots).
-  [[nodiscard]] tl::expected<void, registry_error> put_blob(const std::string& key,
-                                                            const std::vector<uint8_t>& value);
-  [[nodiscard]] tl::expected<std::vector<uint8_t>, registry_error> get_blob(const std::string& key);
-  [[nodiscard]] tl::expected<void, registry_error> erase_blob(const std::string& key);
-
  private:
   topic_registry(std::shared_ptr<sql::database> db, std::unique_ptr<sql::connection> c)
       : db_(std::move(db)), c_(std::move(c)) {}
