@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < batches; ++i) {
     auto done = std::make_shared<std::promise<void>>();
     auto durable = done->get_future();
-    s.append(i % streams, batch, [done](auto) { done->set_value(); });
+    s.append(silt::base::stream_id(i % streams), batch, [done](auto) { done->set_value(); });
     since_upload += batch.size();
     if (since_upload >= upload_every || i + 1 == batches) {
       durable.wait();  // in order: everything before is durable too
@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   for (int stream = 0; stream < streams; ++stream) {
     int64_t offset = 0;
     for (;;) {
-      auto r = s.read(stream, offset, 1 << 20);
+      auto r = s.read(silt::base::stream_id(stream), offset, 1 << 20);
       if (!r) {
         std::fprintf(stderr, "read: %s\n",
                      std::string(storage::stream_error_name(r.error())).c_str());

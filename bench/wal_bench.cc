@@ -125,7 +125,7 @@ std::optional<result> run_one(const config& cfg, sync_mode sync, uint32_t size,
       ++outstanding;
     }
     const bool counted = measuring.load(std::memory_order_relaxed);
-    w.append(1, offset, payload,
+    w.append(silt::base::stream_id(1), offset, payload,
              [&, t0 = clock_type::now(), counted](tl::expected<wal_position, wal_error> r) {
                if (!r) {
                  if (!failed.exchange(true)) {

@@ -154,7 +154,7 @@ api_error delete_topic(context& ctx, const std::string& name, metadata::topic_pt
   ctx.forget(deleted);
   // Free the data: trim every stream to its end (its objects are deleted later; a stream id is
   // never reused).
-  for (const uint64_t stream : deleted->streams) {
+  for (const base::stream_id stream : deleted->streams) {
     (void)ctx.store.trim(stream, ctx.store.offsets(stream).end_offset);
     (void)ctx.store.put_producer_state(stream, {});
   }

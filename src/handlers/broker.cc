@@ -175,7 +175,7 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   }
   // This broker serves every topic's streams: it takes them all, each at its next epoch
   // (Kafka's leader epoch), before it serves a request.
-  std::vector<uint64_t> streams;
+  std::vector<base::stream_id> streams;
   for (const auto& t : b->registry_->all())
     streams.insert(streams.end(), t->streams.begin(), t->streams.end());
   if (auto taken = b->store_->take(streams); !taken) {

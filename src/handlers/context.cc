@@ -68,14 +68,14 @@ topic_entry_ptr context::refresh(const metadata::topic_ptr& info) {
   auto e = std::make_shared<topic_entry>();
   e->info = info;
   e->cfg = config::effective_topic_config(config, info->configs);
-  for (uint64_t s : info->streams)
+  for (base::stream_id s : info->streams)
     store.set_retention(s, e->cfg.retention_ms, e->cfg.retention_bytes);
   base::lock_guard lock(mu_);
   by_name_[info->name] = e;
   return e;
 }
 
-void context::take(const std::vector<uint64_t>& streams) {
+void context::take(const std::vector<base::stream_id>& streams) {
   // A stream not taken is still served, at epoch 0 and owned by no node; the next start
   // takes it.
   if (auto r = store.take(streams); !r) {

@@ -16,6 +16,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <tl/expected.hpp>
 
+#include "base/ids.h"
 #include "base/mutex.h"
 #include "config/config.h"
 #include "config/topic_config.h"
@@ -54,7 +55,7 @@ class context {
   // Forgets a deleted topic.
   void forget(const metadata::topic_ptr& info);
   // Takes streams for this broker at their next epoch (catalog I/O: blocking pool only).
-  void take(const std::vector<uint64_t>& streams);
+  void take(const std::vector<base::stream_id>& streams);
 
   const config::broker_config& config;
   const std::string cluster_id;

@@ -101,8 +101,8 @@ asio::awaitable<create_partitions_response> handle_create_partitions(
         resp.results.push_back(result(t.name, e));
         continue;
       }
-      ctx.take(std::vector<uint64_t>((*grown)->streams.begin() + info->partitions(),
-                                     (*grown)->streams.end()));
+      ctx.take(std::vector<base::stream_id>((*grown)->streams.begin() + info->partitions(),
+                                            (*grown)->streams.end()));
       ctx.refresh(*grown);
     }
     resp.results.push_back(result(t.name, {}));

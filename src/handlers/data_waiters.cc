@@ -13,17 +13,17 @@ namespace silt::handlers {
 namespace asio = boost::asio;
 
 data_waiters::waiter_ptr data_waiters::subscribe(const asio::any_io_executor& executor,
-                                                 const std::vector<uint64_t>& streams) {
+                                                 const std::vector<base::stream_id>& streams) {
   auto w = std::make_shared<waiter>(executor);
   w->streams_ = streams;
   base::lock_guard lock(mu_);
-  for (uint64_t s : streams) by_stream_[s].push_back(w);
+  for (base::stream_id s : streams) by_stream_[s].push_back(w);
   return w;
 }
 
 void data_waiters::unsubscribe(const waiter_ptr& w) {
   base::lock_guard lock(mu_);
-  for (uint64_t s : w->streams_) {
+  for (base::stream_id s : w->streams_) {
     auto it = by_stream_.find(s);
     if (it == by_stream_.end()) continue;
     auto& v = it->second;
@@ -45,7 +45,7 @@ asio::awaitable<bool> data_waiters::wait(const waiter_ptr& w, std::chrono::milli
   co_return result.index() == 0;
 }
 
-void data_waiters::notify(uint64_t stream_id) {
+void data_waiters::notify(base::stream_id stream_id) {
   std::vector<std::shared_ptr<waiter>> wake;
   {
     base::lock_guard lock(mu_);

@@ -16,6 +16,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/experimental/concurrent_channel.hpp>
 
+#include "base/ids.h"
 #include "base/mutex.h"
 
 namespace silt::handlers {
@@ -27,11 +28,11 @@ class data_waiters {
 
   // A key that is not a stream (stream ids never come near it): the WAL may have room again,
   // or has recovered from a failed write.
-  static constexpr uint64_t wal_room = UINT64_MAX;
+  static constexpr base::stream_id wal_room{UINT64_MAX};
 
   // Registers interest in `streams` on behalf of a coroutine running on `executor`.
   [[nodiscard]] waiter_ptr subscribe(const boost::asio::any_io_executor& executor,
-                                     const std::vector<uint64_t>& streams);
+                                     const std::vector<base::stream_id>& streams);
   // Sleeps until a subscribed stream was notified (true) or `timeout` passed (false).
   [[nodiscard]] static boost::asio::awaitable<bool> wait(const waiter_ptr& w,
                                                          std::chrono::milliseconds timeout);
@@ -39,13 +40,14 @@ class data_waiters {
   void unsubscribe(const waiter_ptr& w);
 
   // A stream has new durable data.
-  void notify(uint64_t stream_id);
+  void notify(base::stream_id stream_id);
   // Wakes every waiter (shutdown).
   void notify_all();
 
  private:
   base::mutex mu_;
-  std::unordered_map<uint64_t, std::vector<std::weak_ptr<waiter>>> by_stream_ GUARDED_BY(mu_);
+  std::unordered_map<base::stream_id, std::vector<std::weak_ptr<waiter>>> by_stream_
+      GUARDED_BY(mu_);
 };
 
 class data_waiters::waiter {
@@ -56,7 +58,7 @@ class data_waiters::waiter {
  private:
   friend class data_waiters;
   boost::asio::experimental::concurrent_channel<void(boost::system::error_code)> channel_;
-  std::vector<uint64_t> streams_;
+  std::vector<base::stream_id> streams_;
 };
 
 }  // namespace silt::handlers

@@ -20,7 +20,7 @@ asio::awaitable<protocol::delete_records_response> handle_delete_records(
         rp.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
         continue;
       }
-      const uint64_t stream = topic->info->streams[static_cast<size_t>(p.partition_index)];
+      const base::stream_id stream = topic->info->streams[static_cast<size_t>(p.partition_index)];
       const auto offs = ctx.store.offsets(stream);
       const int64_t target = p.offset == -1 ? offs.end_offset : p.offset;
       if (target < 0 || target > offs.end_offset) {

@@ -33,17 +33,15 @@ struct wanted {
 struct gathered {
   fetch_response::PartitionData data;
   std::vector<std::shared_ptr<const void>> owners;
-  uint64_t stream_id = 0;
+  base::stream_id stream_id{};
   bool found = false;
 };
 
 // A read from the log cache runs here, on the connection; one that needs the catalog or the
 // object store runs on the blocking pool (the cache may have evicted the data since the
 // fetch looked at the stream's offsets: read_cached() decides under the store's lock).
-asio::awaitable<tl::expected<storage::read_result, storage::stream_error>> read(context& ctx,
-                                                                                uint64_t stream,
-                                                                                int64_t offset,
-                                                                                size_t max_bytes) {
+asio::awaitable<tl::expected<storage::read_result, storage::stream_error>> read(
+    context& ctx, base::stream_id stream, int64_t offset, size_t max_bytes) {
   if (auto cached = ctx.store.read_cached(stream, offset, max_bytes)) co_return std::move(*cached);
   co_return co_await asio::co_spawn(
       ctx.blocking,
@@ -70,7 +68,7 @@ asio::awaitable<size_t> gather(context& ctx, std::vector<wanted>& ws, int32_t ma
       g.data.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
       continue;
     }
-    const uint64_t stream_id = t->info->streams[static_cast<size_t>(w.partition)];
+    const base::stream_id stream_id = t->info->streams[static_cast<size_t>(w.partition)];
     const auto offs = ctx.store.offsets(stream_id);
     if (const auto e = check_leader(offs, w.current_leader_epoch); e != error_code::none) {
       g.data.error_code = static_cast<int16_t>(e);
@@ -236,7 +234,7 @@ asio::awaitable<with_owners<fetch_response>> handle_fetch(context& ctx, const ne
   }
   auto& ws = plan.partitions;
 
-  std::vector<uint64_t> streams;
+  std::vector<base::stream_id> streams;
   for (const auto& w : ws) {
     if (auto t = ctx.topic(w.topic); t && w.partition >= 0 && w.partition < t->info->partitions()) {
       streams.push_back(t->info->streams[static_cast<size_t>(w.partition)]);

@@ -27,7 +27,7 @@ struct found {
 
 // Scans a stream for the first record with timestamp >= target (target >= 0), or for the
 // record with the largest timestamp (target == -3, the first one of equals).
-found scan(storage::stream_store& store, uint64_t stream, int64_t target) {
+found scan(storage::stream_store& store, base::stream_id stream, int64_t target) {
   found best;
   scan_batches(store, stream, 0, [&](const protocol::record_batch& b) {
     const auto& h = b.header;
@@ -82,7 +82,7 @@ asio::awaitable<protocol::list_offsets_response> handle_list_offsets(
         rp.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
         continue;
       }
-      const uint64_t stream = topic->info->streams[static_cast<size_t>(p.partition_index)];
+      const base::stream_id stream = topic->info->streams[static_cast<size_t>(p.partition_index)];
       const auto offs = ctx.store.offsets(stream);
       if (const auto e = check_leader(offs, p.current_leader_epoch); e != error_code::none) {
         rp.error_code = static_cast<int16_t>(e);

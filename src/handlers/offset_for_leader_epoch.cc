@@ -22,7 +22,7 @@ asio::awaitable<protocol::offset_for_leader_epoch_response> handle_offset_for_le
         rp.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
         continue;
       }
-      const uint64_t stream = topic->info->streams[static_cast<size_t>(p.partition)];
+      const base::stream_id stream = topic->info->streams[static_cast<size_t>(p.partition)];
       const auto offs = ctx.store.offsets(stream);
       if (const auto e = check_leader(offs, p.current_leader_epoch); e != error_code::none) {
         rp.error_code = static_cast<int16_t>(e);

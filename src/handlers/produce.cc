@@ -34,7 +34,7 @@ using partition_response = produce_response::PartitionProduceResponse;
 struct checked {
   partition_response* out = nullptr;
   topic_entry_ptr topic;
-  uint64_t stream_id = 0;
+  base::stream_id stream_id{};
   std::span<uint8_t> records;
   bool idempotent = false;
   protocol::record_batch_header first;  // the (single) idempotent batch's header

@@ -76,11 +76,11 @@ tl::expected<std::pair<int64_t, int16_t>, error_code> producer_state::init_produ
   return std::pair{next_id_++, int16_t{0}};
 }
 
-std::mutex& producer_state::lock_for(uint64_t stream_id) {
-  return stripe_mu_[stream_id % stripes];
+std::mutex& producer_state::lock_for(base::stream_id stream_id) {
+  return stripe_mu_[stream_id.value() % stripes];
 }
 
-producer_state::stream_producers& producer_state::stream_locked(uint64_t stream_id) {
+producer_state::stream_producers& producer_state::stream_locked(base::stream_id stream_id) {
   stream_producers* sp;
   {
     base::lock_guard lock(map_mu_);
@@ -95,23 +95,23 @@ producer_state::stream_producers& producer_state::stream_locked(uint64_t stream_
   return *sp;
 }
 
-bool producer_state::loaded(uint64_t stream_id) {
+bool producer_state::loaded(base::stream_id stream_id) {
   base::lock_guard lock(map_mu_);
   auto it = streams_.find(stream_id);
   return it != streams_.end() && it->second->loaded.load(std::memory_order_acquire);
 }
 
-void producer_state::load(uint64_t stream_id) {
+void producer_state::load(base::stream_id stream_id) {
   std::lock_guard lock(lock_for(stream_id));
   (void)stream_locked(stream_id);
 }
 
 const std::unordered_map<int64_t, producer_state::producer_entry>& producer_state::producers(
-    uint64_t stream_id) {
+    base::stream_id stream_id) {
   return stream_locked(stream_id).producers;
 }
 
-producer_state::check_result producer_state::check(uint64_t stream_id,
+producer_state::check_result producer_state::check(base::stream_id stream_id,
                                                    const record_batch_header& h) {
   auto& sp = stream_locked(stream_id);
   const auto it = sp.producers.find(h.producer_id);
@@ -160,14 +160,15 @@ producer_state::check_result producer_state::check(uint64_t stream_id,
   return {};
 }
 
-void producer_state::begin(uint64_t stream_id, const record_batch_header& h, int64_t base_offset) {
+void producer_state::begin(base::stream_id stream_id, const record_batch_header& h,
+                           int64_t base_offset) {
   auto& sp = stream_locked(stream_id);
   sp.in_flight[h.producer_id].push_back(
       {h.producer_epoch,
        {h.base_sequence, last_sequence(h), base_offset, base_offset + h.last_offset_delta}});
 }
 
-void producer_state::finish(uint64_t stream_id, const record_batch_header& h, bool durable,
+void producer_state::finish(base::stream_id stream_id, const record_batch_header& h, bool durable,
                             int64_t base_offset) {
   std::lock_guard lock(lock_for(stream_id));
   auto& sp = stream_locked(stream_id);
@@ -205,13 +206,14 @@ void producer_state::apply(std::unordered_map<int64_t, producer_entry>& m,
   e.last_timestamp = std::max(h.max_timestamp, base::now_ms());
 }
 
-void producer_state::record(uint64_t stream_id, const record_batch_header& h, int64_t base_offset) {
+void producer_state::record(base::stream_id stream_id, const record_batch_header& h,
+                            int64_t base_offset) {
   auto& sp = stream_locked(stream_id);
   apply(sp.producers, h, base_offset);
   sp.dirty = true;
 }
 
-void producer_state::load_locked(uint64_t stream_id, stream_producers& sp) {
+void producer_state::load_locked(base::stream_id stream_id, stream_producers& sp) {
   const auto offsets = store_.offsets(stream_id);
   int64_t from = offsets.start_offset;
   auto blob = store_.producer_state(stream_id);
@@ -240,7 +242,7 @@ void producer_state::load_locked(uint64_t stream_id, stream_producers& sp) {
       from = covered;
     } else if (!ok || !c.done()) {
       std::fprintf(stderr, "producer state: snapshot of stream %llu is corrupt; rebuilding it\n",
-                   static_cast<unsigned long long>(stream_id));
+                   static_cast<unsigned long long>(stream_id.value()));
     }
   }
   // Replay the batch headers written after the snapshot.
@@ -251,13 +253,13 @@ void producer_state::load_locked(uint64_t stream_id, stream_producers& sp) {
 }
 
 tl::expected<void, std::string> producer_state::snapshot() {
-  std::vector<uint64_t> ids;
+  std::vector<base::stream_id> ids;
   {
     base::lock_guard lock(map_mu_);
     for (auto& [id, sp] : streams_) ids.push_back(id);
   }
   const int64_t now = base::now_ms();
-  for (uint64_t stream_id : ids) {
+  for (base::stream_id stream_id : ids) {
     std::vector<uint8_t> out;
     {
       std::lock_guard lock(lock_for(stream_id));
@@ -310,7 +312,7 @@ tl::expected<void, std::string> producer_state::snapshot() {
     }
     if (!store_.put_producer_state(stream_id, out)) {
       return tl::make_unexpected("cannot store the producer state of stream " +
-                                 std::to_string(stream_id));
+                                 std::to_string(stream_id.value()));
     }
   }
   return {};

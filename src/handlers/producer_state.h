@@ -28,6 +28,7 @@
 
 #include <tl/expected.hpp>
 
+#include "base/ids.h"
 #include "base/mutex.h"
 #include "metadata/topic_registry.h"
 #include "protocol/generated/error_code.h"
@@ -67,30 +68,34 @@ class producer_state {
 
   // Whether the stream's state is in memory. Before that, the first check() loads it: a
   // snapshot from the registry and a replay of the stream, which may read the object store.
-  [[nodiscard]] bool loaded(uint64_t stream_id);
+  [[nodiscard]] bool loaded(base::stream_id stream_id);
   // Loads the stream's state (on a thread that may block). Takes lock_for().
-  void load(uint64_t stream_id);
+  void load(base::stream_id stream_id);
 
   // The lock that makes check(), the append and record() one step for a stream.
-  [[nodiscard]] std::mutex& lock_for(uint64_t stream_id);
+  [[nodiscard]] std::mutex& lock_for(base::stream_id stream_id);
 
   // Checks an idempotent batch against the stream's producer state. Caller holds lock_for().
-  [[nodiscard]] check_result check(uint64_t stream_id, const protocol::record_batch_header& h);
+  [[nodiscard]] check_result check(base::stream_id stream_id,
+                                   const protocol::record_batch_header& h);
   // Records a durable batch at its assigned base offset. Caller holds lock_for().
-  void record(uint64_t stream_id, const protocol::record_batch_header& h, int64_t base_offset);
+  void record(base::stream_id stream_id, const protocol::record_batch_header& h,
+              int64_t base_offset);
   // Notes a batch appended at `base_offset` whose write is in flight. Caller holds lock_for().
-  void begin(uint64_t stream_id, const protocol::record_batch_header& h, int64_t base_offset);
+  void begin(base::stream_id stream_id, const protocol::record_batch_header& h,
+             int64_t base_offset);
   // The write of a begun batch ended: durable at `base_offset`, it is recorded; failed, it is
   // forgotten with every batch of its producer begun after it (their writes fail too).
   // Takes lock_for().
-  void finish(uint64_t stream_id, const protocol::record_batch_header& h, bool durable,
+  void finish(base::stream_id stream_id, const protocol::record_batch_header& h, bool durable,
               int64_t base_offset);
 
   // Stores the durable state of every stream touched since the last snapshot.
   [[nodiscard]] tl::expected<void, std::string> snapshot();
 
   // Producer entries of a stream (tests, DescribeProducers later). Caller holds lock_for().
-  [[nodiscard]] const std::unordered_map<int64_t, producer_entry>& producers(uint64_t stream_id);
+  [[nodiscard]] const std::unordered_map<int64_t, producer_entry>& producers(
+      base::stream_id stream_id);
 
  private:
   // A batch whose write is in flight.
@@ -105,8 +110,8 @@ class producer_state {
     std::unordered_map<int64_t, std::deque<pending_batch>> in_flight;  // append order
   };
 
-  stream_producers& stream_locked(uint64_t stream_id);  // loads on first use
-  void load_locked(uint64_t stream_id, stream_producers& sp);
+  stream_producers& stream_locked(base::stream_id stream_id);  // loads on first use
+  void load_locked(base::stream_id stream_id, stream_producers& sp);
   static void apply(std::unordered_map<int64_t, producer_entry>& m,
                     const protocol::record_batch_header& h, int64_t base_offset);
 
@@ -119,7 +124,8 @@ class producer_state {
   // thread-safety analysis cannot follow); the map itself by map_mu_.
   std::array<std::mutex, stripes> stripe_mu_;
   base::mutex map_mu_;
-  std::unordered_map<uint64_t, std::unique_ptr<stream_producers>> streams_ GUARDED_BY(map_mu_);
+  std::unordered_map<base::stream_id, std::unique_ptr<stream_producers>> streams_
+      GUARDED_BY(map_mu_);
 
   base::mutex id_mu_;
   int64_t next_id_ GUARDED_BY(id_mu_) = 0;

@@ -2,7 +2,7 @@
 
 namespace silt::handlers {
 
-void scan_batches(storage::stream_store& store, uint64_t stream_id, int64_t from,
+void scan_batches(storage::stream_store& store, base::stream_id stream_id, int64_t from,
                   const std::function<bool(const protocol::record_batch&)>& fn) {
   const int64_t end = store.offsets(stream_id).end_offset;
   int64_t offset = std::max(from, store.offsets(stream_id).start_offset);

@@ -22,6 +22,14 @@ int64_t i64(uint64_t v) {
   return static_cast<int64_t>(v);
 }
 
+int64_t i64(base::stream_id v) {
+  return static_cast<int64_t>(v.value());
+}
+
+base::stream_id stream_id_at(const row& s, size_t col) {
+  return base::stream_id(static_cast<uint64_t>(s.integer(col)));
+}
+
 bool insert_object(sql::connection& c, const object_record& o) {
   return c
       .query("INSERT INTO objects(object_id, key, size, kind, created_ms) VALUES(?,?,?,?,?)",
@@ -42,7 +50,7 @@ bool insert_range(sql::connection& c, uint64_t object_id, const stream_range& r)
 
 located_range located(const row& s) {
   located_range l;
-  l.range.stream_id = static_cast<uint64_t>(s.integer(0));
+  l.range.stream_id = stream_id_at(s, 0);
   l.range.start_offset = s.integer(1);
   l.range.end_offset = s.integer(2);
   l.range.max_timestamp = s.integer(3);
@@ -64,7 +72,7 @@ object_record object_row(const row& s) {
 
 // stream_id, start_offset, end_offset, max_timestamp, size.
 stream_range range_row(const row& s) {
-  return {static_cast<uint64_t>(s.integer(0)), s.integer(1), s.integer(2), s.integer(3),
+  return {stream_id_at(s, 0), s.integer(1), s.integer(2), s.integer(3),
           static_cast<uint64_t>(s.integer(4))};
 }
 
@@ -113,7 +121,7 @@ tl::expected<uint64_t, catalog_error> stream_catalog::next_object_id() {
   return static_cast<uint64_t>(r->rows.front().integer(0));
 }
 
-tl::expected<void, catalog_error> stream_catalog::check_owner_locked(uint64_t stream_id,
+tl::expected<void, catalog_error> stream_catalog::check_owner_locked(base::stream_id stream_id,
                                                                      int32_t owner, int32_t epoch) {
   auto r = c_->query("SELECT owner, epoch FROM streams WHERE stream_id = ?", i64(stream_id));
   if (!r) return fail(catalog_error::io);
@@ -171,9 +179,9 @@ tl::expected<void, catalog_error> stream_catalog::replace(
     const std::vector<stream_range>& replaced) {
   // The replaced ranges of each stream, merged where they touch, must be the new ranges: no
   // offset gained, lost or moved.
-  std::map<uint64_t, std::vector<stream_range>> old_by_stream;
+  std::map<base::stream_id, std::vector<stream_range>> old_by_stream;
   for (const auto& r : replaced) old_by_stream[r.stream_id].push_back(r);
-  std::map<uint64_t, std::vector<stream_range>> new_by_stream;
+  std::map<base::stream_id, std::vector<stream_range>> new_by_stream;
   for (const auto& r : ranges) new_by_stream[r.stream_id].push_back(r);
   if (old_by_stream.size() != new_by_stream.size()) return fail(catalog_error::discontinuous);
   for (auto& [stream, olds] : old_by_stream) {
@@ -227,9 +235,8 @@ tl::expected<void, catalog_error> stream_catalog::mark_orphans_deleting_locked()
   return {};
 }
 
-tl::expected<std::vector<located_range>, catalog_error> stream_catalog::find(uint64_t stream_id,
-                                                                             int64_t offset,
-                                                                             size_t limit) {
+tl::expected<std::vector<located_range>, catalog_error> stream_catalog::find(
+    base::stream_id stream_id, int64_t offset, size_t limit) {
   base::lock_guard lock(mu_);
   auto r = c_->query(
       "SELECT r.stream_id, r.start_offset, r.end_offset, r.max_timestamp, r.size, "
@@ -243,7 +250,8 @@ tl::expected<std::vector<located_range>, catalog_error> stream_catalog::find(uin
   return out;
 }
 
-tl::expected<std::vector<located_range>, catalog_error> stream_catalog::ranges(uint64_t stream_id) {
+tl::expected<std::vector<located_range>, catalog_error> stream_catalog::ranges(
+    base::stream_id stream_id) {
   return find(stream_id, INT64_MIN, SIZE_MAX >> 1);
 }
 
@@ -274,7 +282,7 @@ tl::expected<std::vector<stream_range>, catalog_error> stream_catalog::object_ra
 }
 
 tl::expected<std::optional<stream_state>, catalog_error> stream_catalog::stream(
-    uint64_t stream_id) {
+    base::stream_id stream_id) {
   base::lock_guard lock(mu_);
   auto r =
       c_->query("SELECT start_offset, end_offset, owner, epoch FROM streams WHERE stream_id = ?",
@@ -284,13 +292,13 @@ tl::expected<std::optional<stream_state>, catalog_error> stream_catalog::stream(
   return std::optional<stream_state>(state_row(r->rows.front(), 0));
 }
 
-tl::expected<std::vector<std::pair<uint64_t, stream_state>>, catalog_error>
+tl::expected<std::vector<std::pair<base::stream_id, stream_state>>, catalog_error>
 stream_catalog::stream_states() {
   base::lock_guard lock(mu_);
   auto r = c_->query(
       "SELECT stream_id, start_offset, end_offset, owner, epoch FROM streams ORDER BY stream_id");
   if (!r) return fail(catalog_error::io);
-  std::vector<std::pair<uint64_t, stream_state>> out;
+  std::vector<std::pair<base::stream_id, stream_state>> out;
   out.reserve(r->rows.size());
   for (const row& s : r->rows) {
     out.emplace_back(static_cast<uint64_t>(s.integer(0)), state_row(s, 1));
@@ -298,7 +306,7 @@ stream_catalog::stream_states() {
   return out;
 }
 
-tl::expected<void, catalog_error> stream_catalog::trim(uint64_t stream_id, int64_t offset,
+tl::expected<void, catalog_error> stream_catalog::trim(base::stream_id stream_id, int64_t offset,
                                                        int32_t owner, int32_t epoch) {
   base::lock_guard lock(mu_);
   sql::transaction tx(*c_);
@@ -356,7 +364,8 @@ tl::expected<std::vector<int32_t>, catalog_error> stream_catalog::take(
   return out;
 }
 
-tl::expected<std::vector<epoch_start>, catalog_error> stream_catalog::epochs(uint64_t stream_id) {
+tl::expected<std::vector<epoch_start>, catalog_error> stream_catalog::epochs(
+    base::stream_id stream_id) {
   base::lock_guard lock(mu_);
   auto r =
       c_->query("SELECT epoch, start_offset FROM stream_epochs WHERE stream_id = ? ORDER BY epoch",
@@ -371,7 +380,7 @@ tl::expected<std::vector<epoch_start>, catalog_error> stream_catalog::epochs(uin
 }
 
 tl::expected<std::vector<uint8_t>, catalog_error> stream_catalog::producer_state(
-    uint64_t stream_id) {
+    base::stream_id stream_id) {
   base::lock_guard lock(mu_);
   auto r = c_->query("SELECT data FROM producer_states WHERE stream_id = ?", i64(stream_id));
   if (!r) return fail(catalog_error::io);
@@ -380,7 +389,7 @@ tl::expected<std::vector<uint8_t>, catalog_error> stream_catalog::producer_state
 }
 
 tl::expected<void, catalog_error> stream_catalog::put_producer_state(
-    uint64_t stream_id, int32_t owner, int32_t epoch, const std::vector<uint8_t>& data) {
+    base::stream_id stream_id, int32_t owner, int32_t epoch, const std::vector<uint8_t>& data) {
   base::lock_guard lock(mu_);
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
@@ -395,11 +404,12 @@ tl::expected<void, catalog_error> stream_catalog::put_producer_state(
   return {};
 }
 
-tl::expected<void, catalog_error> stream_catalog::drop_streams(const std::vector<uint64_t>& ids) {
+tl::expected<void, catalog_error> stream_catalog::drop_streams(
+    const std::vector<base::stream_id>& ids) {
   base::lock_guard lock(mu_);
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
-  for (uint64_t id : ids) {
+  for (base::stream_id id : ids) {
     for (const char* q :
          {"DELETE FROM ranges WHERE stream_id = ?", "DELETE FROM streams WHERE stream_id = ?",
           "DELETE FROM stream_epochs WHERE stream_id = ?",

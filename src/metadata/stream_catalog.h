@@ -23,6 +23,7 @@
 
 #include <tl/expected.hpp>
 
+#include "base/ids.h"
 #include "base/mutex.h"
 #include "metadata/sql.h"
 
@@ -42,7 +43,7 @@ enum class object_kind : uint8_t { stream_set = 0, stream = 1 };
 
 // Offsets [start_offset, end_offset) of one stream, stored in one object.
 struct stream_range {
-  uint64_t stream_id = 0;
+  base::stream_id stream_id{};
   int64_t start_offset = 0;
   int64_t end_offset = 0;
   int64_t max_timestamp = -1;
@@ -77,7 +78,7 @@ struct stream_state {
 
 // What a node takes a stream at: the offset its first epoch begins at.
 struct stream_take {
-  uint64_t stream_id = 0;
+  base::stream_id stream_id{};
   int64_t start_offset = 0;
 };
 
@@ -118,26 +119,27 @@ class stream_catalog {
       const std::vector<stream_range>& replaced);
 
   // Ranges of `stream_id` holding offsets from `offset` on, in offset order, at most `limit`.
-  [[nodiscard]] tl::expected<std::vector<located_range>, catalog_error> find(uint64_t stream_id,
-                                                                             int64_t offset,
-                                                                             size_t limit = 16);
+  [[nodiscard]] tl::expected<std::vector<located_range>, catalog_error> find(
+      base::stream_id stream_id, int64_t offset, size_t limit = 16);
   // Every range of a stream, in offset order.
-  [[nodiscard]] tl::expected<std::vector<located_range>, catalog_error> ranges(uint64_t stream_id);
+  [[nodiscard]] tl::expected<std::vector<located_range>, catalog_error> ranges(
+      base::stream_id stream_id);
   // Every range of every stream, by stream and offset (retention reads them in one go).
   [[nodiscard]] tl::expected<std::vector<stream_range>, catalog_error> all_ranges();
   // The ranges held by one object.
   [[nodiscard]] tl::expected<std::vector<stream_range>, catalog_error> object_ranges(
       uint64_t object_id);
 
-  [[nodiscard]] tl::expected<std::optional<stream_state>, catalog_error> stream(uint64_t stream_id);
+  [[nodiscard]] tl::expected<std::optional<stream_state>, catalog_error> stream(
+      base::stream_id stream_id);
   // Every stream with its offsets (the stream store loads them all when it opens).
-  [[nodiscard]] tl::expected<std::vector<std::pair<uint64_t, stream_state>>, catalog_error>
+  [[nodiscard]] tl::expected<std::vector<std::pair<base::stream_id, stream_state>>, catalog_error>
   stream_states();
 
   // Moves the start of a stream to `offset` (never backwards): ranges that end at or below it
   // are dropped, objects left with no ranges are marked for deletion. Fenced unless the
   // stream is at (owner, epoch).
-  [[nodiscard]] tl::expected<void, catalog_error> trim(uint64_t stream_id, int64_t offset,
+  [[nodiscard]] tl::expected<void, catalog_error> trim(base::stream_id stream_id, int64_t offset,
                                                        int32_t owner = -1, int32_t epoch = 0);
 
   // Gives each stream to `node` at its next epoch (0 for a stream the catalog has not seen,
@@ -146,16 +148,18 @@ class stream_catalog {
   [[nodiscard]] tl::expected<std::vector<int32_t>, catalog_error> take(
       int32_t node, const std::vector<stream_take>& streams);
   // A stream's epochs, oldest first.
-  [[nodiscard]] tl::expected<std::vector<epoch_start>, catalog_error> epochs(uint64_t stream_id);
+  [[nodiscard]] tl::expected<std::vector<epoch_start>, catalog_error> epochs(
+      base::stream_id stream_id);
 
   // Producer state of a stream (empty when none is stored). put is fenced like trim.
   [[nodiscard]] tl::expected<std::vector<uint8_t>, catalog_error> producer_state(
-      uint64_t stream_id);
+      base::stream_id stream_id);
   [[nodiscard]] tl::expected<void, catalog_error> put_producer_state(
-      uint64_t stream_id, int32_t owner, int32_t epoch, const std::vector<uint8_t>& data);
+      base::stream_id stream_id, int32_t owner, int32_t epoch, const std::vector<uint8_t>& data);
   // Forgets streams (their topic was deleted): rows, epochs and producer state; their ranges
   // are dropped and objects left with no ranges are marked for deletion.
-  [[nodiscard]] tl::expected<void, catalog_error> drop_streams(const std::vector<uint64_t>& ids);
+  [[nodiscard]] tl::expected<void, catalog_error> drop_streams(
+      const std::vector<base::stream_id>& ids);
 
   // Live objects of a kind, oldest first.
   [[nodiscard]] tl::expected<std::vector<object_record>, catalog_error> objects(object_kind kind);
@@ -175,7 +179,7 @@ class stream_catalog {
   stream_catalog(std::shared_ptr<sql::database> db, std::unique_ptr<sql::connection> c)
       : db_(std::move(db)), c_(std::move(c)) {}
   // Caller holds mu_ and a transaction. Fenced unless the stream is at (owner, epoch).
-  tl::expected<void, catalog_error> check_owner_locked(uint64_t stream_id, int32_t owner,
+  tl::expected<void, catalog_error> check_owner_locked(base::stream_id stream_id, int32_t owner,
                                                        int32_t epoch) REQUIRES(mu_);
   tl::expected<void, catalog_error> mark_orphans_deleting_locked() REQUIRES(mu_);
 

@@ -61,11 +61,11 @@ bool write_configs(sql::connection& c, const std::string& name,
 }
 
 bool write_partitions(sql::connection& c, const std::string& name,
-                      const std::vector<uint64_t>& streams, size_t from) {
+                      const std::vector<base::stream_id>& streams, size_t from) {
   for (size_t i = from; i < streams.size(); ++i) {
     if (!c.query("INSERT INTO topic_partitions(name, partition, stream_id) VALUES(?,?,?)",
                  std::string_view(name), static_cast<int64_t>(i),
-                 static_cast<int64_t>(streams[i]))) {
+                 static_cast<int64_t>(streams[i].value()))) {
       return false;
     }
   }
@@ -131,7 +131,7 @@ tl::expected<void, registry_error> topic_registry::load() {
     if (it == topics.end()) continue;
     const auto p = static_cast<size_t>(s.integer(1));
     if (it->second->streams.size() <= p) it->second->streams.resize(p + 1);
-    it->second->streams[p] = static_cast<uint64_t>(s.integer(2));
+    it->second->streams[p] = base::stream_id(static_cast<uint64_t>(s.integer(2)));
   }
   for (const row& s : cs->rows) {
     auto it = topics.find(s.text(0));
@@ -198,7 +198,8 @@ tl::expected<topic_ptr, registry_error> topic_registry::create(
   if (!tx.ok()) return fail(registry_error::io);
   auto first = next_counter_locked("stream_id", partitions);
   if (!first) return fail(first.error());
-  for (int32_t p = 0; p < partitions; ++p) t->streams.push_back(*first + static_cast<uint64_t>(p));
+  for (int32_t p = 0; p < partitions; ++p)
+    t->streams.emplace_back(*first + static_cast<uint64_t>(p));
   if (!c_->query("INSERT INTO topics(name, id, created_ms) VALUES(?,?,?)", std::string_view(name),
                  sql::bytes_view{t->id}, t->created_ms) ||
       !write_partitions(*c_, name, t->streams, 0) || !write_configs(*c_, name, configs) ||
@@ -222,7 +223,7 @@ tl::expected<topic_ptr, registry_error> topic_registry::add_partitions(const std
   const int32_t added = total - old->partitions();
   auto first = next_counter_locked("stream_id", added);
   if (!first) return fail(first.error());
-  for (int32_t i = 0; i < added; ++i) t->streams.push_back(*first + static_cast<uint64_t>(i));
+  for (int32_t i = 0; i < added; ++i) t->streams.emplace_back(*first + static_cast<uint64_t>(i));
   if (!write_partitions(*c_, name, t->streams, old->streams.size()) || !tx.commit()) {
     return fail(registry_error::io);
   }

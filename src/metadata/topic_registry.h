@@ -20,6 +20,7 @@
 
 #include <tl/expected.hpp>
 
+#include "base/ids.h"
 #include "base/mutex.h"
 #include "metadata/sql.h"
 
@@ -30,7 +31,7 @@ using topic_id = std::array<uint8_t, 16>;
 struct topic_info {
   std::string name;
   topic_id id{};
-  std::vector<uint64_t> streams;               // stream id of each partition, by partition index
+  std::vector<base::stream_id> streams;        // stream id of each partition, by partition index
   std::map<std::string, std::string> configs;  // overrides of the topic configs
   int64_t created_ms = 0;
   [[nodiscard]] int32_t partitions() const { return static_cast<int32_t>(streams.size()); }

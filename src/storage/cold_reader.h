@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/ids.h"
 #include "base/mutex.h"
 #include "metadata/stream_catalog.h"
 #include "storage/block_cache.h"
@@ -37,8 +38,8 @@ class cold_reader {
   // Reads batches from `offset` out of the object holding it. offset_out_of_range when no
   // committed object holds it (trimmed meanwhile); object_store when the store failed (or the
   // object is gone: compaction or retention removed it since the catalog was read).
-  [[nodiscard]] tl::expected<read_result, stream_error> read(uint64_t stream_id, int64_t offset,
-                                                             size_t max_bytes);
+  [[nodiscard]] tl::expected<read_result, stream_error> read(base::stream_id stream_id,
+                                                             int64_t offset, size_t max_bytes);
   // Forgets what is cached of a deleted object.
   void forget(const std::string& key);
 

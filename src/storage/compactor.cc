@@ -25,9 +25,9 @@ struct piece {
 };
 
 // Reads a whole object and appends its committed ranges' blocks to `by_stream`.
-tl::expected<void, std::string> load_pieces(metadata::stream_catalog& catalog, object_store& store,
-                                            const metadata::object_record& o,
-                                            std::map<uint64_t, std::vector<piece>>& by_stream) {
+tl::expected<void, std::string> load_pieces(
+    metadata::stream_catalog& catalog, object_store& store, const metadata::object_record& o,
+    std::map<base::stream_id, std::vector<piece>>& by_stream) {
   auto ranges = catalog.object_ranges(o.object_id);
   if (!ranges) return tl::make_unexpected("catalog: cannot read object ranges");
   if (ranges->empty()) return {};
@@ -63,7 +63,7 @@ tl::expected<void, std::string> load_pieces(metadata::stream_catalog& catalog, o
 tl::expected<void, std::string> write_merged_object(
     metadata::stream_catalog& catalog, object_store& store, uint32_t block_size,
     metadata::object_kind kind,
-    const std::vector<std::pair<uint64_t, std::span<const piece>>>& streams) {
+    const std::vector<std::pair<base::stream_id, std::span<const piece>>>& streams) {
   object_writer writer(block_size);
   std::vector<metadata::stream_range> ranges;
   std::vector<metadata::stream_range> replaced;
@@ -133,7 +133,7 @@ tl::expected<void, std::string> compactor::compact_stream_sets() {
     total += o.size;
   }
   if (chosen.size() < 2) return {};
-  std::map<uint64_t, std::vector<piece>> by_stream;
+  std::map<base::stream_id, std::vector<piece>> by_stream;
   for (const auto& o : chosen) {
     if (auto r = load_pieces(catalog_, store_, o, by_stream); !r) return r;
   }
@@ -143,7 +143,7 @@ tl::expected<void, std::string> compactor::compact_stream_sets() {
   // stream: a stream whose pieces have gaps (a chosen object's neighbour was too big to be
   // chosen) puts its k-th run into the k-th series of merged objects.
   struct series {
-    std::vector<std::pair<uint64_t, std::span<const piece>>> streams;
+    std::vector<std::pair<base::stream_id, std::span<const piece>>> streams;
     uint64_t bytes = 0;
   };
   std::vector<series> merged;
@@ -203,7 +203,7 @@ tl::expected<void, std::string> compactor::compact_stream_objects() {
     metadata::object_record object;
     metadata::stream_range range;
   };
-  std::map<uint64_t, std::vector<small>> by_stream;
+  std::map<base::stream_id, std::vector<small>> by_stream;
   for (const auto& o : *all) {
     if (o.size >= options_.stream_object_bytes) continue;
     auto ranges = catalog_.object_ranges(o.object_id);
@@ -227,7 +227,7 @@ tl::expected<void, std::string> compactor::compact_stream_objects() {
         bytes += objects[last].object.size;
       }
       if (last > first) {
-        std::map<uint64_t, std::vector<piece>> pieces;
+        std::map<base::stream_id, std::vector<piece>> pieces;
         for (size_t i = first; i <= last; ++i) {
           if (auto r = load_pieces(catalog_, store_, objects[i].object, pieces); !r) return r;
         }
@@ -256,7 +256,7 @@ tl::expected<void, std::string> compactor::apply_retention() {
   if (!all) return tl::make_unexpected("catalog: cannot read the ranges");
   const int64_t now = now_ms();
   for (size_t first = 0; first < all->size();) {
-    const uint64_t id = (*all)[first].stream_id;
+    const base::stream_id id = (*all)[first].stream_id;
     size_t end = first;
     uint64_t total = 0;
     while (end < all->size() && (*all)[end].stream_id == id) total += (*all)[end++].size;

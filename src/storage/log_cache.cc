@@ -5,7 +5,7 @@
 
 namespace silt::storage {
 
-cached_stream& log_cache::stream(uint64_t stream_id) {
+cached_stream& log_cache::stream(base::stream_id stream_id) {
   {
     base::shared_lock lock(table_mu_);
     if (auto it = streams_.find(stream_id); it != streams_.end()) return *it->second;
@@ -16,7 +16,7 @@ cached_stream& log_cache::stream(uint64_t stream_id) {
   return *slot;
 }
 
-void log_cache::load(uint64_t stream_id, const metadata::stream_state& s) {
+void log_cache::load(base::stream_id stream_id, const metadata::stream_state& s) {
   auto& st = stream(stream_id);
   base::lock_guard lock(st.mu);
   st.owner = s.owner;
@@ -125,7 +125,7 @@ void log_cache::evict() {
   }
 }
 
-std::optional<tl::expected<read_result, stream_error>> log_cache::read(uint64_t stream_id,
+std::optional<tl::expected<read_result, stream_error>> log_cache::read(base::stream_id stream_id,
                                                                        int64_t offset,
                                                                        size_t max_bytes) {
   auto& st = stream(stream_id);
@@ -151,7 +151,8 @@ std::optional<tl::expected<read_result, stream_error>> log_cache::read(uint64_t 
   return out;
 }
 
-bool log_cache::fenced_by(uint64_t stream_id, const std::optional<metadata::stream_state>& now) {
+bool log_cache::fenced_by(base::stream_id stream_id,
+                          const std::optional<metadata::stream_state>& now) {
   auto& st = stream(stream_id);
   base::lock_guard lock(st.mu);
   const int32_t owner = now ? now->owner : -1;
@@ -162,11 +163,11 @@ bool log_cache::fenced_by(uint64_t stream_id, const std::optional<metadata::stre
   std::fprintf(stderr,
                "stream store: stream %llu has a newer owner than node %d at epoch %d; it is no "
                "longer served here\n",
-               static_cast<unsigned long long>(stream_id), st.owner, st.epoch);
+               static_cast<unsigned long long>(stream_id.value()), st.owner, st.epoch);
   return true;
 }
 
-stream_offsets log_cache::offsets(uint64_t stream_id) {
+stream_offsets log_cache::offsets(base::stream_id stream_id) {
   auto& st = stream(stream_id);
   base::lock_guard lock(st.mu);
   return {st.start_offset, st.durable_end, st.epoch, st.fenced};

@@ -25,6 +25,7 @@
 
 #include <tl/expected.hpp>
 
+#include "base/ids.h"
 #include "base/mutex.h"
 #include "metadata/stream_catalog.h"
 #include "storage/stream_types.h"
@@ -34,7 +35,7 @@ namespace silt::storage {
 
 // A run of batches appended together: the log cache's unit, and the WAL's record.
 struct entry {
-  uint64_t stream_id = 0;
+  base::stream_id stream_id{};
   int64_t base_offset = 0;
   int64_t end_offset = 0;
   int64_t max_timestamp = -1;
@@ -67,9 +68,9 @@ class log_cache {
   log_cache& operator=(const log_cache&) = delete;
 
   // A stream's state, created empty (at offset 0) on first use.
-  [[nodiscard]] cached_stream& stream(uint64_t stream_id);
+  [[nodiscard]] cached_stream& stream(base::stream_id stream_id);
   // Sets a stream's state as the catalog holds it (at open, before any append).
-  void load(uint64_t stream_id, const metadata::stream_state& s);
+  void load(base::stream_id stream_id, const metadata::stream_state& s);
 
   // Adds an entry whose offsets the caller assigned under st.mu.
   void push_locked(cached_stream& st, std::shared_ptr<entry> e) REQUIRES(st.mu);
@@ -95,13 +96,12 @@ class log_cache {
   // between reading its epoch for the write and the write: the write is just stale). `now`
   // is the catalog's current state of the stream; nullopt when it has no row. True when the
   // stream is fenced.
-  bool fenced_by(uint64_t stream_id, const std::optional<metadata::stream_state>& now);
+  bool fenced_by(base::stream_id stream_id, const std::optional<metadata::stream_state>& now);
 
   // Readers: from the cache, or nullopt when the offset is below it (needs I/O).
-  [[nodiscard]] std::optional<tl::expected<read_result, stream_error>> read(uint64_t stream_id,
-                                                                            int64_t offset,
-                                                                            size_t max_bytes);
-  [[nodiscard]] stream_offsets offsets(uint64_t stream_id);
+  [[nodiscard]] std::optional<tl::expected<read_result, stream_error>> read(
+      base::stream_id stream_id, int64_t offset, size_t max_bytes);
+  [[nodiscard]] stream_offsets offsets(base::stream_id stream_id);
 
   [[nodiscard]] wal::wal_position durable_wal_end() const {
     return durable_wal_end_.load(std::memory_order_acquire);
@@ -114,7 +114,8 @@ class log_cache {
  private:
   const size_t capacity_;
   base::shared_mutex table_mu_;
-  std::unordered_map<uint64_t, std::unique_ptr<cached_stream>> streams_ GUARDED_BY(table_mu_);
+  std::unordered_map<base::stream_id, std::unique_ptr<cached_stream>> streams_
+      GUARDED_BY(table_mu_);
 
   base::mutex queue_mu_;
   std::deque<std::shared_ptr<entry>> upload_queue_ GUARDED_BY(queue_mu_);  // durable, WAL order

@@ -52,7 +52,7 @@ bool all_zero(std::span<const uint8_t> bytes) {
 }
 
 void append_entry(std::vector<uint8_t>& out, const block_entry& e) {
-  append_be<uint64_t>(out, e.stream_id);
+  append_be<uint64_t>(out, e.stream_id.value());
   append_be<int64_t>(out, e.start_offset);
   append_be<int64_t>(out, e.end_offset);
   append_be<uint64_t>(out, e.position);
@@ -62,7 +62,7 @@ void append_entry(std::vector<uint8_t>& out, const block_entry& e) {
 
 block_entry load_entry(const uint8_t* p) {
   block_entry e;
-  e.stream_id = base::load_be<uint64_t>(p);
+  e.stream_id = base::stream_id(base::load_be<uint64_t>(p));
   e.start_offset = base::load_be<int64_t>(p + 8);
   e.end_offset = base::load_be<int64_t>(p + 16);
   e.position = base::load_be<uint64_t>(p + 24);
@@ -114,8 +114,8 @@ std::vector<uint8_t> object_parts::concatenate() const {
   return out;
 }
 
-tl::expected<void, object_format_error> object_writer::add(uint64_t stream_id, int64_t start_offset,
-                                                           int64_t end_offset,
+tl::expected<void, object_format_error> object_writer::add(base::stream_id stream_id,
+                                                           int64_t start_offset, int64_t end_offset,
                                                            int64_t max_timestamp,
                                                            std::span<const uint8_t> batches) {
   if (batches.empty()) return fail(object_format_error::invalid_argument);
@@ -125,7 +125,7 @@ tl::expected<void, object_format_error> object_writer::add(uint64_t stream_id, i
 }
 
 tl::expected<void, object_format_error> object_writer::add_view(
-    uint64_t stream_id, int64_t start_offset, int64_t end_offset, int64_t max_timestamp,
+    base::stream_id stream_id, int64_t start_offset, int64_t end_offset, int64_t max_timestamp,
     std::span<const uint8_t> batches, std::shared_ptr<const void> owner) {
   if (batches.empty() || start_offset < 0 || end_offset <= start_offset ||
       batches.size() > max_block_batch_bytes) {
@@ -312,8 +312,9 @@ tl::expected<std::span<const uint8_t>, object_format_error> open_block(
   return batches;
 }
 
-std::span<const block_entry> find_blocks(const std::vector<block_entry>& index, uint64_t stream_id,
-                                         int64_t offset, size_t max_bytes) {
+std::span<const block_entry> find_blocks(const std::vector<block_entry>& index,
+                                         base::stream_id stream_id, int64_t offset,
+                                         size_t max_bytes) {
   // Within a stream, end offsets ascend with start offsets (blocks do not overlap), so this
   // finds the first block of the stream that ends after `offset`.
   const auto first = std::partition_point(index.begin(), index.end(), [&](const block_entry& e) {

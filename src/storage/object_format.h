@@ -22,6 +22,8 @@
 
 #include <tl/expected.hpp>
 
+#include "base/ids.h"
+
 namespace silt::storage {
 
 enum class object_format_error : uint8_t {
@@ -37,7 +39,7 @@ enum class object_format_error : uint8_t {
 
 // One data block's index entry: offsets [start_offset, end_offset) of stream_id.
 struct block_entry {
-  uint64_t stream_id = 0;
+  base::stream_id stream_id{};
   int64_t start_offset = 0;
   int64_t end_offset = 0;      // exclusive
   uint64_t position = 0;       // of the block in the object
@@ -90,7 +92,7 @@ class object_writer {
   // Adds batches holding offsets [start_offset, end_offset) of stream_id. A stream's first add
   // in this object may start anywhere; later ones must start at the end of the one before
   // (out_of_order otherwise). A failed add changes nothing. The bytes are copied.
-  [[nodiscard]] tl::expected<void, object_format_error> add(uint64_t stream_id,
+  [[nodiscard]] tl::expected<void, object_format_error> add(base::stream_id stream_id,
                                                             int64_t start_offset,
                                                             int64_t end_offset,
                                                             int64_t max_timestamp,
@@ -100,7 +102,7 @@ class object_writer {
   // no owner the caller keeps the bytes alive and unchanged until it is done with what
   // finish() or finish_parts() returns.
   [[nodiscard]] tl::expected<void, object_format_error> add_view(
-      uint64_t stream_id, int64_t start_offset, int64_t end_offset, int64_t max_timestamp,
+      base::stream_id stream_id, int64_t start_offset, int64_t end_offset, int64_t max_timestamp,
       std::span<const uint8_t> batches, std::shared_ptr<const void> owner = {});
   // Bytes of blocks so far, checksums included (the object is this plus index and footer).
   [[nodiscard]] size_t size() const { return size_; }
@@ -130,7 +132,7 @@ class object_writer {
   uint32_t block_size_;
   size_t size_ = 0;
   size_t block_count_ = 0;
-  std::map<uint64_t, stream_data> streams_;  // ordered: finish() writes streams in id order
+  std::map<base::stream_id, stream_data> streams_;  // ordered: finish() writes streams in id order
   std::vector<std::shared_ptr<const void>> owners_;
   std::vector<block_entry> index_;
 };
@@ -161,11 +163,12 @@ struct object_footer {
 // At least one block when one holds `offset`; none when none does. `index` is a parsed (sorted)
 // index; the result points into it.
 [[nodiscard]] std::span<const block_entry> find_blocks(const std::vector<block_entry>& index,
-                                                       uint64_t stream_id, int64_t offset,
+                                                       base::stream_id stream_id, int64_t offset,
                                                        size_t max_bytes);
 // The result would point into a temporary.
-std::span<const block_entry> find_blocks(std::vector<block_entry>&& index, uint64_t stream_id,
-                                         int64_t offset, size_t max_bytes) = delete;
+std::span<const block_entry> find_blocks(std::vector<block_entry>&& index,
+                                         base::stream_id stream_id, int64_t offset,
+                                         size_t max_bytes) = delete;
 
 // Object keys: `objects/` and the object id as 16 lower-case hex digits, then `.set` for a
 // stream-set object or `.stream` for a stream object. The store writes nothing else under the

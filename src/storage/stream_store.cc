@@ -49,9 +49,9 @@ tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
     }
     if (rec.offset != next) {
       if (replay_error.empty()) {
-        replay_error = "WAL record of stream " + std::to_string(rec.stream_id) + " at offset " +
-                       std::to_string(rec.offset) + " does not continue the stream at " +
-                       std::to_string(st.next_offset);
+        replay_error = "WAL record of stream " + std::to_string(rec.stream_id.value()) +
+                       " at offset " + std::to_string(rec.offset) +
+                       " does not continue the stream at " + std::to_string(st.next_offset);
       }
       return;
     }
@@ -106,7 +106,7 @@ void stream_store::close() {
   if (wal_) wal_->close();
 }
 
-void stream_store::append(uint64_t stream_id, std::vector<uint8_t> batches,
+void stream_store::append(base::stream_id stream_id, std::vector<uint8_t> batches,
                           const append_callback& done) {
   auto owner = std::make_shared<std::vector<uint8_t>>(std::move(batches));
   const std::span<uint8_t> span(*owner);
@@ -119,7 +119,7 @@ void stream_store::set_room_listener(std::function<void()> listener) {
   room_listener_ = std::move(listener);
 }
 
-tl::expected<int64_t, stream_error> stream_store::append(uint64_t stream_id,
+tl::expected<int64_t, stream_error> stream_store::append(base::stream_id stream_id,
                                                          std::shared_ptr<const void> owner,
                                                          std::span<uint8_t> batches,
                                                          append_callback done) {
@@ -192,18 +192,17 @@ void stream_store::on_durable(const std::shared_ptr<entry>& e,
   }
 }
 
-stream_offsets stream_store::offsets(uint64_t stream_id) {
+stream_offsets stream_store::offsets(base::stream_id stream_id) {
   return cache_.offsets(stream_id);
 }
 
-std::optional<tl::expected<read_result, stream_error>> stream_store::read_cached(uint64_t stream_id,
-                                                                                 int64_t offset,
-                                                                                 size_t max_bytes) {
+std::optional<tl::expected<read_result, stream_error>> stream_store::read_cached(
+    base::stream_id stream_id, int64_t offset, size_t max_bytes) {
   return cache_.read(stream_id, offset, max_bytes);
 }
 
-tl::expected<read_result, stream_error> stream_store::read(uint64_t stream_id, int64_t offset,
-                                                           size_t max_bytes) {
+tl::expected<read_result, stream_error> stream_store::read(base::stream_id stream_id,
+                                                           int64_t offset, size_t max_bytes) {
   for (int attempt = 0;; ++attempt) {
     if (auto r = cache_.read(stream_id, offset, max_bytes)) return *r;
     auto cold = cold_.read(stream_id, offset, max_bytes);
@@ -223,7 +222,7 @@ tl::expected<read_result, stream_error> stream_store::read(uint64_t stream_id, i
   }
 }
 
-tl::expected<void, stream_error> stream_store::trim(uint64_t stream_id, int64_t offset) {
+tl::expected<void, stream_error> stream_store::trim(base::stream_id stream_id, int64_t offset) {
   int32_t owner;
   int32_t epoch;
   {
@@ -245,17 +244,18 @@ tl::expected<void, stream_error> stream_store::trim(uint64_t stream_id, int64_t 
   return {};
 }
 
-stream_error stream_store::catalog_failure(metadata::catalog_error e, uint64_t stream_id) {
+stream_error stream_store::catalog_failure(metadata::catalog_error e, base::stream_id stream_id) {
   if (e != metadata::catalog_error::fenced) return stream_error::catalog;
   // A write made stale by this store's own take() meanwhile is not a fence: try again.
   auto now = catalog_->stream(stream_id);
   return now && cache_.fenced_by(stream_id, *now) ? stream_error::fenced : stream_error::catalog;
 }
 
-tl::expected<void, stream_error> stream_store::take(const std::vector<uint64_t>& stream_ids) {
+tl::expected<void, stream_error> stream_store::take(
+    const std::vector<base::stream_id>& stream_ids) {
   std::vector<metadata::stream_take> takes;
   takes.reserve(stream_ids.size());
-  for (uint64_t id : stream_ids) {
+  for (base::stream_id id : stream_ids) {
     auto& st = cache_.stream(id);
     base::lock_guard lock(st.mu);
     takes.push_back({id, st.next_offset});
@@ -273,20 +273,21 @@ tl::expected<void, stream_error> stream_store::take(const std::vector<uint64_t>&
 }
 
 tl::expected<std::vector<metadata::epoch_start>, stream_error> stream_store::epochs(
-    uint64_t stream_id) {
+    base::stream_id stream_id) {
   auto r = catalog_->epochs(stream_id);
   if (!r) return fail(stream_error::catalog);
   return std::move(*r);
 }
 
-tl::expected<std::vector<uint8_t>, stream_error> stream_store::producer_state(uint64_t stream_id) {
+tl::expected<std::vector<uint8_t>, stream_error> stream_store::producer_state(
+    base::stream_id stream_id) {
   auto r = catalog_->producer_state(stream_id);
   if (!r) return fail(stream_error::catalog);
   return std::move(*r);
 }
 
 tl::expected<void, stream_error> stream_store::put_producer_state(
-    uint64_t stream_id, const std::vector<uint8_t>& data) {
+    base::stream_id stream_id, const std::vector<uint8_t>& data) {
   int32_t owner;
   int32_t epoch;
   {
@@ -302,7 +303,7 @@ tl::expected<void, stream_error> stream_store::put_producer_state(
   return {};
 }
 
-void stream_store::set_retention(uint64_t stream_id, int64_t retention_ms,
+void stream_store::set_retention(base::stream_id stream_id, int64_t retention_ms,
                                  int64_t retention_bytes) {
   auto& st = cache_.stream(stream_id);
   base::lock_guard lock(st.mu);

@@ -57,6 +57,7 @@
 
 #include <tl/expected.hpp>
 
+#include "base/ids.h"
 #include "base/mutex.h"
 #include "metadata/stream_catalog.h"
 #include "storage/cold_reader.h"
@@ -129,14 +130,14 @@ class stream_store {
 
   // Appends whole record batches (Kafka v2) to a stream: rewrites their base offsets to the
   // stream's next offsets and calls `done` with the first offset once they are durable.
-  void append(uint64_t stream_id, std::vector<uint8_t> batches, const append_callback& done);
+  void append(base::stream_id stream_id, std::vector<uint8_t> batches, const append_callback& done);
   // The same without a copy: `batches` lie inside memory `owner` keeps alive (a request
   // frame); they are modified in place and kept in the log cache until uploaded. Returns the
   // first offset assigned, or an error (and then `done` is not called, and nothing of the
   // append is left). Never waits for the WAL: wal_full when it has no room now. If the
   // WAL write fails later, `done` gets wal_failed and the append leaves no trace: its offsets
   // are given to the next append (every append after it in the WAL fails too).
-  [[nodiscard]] tl::expected<int64_t, stream_error> append(uint64_t stream_id,
+  [[nodiscard]] tl::expected<int64_t, stream_error> append(base::stream_id stream_id,
                                                            std::shared_ptr<const void> owner,
                                                            std::span<uint8_t> batches,
                                                            append_callback done);
@@ -146,30 +147,32 @@ class stream_store {
 
   // Reads batches from `offset` (the batch holding it first), up to about max_bytes but at
   // least one batch when there is one. Empty at the end of the stream.
-  [[nodiscard]] tl::expected<read_result, stream_error> read(uint64_t stream_id, int64_t offset,
-                                                             size_t max_bytes);
+  [[nodiscard]] tl::expected<read_result, stream_error> read(base::stream_id stream_id,
+                                                             int64_t offset, size_t max_bytes);
   // read() when it needs no I/O (the offset is in the log cache, at the end or out of range);
   // std::nullopt when it would read the catalog or the object store. For threads that must not
   // block on I/O: they hand the read to one that may.
   [[nodiscard]] std::optional<tl::expected<read_result, stream_error>> read_cached(
-      uint64_t stream_id, int64_t offset, size_t max_bytes);
+      base::stream_id stream_id, int64_t offset, size_t max_bytes);
 
-  [[nodiscard]] stream_offsets offsets(uint64_t stream_id);
+  [[nodiscard]] stream_offsets offsets(base::stream_id stream_id);
   // Moves a stream's start offset forward (DeleteRecords); whole objects are freed later.
-  [[nodiscard]] tl::expected<void, stream_error> trim(uint64_t stream_id, int64_t offset);
+  [[nodiscard]] tl::expected<void, stream_error> trim(base::stream_id stream_id, int64_t offset);
   // Takes streams for this node (options.node_id) at their next epoch, each beginning at the
   // stream's current end. A catalog transaction on the calling thread; appends go on.
-  [[nodiscard]] tl::expected<void, stream_error> take(const std::vector<uint64_t>& stream_ids);
+  [[nodiscard]] tl::expected<void, stream_error> take(
+      const std::vector<base::stream_id>& stream_ids);
   // A stream's epochs and the offsets they began at (catalog I/O on the calling thread).
   [[nodiscard]] tl::expected<std::vector<metadata::epoch_start>, stream_error> epochs(
-      uint64_t stream_id);
+      base::stream_id stream_id);
   // A stream's producer state, stored in the catalog and fenced with the stream's epoch
   // (catalog I/O on the calling thread). Empty data erases it.
-  [[nodiscard]] tl::expected<std::vector<uint8_t>, stream_error> producer_state(uint64_t stream_id);
+  [[nodiscard]] tl::expected<std::vector<uint8_t>, stream_error> producer_state(
+      base::stream_id stream_id);
   [[nodiscard]] tl::expected<void, stream_error> put_producer_state(
-      uint64_t stream_id, const std::vector<uint8_t>& data);
+      base::stream_id stream_id, const std::vector<uint8_t>& data);
   // Per-stream retention, overriding the defaults (-1: unlimited).
-  void set_retention(uint64_t stream_id, int64_t retention_ms, int64_t retention_bytes);
+  void set_retention(base::stream_id stream_id, int64_t retention_ms, int64_t retention_bytes);
 
   // One round of each background task.
   [[nodiscard]] tl::expected<void, std::string> run_upload_once();
@@ -194,7 +197,7 @@ class stream_store {
   void on_durable(const std::shared_ptr<entry>& e,
                   tl::expected<wal::wal_position, wal::wal_error> r, const append_callback& done);
   // The stream error for a catalog failure; a fenced stream is marked so.
-  stream_error catalog_failure(metadata::catalog_error e, uint64_t stream_id);
+  stream_error catalog_failure(metadata::catalog_error e, base::stream_id stream_id);
   void background_loop();
 
   const stream_store_options options_;

@@ -84,7 +84,7 @@ tl::expected<void, std::string> uploader::run_once(wal::wal& wal) {
   // Everything durable up to one WAL position, so that the WAL can be trimmed to it after.
   const wal::wal_position upto = cache_.durable_wal_end();
   auto queued = cache_.pending(upto);
-  std::map<uint64_t, std::vector<std::shared_ptr<entry>>> by_stream;
+  std::map<base::stream_id, std::vector<std::shared_ptr<entry>>> by_stream;
   std::vector<std::shared_ptr<entry>> dropped;
   for (auto& e : queued) {
     auto& st = cache_.stream(e->stream_id);

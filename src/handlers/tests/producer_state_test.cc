@@ -15,6 +15,10 @@
 namespace silt::handlers {
 namespace {
 
+base::stream_id sid(uint64_t v) {
+  return base::stream_id(v);
+}
+
 using protocol::error_code;
 using verdict = producer_state::verdict;
 
@@ -64,7 +68,7 @@ class ProducerStateTest : public ::testing::Test {
     objects_.reset();
   }
   // Checks and, when new, appends and records a batch; returns the verdict and base offset.
-  std::pair<producer_state::check_result, int64_t> produce(uint64_t stream,
+  std::pair<producer_state::check_result, int64_t> produce(base::stream_id stream,
                                                            std::vector<uint8_t> b) {
     const auto h = header_of(b);
     std::lock_guard lock(state_->lock_for(stream));
@@ -88,85 +92,85 @@ class ProducerStateTest : public ::testing::Test {
 
 TEST_F(ProducerStateTest, SequencesInOrderAreAppended) {
   open();
-  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 0, 3)).second, 0);
-  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 3, 2)).second, 3);
-  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 5, 1)).second, 5);
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 0, 3)).second, 0);
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 3, 2)).second, 3);
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 5, 1)).second, 5);
 }
 
 TEST_F(ProducerStateTest, RetriedBatchIsADuplicateWithItsFirstOffsets) {
   open();
-  produce(1, idempotent_batch(7, 0, 0, 3));
-  produce(1, idempotent_batch(7, 0, 3, 2));
-  auto [c, base] = produce(1, idempotent_batch(7, 0, 0, 3));
+  produce(sid(1), idempotent_batch(7, 0, 0, 3));
+  produce(sid(1), idempotent_batch(7, 0, 3, 2));
+  auto [c, base] = produce(sid(1), idempotent_batch(7, 0, 0, 3));
   EXPECT_EQ(c.v, verdict::duplicate);
   EXPECT_EQ(c.duplicate.first_offset, 0);
   EXPECT_EQ(c.duplicate.last_offset, 2);
-  EXPECT_EQ(store_->offsets(1).end_offset, 5);  // not written twice
+  EXPECT_EQ(store_->offsets(sid(1)).end_offset, 5);  // not written twice
 }
 
 TEST_F(ProducerStateTest, GapIsOutOfOrder) {
   open();
-  produce(1, idempotent_batch(7, 0, 0, 3));
-  auto [c, base] = produce(1, idempotent_batch(7, 0, 5, 1));
+  produce(sid(1), idempotent_batch(7, 0, 0, 3));
+  auto [c, base] = produce(sid(1), idempotent_batch(7, 0, 5, 1));
   EXPECT_EQ(c.v, verdict::reject);
   EXPECT_EQ(c.error, error_code::out_of_order_sequence_number);
 }
 
 TEST_F(ProducerStateTest, OldEpochIsRejectedAndNewEpochStartsAtZero) {
   open();
-  produce(1, idempotent_batch(7, 1, 0, 1));
-  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 1, 1)).first.error,
+  produce(sid(1), idempotent_batch(7, 1, 0, 1));
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 1, 1)).first.error,
             error_code::invalid_producer_epoch);
-  EXPECT_EQ(produce(1, idempotent_batch(7, 2, 4, 1)).first.error,
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 2, 4, 1)).first.error,
             error_code::out_of_order_sequence_number);
-  EXPECT_EQ(produce(1, idempotent_batch(7, 2, 0, 1)).first.v, verdict::append);
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 2, 0, 1)).first.v, verdict::append);
 }
 
 TEST_F(ProducerStateTest, OnlyTheLastFiveBatchesAreRemembered) {
   open();
-  for (int i = 0; i < 7; ++i) produce(1, idempotent_batch(7, 0, i, 1));
+  for (int i = 0; i < 7; ++i) produce(sid(1), idempotent_batch(7, 0, i, 1));
   // Batch 0 is forgotten: a retry of it is out of order, batch 2 is still a duplicate.
-  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 0, 1)).first.v, verdict::reject);
-  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 2, 1)).first.v, verdict::duplicate);
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 0, 1)).first.v, verdict::reject);
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 2, 1)).first.v, verdict::duplicate);
 }
 
 TEST_F(ProducerStateTest, StateSurvivesARestartFromSnapshotAndReplay) {
   open();
-  produce(1, idempotent_batch(7, 0, 0, 2));
+  produce(sid(1), idempotent_batch(7, 0, 0, 2));
   ASSERT_TRUE(state_->snapshot());
   // Written after the snapshot: found again by replaying the stream.
-  produce(1, idempotent_batch(7, 0, 2, 2));
-  produce(2, idempotent_batch(8, 0, 0, 1));
+  produce(sid(1), idempotent_batch(7, 0, 2, 2));
+  produce(sid(2), idempotent_batch(8, 0, 0, 1));
   store_->close();
   state_.reset();
   registry_.reset();
   store_.reset();
   objects_.reset();
   open();
-  auto [c1, b1] = produce(1, idempotent_batch(7, 0, 2, 2));
+  auto [c1, b1] = produce(sid(1), idempotent_batch(7, 0, 2, 2));
   EXPECT_EQ(c1.v, verdict::duplicate);
   EXPECT_EQ(c1.duplicate.first_offset, 2);
-  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 0, 2)).first.v, verdict::duplicate);
-  EXPECT_EQ(produce(2, idempotent_batch(8, 0, 0, 1)).first.v, verdict::duplicate);
-  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 4, 1)).second, 4);
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 0, 2)).first.v, verdict::duplicate);
+  EXPECT_EQ(produce(sid(2), idempotent_batch(8, 0, 0, 1)).first.v, verdict::duplicate);
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 4, 1)).second, 4);
   close();
 }
 
 TEST_F(ProducerStateTest, CorruptSnapshotIsRebuiltFromTheStream) {
   open();
-  produce(1, idempotent_batch(7, 0, 0, 2));
+  produce(sid(1), idempotent_batch(7, 0, 0, 2));
   close();
   {
     auto c = metadata::stream_catalog::open(dir_.path("meta.db"));
     ASSERT_TRUE(c);
-    auto blob = (*c)->producer_state(1);
+    auto blob = (*c)->producer_state(sid(1));
     ASSERT_TRUE(blob && blob->size() > 20);
     blob->resize(blob->size() - 3);  // truncated
-    ASSERT_TRUE((*c)->put_producer_state(1, -1, 0, *blob));
+    ASSERT_TRUE((*c)->put_producer_state(sid(1), -1, 0, *blob));
   }
   open();
-  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 0, 2)).first.v, verdict::duplicate);
-  EXPECT_EQ(produce(1, idempotent_batch(7, 0, 2, 1)).second, 2);
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 0, 2)).first.v, verdict::duplicate);
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 2, 1)).second, 2);
   close();
 }
 
@@ -175,25 +179,25 @@ TEST_F(ProducerStateTest, ABatchInFlightIsNotProducerStateUntilItIsDurable) {
   open();
   const auto b0 = header_of(idempotent_batch(7, 0, 0, 3));
   const auto b1 = header_of(idempotent_batch(7, 0, 3, 2));
-  std::unique_lock lock(state_->lock_for(1));
-  ASSERT_EQ(state_->check(1, b0).v, verdict::append);
-  state_->begin(1, b0, 0);
+  std::unique_lock lock(state_->lock_for(sid(1)));
+  ASSERT_EQ(state_->check(sid(1), b0).v, verdict::append);
+  state_->begin(sid(1), b0, 0);
   // A retry of it waits for its write; the next batch may follow it at once (pipelining).
-  EXPECT_EQ(state_->check(1, b0).v, verdict::in_flight);
-  ASSERT_EQ(state_->check(1, b1).v, verdict::append);
-  state_->begin(1, b1, 3);
+  EXPECT_EQ(state_->check(sid(1), b0).v, verdict::in_flight);
+  ASSERT_EQ(state_->check(sid(1), b1).v, verdict::append);
+  state_->begin(sid(1), b1, 3);
   lock.unlock();
-  state_->finish(1, b0, true, 0);
+  state_->finish(sid(1), b0, true, 0);
   lock.lock();
-  auto c = state_->check(1, b0);
+  auto c = state_->check(sid(1), b0);
   EXPECT_EQ(c.v, verdict::duplicate);
   EXPECT_EQ(c.duplicate.first_offset, 0);
-  EXPECT_EQ(state_->check(1, b1).v, verdict::in_flight);
+  EXPECT_EQ(state_->check(sid(1), b1).v, verdict::in_flight);
   lock.unlock();
-  state_->finish(1, b1, true, 3);
+  state_->finish(sid(1), b1, true, 3);
   lock.lock();
-  EXPECT_EQ(state_->check(1, b1).v, verdict::duplicate);
-  EXPECT_EQ(state_->check(1, header_of(idempotent_batch(7, 0, 5, 1))).v, verdict::append);
+  EXPECT_EQ(state_->check(sid(1), b1).v, verdict::duplicate);
+  EXPECT_EQ(state_->check(sid(1), header_of(idempotent_batch(7, 0, 5, 1))).v, verdict::append);
 }
 
 TEST_F(ProducerStateTest, AFailedWriteLeavesNoTraceAndItsRetryIsAppended) {
@@ -201,29 +205,29 @@ TEST_F(ProducerStateTest, AFailedWriteLeavesNoTraceAndItsRetryIsAppended) {
   const auto b0 = header_of(idempotent_batch(7, 0, 0, 3));
   const auto b1 = header_of(idempotent_batch(7, 0, 3, 2));
   const auto b2 = header_of(idempotent_batch(7, 0, 5, 1));
-  std::unique_lock lock(state_->lock_for(1));
-  ASSERT_EQ(state_->check(1, b0).v, verdict::append);
-  state_->begin(1, b0, 0);
+  std::unique_lock lock(state_->lock_for(sid(1)));
+  ASSERT_EQ(state_->check(sid(1), b0).v, verdict::append);
+  state_->begin(sid(1), b0, 0);
   lock.unlock();
-  state_->finish(1, b0, true, 0);
+  state_->finish(sid(1), b0, true, 0);
   lock.lock();
-  ASSERT_EQ(state_->check(1, b1).v, verdict::append);
-  state_->begin(1, b1, 3);
-  ASSERT_EQ(state_->check(1, b2).v, verdict::append);
-  state_->begin(1, b2, 5);
+  ASSERT_EQ(state_->check(sid(1), b1).v, verdict::append);
+  state_->begin(sid(1), b1, 3);
+  ASSERT_EQ(state_->check(sid(1), b2).v, verdict::append);
+  state_->begin(sid(1), b2, 5);
   lock.unlock();
   // b1's write fails, and with it b2's (written after it).
-  state_->finish(1, b1, false, -1);
+  state_->finish(sid(1), b1, false, -1);
   lock.lock();
-  EXPECT_EQ(state_->check(1, b1).v, verdict::append);  // not a duplicate: never written
-  const auto c2 = state_->check(1, b2);
+  EXPECT_EQ(state_->check(sid(1), b1).v, verdict::append);  // not a duplicate: never written
+  const auto c2 = state_->check(sid(1), b2);
   EXPECT_EQ(c2.v, verdict::reject);  // b1 must come first
   EXPECT_EQ(c2.error, error_code::out_of_order_sequence_number);
   lock.unlock();
-  state_->finish(1, b2, false, -1);  // its own failure changes nothing more
+  state_->finish(sid(1), b2, false, -1);  // its own failure changes nothing more
   lock.lock();
-  EXPECT_EQ(state_->check(1, b1).v, verdict::append);
-  EXPECT_EQ(state_->check(1, b0).v, verdict::duplicate);
+  EXPECT_EQ(state_->check(sid(1), b1).v, verdict::append);
+  EXPECT_EQ(state_->check(sid(1), b0).v, verdict::duplicate);
 }
 
 TEST_F(ProducerStateTest, ProducerIdsAreNeverHandedOutTwiceAcrossRestarts) {

@@ -12,6 +12,10 @@
 namespace silt::metadata {
 namespace {
 
+base::stream_id sid(uint64_t v) {
+  return base::stream_id(v);
+}
+
 // Every test runs against SQLite and PostgreSQL.
 class StreamCatalog : public ::testing::TestWithParam<std::string> {
  protected:
@@ -46,55 +50,55 @@ object_record object(stream_catalog& c, object_kind kind = object_kind::stream_s
 TEST_P(StreamCatalog, CommitsRangesThatContinueTheirStreams) {
   auto c = memory_catalog();
   auto o1 = object(*c);
-  ASSERT_TRUE(c->commit_object(o1, {{1, 0, 10, 5, 50}, {2, 0, 3, 5, 20}}));
+  ASSERT_TRUE(c->commit_object(o1, {{sid(1), 0, 10, 5, 50}, {sid(2), 0, 3, 5, 20}}));
   auto o2 = object(*c);
-  ASSERT_TRUE(c->commit_object(o2, {{1, 10, 25, 7, 60}}));
-  EXPECT_EQ(c->stream(1)->value().end_offset, 25);
-  EXPECT_EQ(c->stream(2)->value().end_offset, 3);
-  auto found = c->find(1, 12);
+  ASSERT_TRUE(c->commit_object(o2, {{sid(1), 10, 25, 7, 60}}));
+  EXPECT_EQ(c->stream(sid(1))->value().end_offset, 25);
+  EXPECT_EQ(c->stream(sid(2))->value().end_offset, 3);
+  auto found = c->find(sid(1), 12);
   ASSERT_TRUE(found);
   ASSERT_EQ(found->size(), 1u);
   EXPECT_EQ((*found)[0].key, o2.key);
   EXPECT_EQ((*found)[0].range.start_offset, 10);
-  EXPECT_EQ(c->find(1, 0)->size(), 2u);
-  EXPECT_TRUE(c->find(1, 25)->empty());
+  EXPECT_EQ(c->find(sid(1), 0)->size(), 2u);
+  EXPECT_TRUE(c->find(sid(1), 25)->empty());
 }
 
 TEST_P(StreamCatalog, RangeNotStartingAtTheStreamEndIsRejectedWhole) {
   auto c = memory_catalog();
-  ASSERT_TRUE(c->commit_object(object(*c), {{1, 0, 10, 0, 1}}));
+  ASSERT_TRUE(c->commit_object(object(*c), {{sid(1), 0, 10, 0, 1}}));
   auto bad = object(*c);
   // Stream 2 is fine but stream 1 leaves a gap: nothing of the object may be committed.
-  auto r = c->commit_object(bad, {{2, 0, 5, 0, 1}, {1, 11, 20, 0, 1}});
+  auto r = c->commit_object(bad, {{sid(2), 0, 5, 0, 1}, {sid(1), 11, 20, 0, 1}});
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error(), catalog_error::discontinuous);
-  EXPECT_FALSE(c->stream(2)->has_value());
-  EXPECT_EQ(c->stream(1)->value().end_offset, 10);
+  EXPECT_FALSE(c->stream(sid(2))->has_value());
+  EXPECT_EQ(c->stream(sid(1))->value().end_offset, 10);
   // An overlap is refused too, and so is a first range above 0.
-  EXPECT_FALSE(c->commit_object(object(*c), {{1, 5, 15, 0, 1}}));
-  EXPECT_FALSE(c->commit_object(object(*c), {{3, 7, 9, 0, 1}}));
+  EXPECT_FALSE(c->commit_object(object(*c), {{sid(1), 5, 15, 0, 1}}));
+  EXPECT_FALSE(c->commit_object(object(*c), {{sid(3), 7, 9, 0, 1}}));
 }
 
 TEST_P(StreamCatalog, CompactionReplacesExactlyTheRangesItCovers) {
   auto c = memory_catalog();
   auto a = object(*c);
   auto b = object(*c);
-  ASSERT_TRUE(c->commit_object(a, {{1, 0, 10, 0, 10}, {2, 0, 4, 0, 4}}));
-  ASSERT_TRUE(c->commit_object(b, {{1, 10, 20, 0, 10}, {2, 4, 8, 0, 4}}));
+  ASSERT_TRUE(c->commit_object(a, {{sid(1), 0, 10, 0, 10}, {sid(2), 0, 4, 0, 4}}));
+  ASSERT_TRUE(c->commit_object(b, {{sid(1), 10, 20, 0, 10}, {sid(2), 4, 8, 0, 4}}));
   auto merged = object(*c, object_kind::stream);
   // Covering only part of what the replaced objects hold for stream 1 is refused.
-  EXPECT_FALSE(c->replace(merged, {{1, 0, 15, 0, 15}}, {{1, 0, 10}, {1, 10, 20}}));
+  EXPECT_FALSE(c->replace(merged, {{sid(1), 0, 15, 0, 15}}, {{sid(1), 0, 10}, {sid(1), 10, 20}}));
   // Ranges that do not exist (any more) are refused too.
-  EXPECT_FALSE(c->replace(merged, {{1, 0, 20, 0, 20}}, {{1, 0, 12}, {1, 12, 20}}));
-  ASSERT_TRUE(c->replace(merged, {{1, 0, 20, 0, 20}}, {{1, 0, 10}, {1, 10, 20}}));
-  auto r1 = c->ranges(1);
+  EXPECT_FALSE(c->replace(merged, {{sid(1), 0, 20, 0, 20}}, {{sid(1), 0, 12}, {sid(1), 12, 20}}));
+  ASSERT_TRUE(c->replace(merged, {{sid(1), 0, 20, 0, 20}}, {{sid(1), 0, 10}, {sid(1), 10, 20}}));
+  auto r1 = c->ranges(sid(1));
   ASSERT_EQ(r1->size(), 1u);
   EXPECT_EQ((*r1)[0].key, merged.key);
   // Stream 2 still reads from the old objects, which therefore are not deletable.
-  EXPECT_EQ(c->ranges(2)->size(), 2u);
+  EXPECT_EQ(c->ranges(sid(2))->size(), 2u);
   EXPECT_TRUE(c->deletable(INT64_MAX)->empty());
   auto merged2 = object(*c, object_kind::stream);
-  ASSERT_TRUE(c->replace(merged2, {{2, 0, 8, 0, 8}}, {{2, 0, 4}, {2, 4, 8}}));
+  ASSERT_TRUE(c->replace(merged2, {{sid(2), 0, 8, 0, 8}}, {{sid(2), 0, 4}, {sid(2), 4, 8}}));
   auto gone = c->deletable(INT64_MAX);
   ASSERT_EQ(gone->size(), 2u);
   ASSERT_TRUE(c->forget(a.object_id));
@@ -107,16 +111,16 @@ TEST_P(StreamCatalog, TrimDropsWholeRangesAndFreesEmptyObjects) {
   auto c = memory_catalog();
   auto a = object(*c);
   auto b = object(*c);
-  ASSERT_TRUE(c->commit_object(a, {{1, 0, 10, 0, 10}}));
-  ASSERT_TRUE(c->commit_object(b, {{1, 10, 20, 0, 10}}));
-  ASSERT_TRUE(c->trim(1, 15));  // inside b: b stays, a goes
-  EXPECT_EQ(c->stream(1)->value().start_offset, 15);
-  EXPECT_EQ(c->ranges(1)->size(), 1u);
+  ASSERT_TRUE(c->commit_object(a, {{sid(1), 0, 10, 0, 10}}));
+  ASSERT_TRUE(c->commit_object(b, {{sid(1), 10, 20, 0, 10}}));
+  ASSERT_TRUE(c->trim(sid(1), 15));  // inside b: b stays, a goes
+  EXPECT_EQ(c->stream(sid(1))->value().start_offset, 15);
+  EXPECT_EQ(c->ranges(sid(1))->size(), 1u);
   auto gone = c->deletable(INT64_MAX);
   ASSERT_EQ(gone->size(), 1u);
   EXPECT_EQ((*gone)[0].object_id, a.object_id);
-  ASSERT_TRUE(c->trim(1, 5));  // never backwards
-  EXPECT_EQ(c->stream(1)->value().start_offset, 15);
+  ASSERT_TRUE(c->trim(sid(1), 5));  // never backwards
+  EXPECT_EQ(c->stream(sid(1))->value().start_offset, 15);
 }
 
 TEST_P(StreamCatalog, KnowsTheKeysOfItsObjectsUntilTheyAreForgotten) {
@@ -126,11 +130,11 @@ TEST_P(StreamCatalog, KnowsTheKeysOfItsObjectsUntilTheyAreForgotten) {
   auto o2 = object(*c);
   auto uncommitted = object(*c);
   EXPECT_EQ(*c->last_object_id(), uncommitted.object_id);
-  ASSERT_TRUE(c->commit_object(o1, {{1, 0, 10, 5, 50}}));
-  ASSERT_TRUE(c->commit_object(o2, {{1, 10, 20, 5, 50}}));
+  ASSERT_TRUE(c->commit_object(o1, {{sid(1), 0, 10, 5, 50}}));
+  ASSERT_TRUE(c->commit_object(o2, {{sid(1), 10, 20, 5, 50}}));
   EXPECT_EQ(*c->object_keys(), (std::vector<std::string>{o1.key, o2.key}));
   // Marked for deletion: still known until forgotten.
-  ASSERT_TRUE(c->trim(1, 10));
+  ASSERT_TRUE(c->trim(sid(1), 10));
   EXPECT_EQ(*c->object_keys(), (std::vector<std::string>{o1.key, o2.key}));
   ASSERT_TRUE(c->forget(o1.object_id));
   EXPECT_EQ(*c->object_keys(), std::vector<std::string>{o2.key});
@@ -141,10 +145,10 @@ TEST_P(StreamCatalog, SurvivesReopening) {
   {
     auto c = memory_catalog();
     object_record o{*c->next_object_id(), "k", 1, object_kind::stream_set, 0};
-    ASSERT_TRUE(c->commit_object(o, {{9, 0, 42, 0, 1}}));
+    ASSERT_TRUE(c->commit_object(o, {{sid(9), 0, 42, 0, 1}}));
   }
   auto c = memory_catalog();
-  EXPECT_EQ(c->stream(9)->value().end_offset, 42);
+  EXPECT_EQ(c->stream(sid(9))->value().end_offset, 42);
   EXPECT_EQ(*c->next_object_id(), 2u);
 }
 
@@ -154,52 +158,52 @@ TEST_P(StreamCatalog, SurvivesReopening) {
 TEST_P(StreamCatalog, AStaleOwnerIsFencedAndTheNewOwnersDataStays) {
   auto a = memory_catalog();
   auto b = memory_catalog();
-  auto taken = a->take(1, {{7, 0}, {8, 0}});
+  auto taken = a->take(1, {{sid(7), 0}, {sid(8), 0}});
   ASSERT_TRUE(taken);
   EXPECT_EQ(*taken, (std::vector<int32_t>{0, 0}));
   auto oa = object(*a);
-  ASSERT_TRUE(a->commit_object(oa, {{7, 0, 10, 5, 50, 1, 0}, {8, 0, 4, 5, 20, 1, 0}}));
-  ASSERT_TRUE(a->put_producer_state(7, 1, 0, {1, 2, 3}));
+  ASSERT_TRUE(a->commit_object(oa, {{sid(7), 0, 10, 5, 50, 1, 0}, {sid(8), 0, 4, 5, 20, 1, 0}}));
+  ASSERT_TRUE(a->put_producer_state(sid(7), 1, 0, {1, 2, 3}));
 
   // Node 2 takes stream 7 at the committed end: epoch 1.
-  taken = b->take(2, {{7, 10}});
+  taken = b->take(2, {{sid(7), 10}});
   ASSERT_TRUE(taken);
   EXPECT_EQ(*taken, std::vector<int32_t>{1});
   auto ob = object(*b);
-  ASSERT_TRUE(b->commit_object(ob, {{7, 10, 30, 5, 80, 2, 1}}));
+  ASSERT_TRUE(b->commit_object(ob, {{sid(7), 10, 30, 5, 80, 2, 1}}));
 
   // Node 1 still thinks it owns stream 7: its object (with a range of stream 8 it does own)
   // is refused whole.
   auto stale = object(*a);
-  auto r = a->commit_object(stale, {{8, 4, 6, 5, 10, 1, 0}, {7, 10, 12, 5, 10, 1, 0}});
+  auto r = a->commit_object(stale, {{sid(8), 4, 6, 5, 10, 1, 0}, {sid(7), 10, 12, 5, 10, 1, 0}});
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error(), catalog_error::fenced);
-  EXPECT_EQ(a->stream(8)->value().end_offset, 4);
-  EXPECT_EQ(a->trim(7, 5, 1, 0).error(), catalog_error::fenced);
-  EXPECT_EQ(a->put_producer_state(7, 1, 0, {9}).error(), catalog_error::fenced);
+  EXPECT_EQ(a->stream(sid(8))->value().end_offset, 4);
+  EXPECT_EQ(a->trim(sid(7), 5, 1, 0).error(), catalog_error::fenced);
+  EXPECT_EQ(a->put_producer_state(sid(7), 1, 0, {9}).error(), catalog_error::fenced);
   // An owner at a newer epoch than the stream's is fenced too (it never took it).
-  EXPECT_EQ(a->trim(7, 5, 2, 2).error(), catalog_error::fenced);
+  EXPECT_EQ(a->trim(sid(7), 5, 2, 2).error(), catalog_error::fenced);
 
   // The new owner's data and state are intact; its own writes go on.
-  auto st = b->stream(7);
+  auto st = b->stream(sid(7));
   ASSERT_TRUE(st && *st);
   EXPECT_EQ((*st)->owner, 2);
   EXPECT_EQ((*st)->epoch, 1);
   EXPECT_EQ((*st)->start_offset, 0);
   EXPECT_EQ((*st)->end_offset, 30);
-  auto ranges = b->ranges(7);
+  auto ranges = b->ranges(sid(7));
   ASSERT_TRUE(ranges);
   ASSERT_EQ(ranges->size(), 2u);
   EXPECT_EQ((*ranges)[1].key, ob.key);
-  EXPECT_EQ(*b->producer_state(7), (std::vector<uint8_t>{1, 2, 3}));
-  ASSERT_TRUE(b->put_producer_state(7, 2, 1, {4}));
-  ASSERT_TRUE(b->trim(7, 10, 2, 1));
-  EXPECT_EQ(b->stream(7)->value().start_offset, 10);
+  EXPECT_EQ(*b->producer_state(sid(7)), (std::vector<uint8_t>{1, 2, 3}));
+  ASSERT_TRUE(b->put_producer_state(sid(7), 2, 1, {4}));
+  ASSERT_TRUE(b->trim(sid(7), 10, 2, 1));
+  EXPECT_EQ(b->stream(sid(7))->value().start_offset, 10);
   // Stream 8 is still node 1's.
-  ASSERT_TRUE(a->commit_object(object(*a), {{8, 4, 6, 5, 10, 1, 0}}));
+  ASSERT_TRUE(a->commit_object(object(*a), {{sid(8), 4, 6, 5, 10, 1, 0}}));
 
   // Each epoch and where it began.
-  auto epochs = b->epochs(7);
+  auto epochs = b->epochs(sid(7));
   ASSERT_TRUE(epochs);
   ASSERT_EQ(epochs->size(), 2u);
   EXPECT_EQ((*epochs)[0].epoch, 0);
@@ -211,13 +215,14 @@ TEST_P(StreamCatalog, AStaleOwnerIsFencedAndTheNewOwnersDataStays) {
 // A stream nobody took (owner -1, epoch 0) takes commits that say so, and no others.
 TEST_P(StreamCatalog, AStreamNeverTakenIsOwnedByNobody) {
   auto c = memory_catalog();
-  EXPECT_EQ(c->commit_object(object(*c), {{3, 0, 5, 0, 1, 1, 0}}).error(), catalog_error::fenced);
-  ASSERT_TRUE(c->commit_object(object(*c), {{3, 0, 5, 0, 1}}));
-  auto taken = c->take(4, {{3, 5}});
+  EXPECT_EQ(c->commit_object(object(*c), {{sid(3), 0, 5, 0, 1, 1, 0}}).error(),
+            catalog_error::fenced);
+  ASSERT_TRUE(c->commit_object(object(*c), {{sid(3), 0, 5, 0, 1}}));
+  auto taken = c->take(4, {{sid(3), 5}});
   ASSERT_TRUE(taken);
   EXPECT_EQ(*taken, std::vector<int32_t>{1});
-  EXPECT_EQ(c->commit_object(object(*c), {{3, 5, 6, 0, 1}}).error(), catalog_error::fenced);
-  ASSERT_TRUE(c->commit_object(object(*c), {{3, 5, 6, 0, 1, 4, 1}}));
+  EXPECT_EQ(c->commit_object(object(*c), {{sid(3), 5, 6, 0, 1}}).error(), catalog_error::fenced);
+  ASSERT_TRUE(c->commit_object(object(*c), {{sid(3), 5, 6, 0, 1, 4, 1}}));
 }
 
 // Catalogs of many writers at once on one database: every stream ends exactly where its
@@ -228,7 +233,7 @@ TEST_P(StreamCatalog, ConcurrentWritersKeepEveryStreamContinuous) {
   std::vector<std::unique_ptr<stream_catalog>> cs;
   for (int w = 0; w < writers; ++w) {
     cs.push_back(memory_catalog());
-    ASSERT_TRUE(cs.back()->take(w, {{static_cast<uint64_t>(100 + w), 0}}));
+    ASSERT_TRUE(cs.back()->take(w, {{sid(100 + static_cast<uint64_t>(w)), 0}}));
   }
   std::vector<std::thread> threads;
   threads.reserve(writers);
@@ -239,7 +244,7 @@ TEST_P(StreamCatalog, ConcurrentWritersKeepEveryStreamContinuous) {
       for (int i = 0; i < commits; ++i) {
         object_record o{*c.next_object_id(), "", 1, object_kind::stream_set, 0};
         o.key = "objects/" + std::to_string(o.object_id);
-        const stream_range r{static_cast<uint64_t>(100 + w), i * 10, i * 10 + 10, 0, 1, w, 0};
+        const stream_range r{sid(100 + static_cast<uint64_t>(w)), i * 10, i * 10 + 10, 0, 1, w, 0};
         if (!c.commit_object(o, {r})) ++failures;
       }
     });
@@ -247,8 +252,9 @@ TEST_P(StreamCatalog, ConcurrentWritersKeepEveryStreamContinuous) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
   for (int w = 0; w < writers; ++w) {
-    EXPECT_EQ(cs[0]->stream(static_cast<uint64_t>(100 + w))->value().end_offset, commits * 10);
-    EXPECT_EQ(cs[0]->ranges(static_cast<uint64_t>(100 + w))->size(), static_cast<size_t>(commits));
+    EXPECT_EQ(cs[0]->stream(sid(100 + static_cast<uint64_t>(w)))->value().end_offset, commits * 10);
+    EXPECT_EQ(cs[0]->ranges(sid(100 + static_cast<uint64_t>(w)))->size(),
+              static_cast<size_t>(commits));
   }
 }
 
@@ -273,11 +279,11 @@ TEST_P(StreamCatalog, AnUnversionedSchemaIsMigrated) {
   db->reset();
 
   auto migrated = memory_catalog();
-  auto st = migrated->stream(5);
+  auto st = migrated->stream(sid(5));
   ASSERT_TRUE(st && *st);
   EXPECT_EQ((*st)->end_offset, 9);
   EXPECT_EQ((*st)->owner, -1);
-  EXPECT_EQ(*migrated->producer_state(5), state);
+  EXPECT_EQ(*migrated->producer_state(sid(5)), state);
   auto again = sql::open_database(uri_);
   ASSERT_TRUE(again);
   auto c2 = (*again)->connect();
@@ -291,11 +297,11 @@ TEST_P(StreamCatalog, CountsCommittedTransactions) {
   auto c = memory_catalog();
   const uint64_t before = sql::committed_transactions();
   auto o = object(*c);  // the id counter's UPDATE, on its own
-  ASSERT_TRUE(c->commit_object(o, {{1, 0, 10, 0, 1}}));
+  ASSERT_TRUE(c->commit_object(o, {{sid(1), 0, 10, 0, 1}}));
   EXPECT_EQ(sql::committed_transactions() - before, 2u);
-  EXPECT_FALSE(c->commit_object(object(*c), {{1, 11, 20, 0, 1}}));
+  EXPECT_FALSE(c->commit_object(object(*c), {{sid(1), 11, 20, 0, 1}}));
   EXPECT_EQ(sql::committed_transactions() - before, 3u);  // the second id only
-  ASSERT_TRUE(c->find(1, 0));                             // a read
+  ASSERT_TRUE(c->find(sid(1), 0));                        // a read
   EXPECT_EQ(sql::committed_transactions() - before, 3u);
 }
 

@@ -60,7 +60,7 @@ TEST_P(TopicRegistryTest, StreamsAreDistinctAndNeverReused) {
   ASSERT_TRUE(r->remove("a"));
   auto b = r->create("a", 2, {});
   ASSERT_TRUE(b);
-  for (uint64_t s : (*b)->streams) {
+  for (base::stream_id s : (*b)->streams) {
     EXPECT_EQ(std::count((*a)->streams.begin(), (*a)->streams.end(), s), 0);
   }
   auto grown = r->add_partitions("a", 3);

@@ -18,6 +18,10 @@
 namespace silt::storage {
 namespace {
 
+base::stream_id sid(uint64_t v) {
+  return base::stream_id(v);
+}
+
 using bytes = std::vector<uint8_t>;
 
 bytes random_bytes(std::mt19937_64& rng, size_t n) {
@@ -57,7 +61,7 @@ bytes encode_index(const std::vector<block_entry>& entries, index_options o = {}
   put_be<uint32_t>(out,
                    static_cast<uint32_t>(static_cast<int64_t>(entries.size()) + o.count_delta));
   for (const block_entry& e : entries) {
-    put_be<uint64_t>(out, e.stream_id);
+    put_be<uint64_t>(out, e.stream_id.value());
     put_be<int64_t>(out, e.start_offset);
     put_be<int64_t>(out, e.end_offset);
     put_be<uint64_t>(out, e.position);
@@ -137,7 +141,7 @@ parsed_object small_object() {
   for (uint64_t stream : {3u, 1u, 2u}) {
     int64_t offset = 100;
     for (int i = 0; i < 5; ++i) {
-      EXPECT_TRUE(w.add(stream, offset, offset + 4, 1000 + i, random_bytes(rng, 90)));
+      EXPECT_TRUE(w.add(sid(stream), offset, offset + 4, 1000 + i, random_bytes(rng, 90)));
       offset += 4;
     }
   }
@@ -170,7 +174,7 @@ TEST(ObjectFormat, RoundTripsManyStreamsAndBlocks) {
     stream_expectation& s = it->second;
     if (inserted) s.start = s.end = static_cast<int64_t>(rng() % 1'000'000);
     const bytes data = random_bytes(rng, n);
-    ASSERT_TRUE(w.add(stream, s.end, s.end + count, timestamp, data));
+    ASSERT_TRUE(w.add(sid(stream), s.end, s.end + count, timestamp, data));
     s.end += count;
     s.max_timestamp = std::max(s.max_timestamp, timestamp);
     s.data.insert(s.data.end(), data.begin(), data.end());
@@ -189,7 +193,7 @@ TEST(ObjectFormat, RoundTripsManyStreamsAndBlocks) {
     // Blocks tile the data region in index order.
     EXPECT_EQ(b.entry.position, position);
     position += b.entry.size;
-    auto [it, inserted] = got.try_emplace(b.entry.stream_id);
+    auto [it, inserted] = got.try_emplace(b.entry.stream_id.value());
     stream_expectation& s = it->second;
     if (inserted) s.start = s.end = b.entry.start_offset;
     EXPECT_EQ(b.entry.start_offset, s.end) << "offsets continue from block to block";
@@ -213,19 +217,19 @@ TEST(ObjectFormat, MatchesTheDocumentedLayout) {
   object_writer w(1024);
   const bytes a = filled(10, 0xaa);
   const bytes b = filled(7, 0xbb);
-  ASSERT_TRUE(w.add(9, 50, 52, 1700, a));
-  ASSERT_TRUE(w.add(4, 0, 3, 1600, b));
+  ASSERT_TRUE(w.add(sid(9), 50, 52, 1700, a));
+  ASSERT_TRUE(w.add(sid(4), 0, 3, 1600, b));
   const bytes object = w.finish();
 
   // Stream 4's block comes first: blocks are in (stream, offset) order, not add order.
   const std::vector<block_entry> entries = {
-      {.stream_id = 4,
+      {.stream_id = sid(4),
        .start_offset = 0,
        .end_offset = 3,
        .position = 0,
        .size = 11,
        .max_timestamp = 1600},
-      {.stream_id = 9,
+      {.stream_id = sid(9),
        .start_offset = 50,
        .end_offset = 52,
        .position = 11,
@@ -247,7 +251,7 @@ TEST(ObjectFormat, MatchesTheDocumentedLayout) {
 TEST(ObjectFormat, MatchesTheExampleInTheFormatDocument) {
   object_writer w;
   const bytes batches = {1, 2, 3, 4, 5, 6};
-  ASSERT_TRUE(w.add(7, 100, 103, 1700000000000, batches));
+  ASSERT_TRUE(w.add(sid(7), 100, 103, 1700000000000, batches));
   const bytes want = {
       0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x4f, 0x4d, 0xfb, 0xab,        // block
       0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,                    // index header
@@ -297,7 +301,7 @@ std::vector<uint32_t> batch_sizes(const object_writer& w) {
 
 TEST(ObjectWriter, MergesConsecutiveAddsOfAStreamUpToBlockSize) {
   object_writer w(100);
-  for (int64_t i = 0; i < 7; ++i) ASSERT_TRUE(w.add(1, i * 10, i * 10 + 10, i, filled(30, 1)));
+  for (int64_t i = 0; i < 7; ++i) ASSERT_TRUE(w.add(sid(1), i * 10, i * 10 + 10, i, filled(30, 1)));
   (void)w.finish();
   EXPECT_EQ(batch_sizes(w), (std::vector<uint32_t>{90, 90, 30}));
   ASSERT_EQ(w.index().size(), 3u);
@@ -311,19 +315,19 @@ TEST(ObjectWriter, MergesConsecutiveAddsOfAStreamUpToBlockSize) {
 
 TEST(ObjectWriter, BlockThatReachesBlockSizeTakesNoMoreAdds) {
   object_writer w(100);
-  ASSERT_TRUE(w.add(1, 0, 1, 0, filled(50, 1)));
-  ASSERT_TRUE(w.add(1, 1, 2, 0, filled(50, 2)));
-  ASSERT_TRUE(w.add(1, 2, 3, 0, filled(1, 3)));
+  ASSERT_TRUE(w.add(sid(1), 0, 1, 0, filled(50, 1)));
+  ASSERT_TRUE(w.add(sid(1), 1, 2, 0, filled(50, 2)));
+  ASSERT_TRUE(w.add(sid(1), 2, 3, 0, filled(1, 3)));
   (void)w.finish();
   EXPECT_EQ(batch_sizes(w), (std::vector<uint32_t>{100, 1}));
 }
 
 TEST(ObjectWriter, AddLargerThanBlockSizeIsABlockOfItsOwn) {
   object_writer w(100);
-  ASSERT_TRUE(w.add(1, 0, 1, 0, filled(10, 1)));
-  ASSERT_TRUE(w.add(1, 1, 2, 0, filled(250, 2)));
-  ASSERT_TRUE(w.add(1, 2, 3, 0, filled(10, 3)));
-  ASSERT_TRUE(w.add(1, 3, 4, 0, filled(10, 4)));
+  ASSERT_TRUE(w.add(sid(1), 0, 1, 0, filled(10, 1)));
+  ASSERT_TRUE(w.add(sid(1), 1, 2, 0, filled(250, 2)));
+  ASSERT_TRUE(w.add(sid(1), 2, 3, 0, filled(10, 3)));
+  ASSERT_TRUE(w.add(sid(1), 3, 4, 0, filled(10, 4)));
   const bytes object = w.finish();
   EXPECT_EQ(batch_sizes(w), (std::vector<uint32_t>{10, 250, 20}));
   const auto blocks = read_object(object);
@@ -333,20 +337,20 @@ TEST(ObjectWriter, AddLargerThanBlockSizeIsABlockOfItsOwn) {
 
 TEST(ObjectWriter, BlocksNeverMixStreamsAndAreLaidOutByStream) {
   object_writer w(100);
-  ASSERT_TRUE(w.add(2, 0, 1, 0, filled(10, 0x21)));
-  ASSERT_TRUE(w.add(1, 5, 6, 0, filled(10, 0x11)));
-  ASSERT_TRUE(w.add(2, 1, 2, 0, filled(10, 0x22)));
-  ASSERT_TRUE(w.add(1, 6, 7, 0, filled(10, 0x12)));
+  ASSERT_TRUE(w.add(sid(2), 0, 1, 0, filled(10, 0x21)));
+  ASSERT_TRUE(w.add(sid(1), 5, 6, 0, filled(10, 0x11)));
+  ASSERT_TRUE(w.add(sid(2), 1, 2, 0, filled(10, 0x22)));
+  ASSERT_TRUE(w.add(sid(1), 6, 7, 0, filled(10, 0x12)));
   const bytes object = w.finish();
   const auto blocks = read_object(object);
   ASSERT_TRUE(blocks);
   ASSERT_EQ(blocks->size(), 2u);
   // Interleaved adds of a stream still share its block.
-  EXPECT_EQ((*blocks)[0].entry.stream_id, 1u);
+  EXPECT_EQ((*blocks)[0].entry.stream_id, sid(1));
   bytes want1 = filled(10, 0x11);
   want1.resize(20, 0x12);
   EXPECT_EQ((*blocks)[0].batches, want1);
-  EXPECT_EQ((*blocks)[1].entry.stream_id, 2u);
+  EXPECT_EQ((*blocks)[1].entry.stream_id, sid(2));
   bytes want2 = filled(10, 0x21);
   want2.resize(20, 0x22);
   EXPECT_EQ((*blocks)[1].batches, want2);
@@ -354,10 +358,10 @@ TEST(ObjectWriter, BlocksNeverMixStreamsAndAreLaidOutByStream) {
 
 TEST(ObjectWriter, BlockMaxTimestampIsTheLargestOfItsAdds) {
   object_writer w(100);
-  ASSERT_TRUE(w.add(1, 0, 1, 500, filled(10, 1)));
-  ASSERT_TRUE(w.add(1, 1, 2, 900, filled(10, 1)));
-  ASSERT_TRUE(w.add(1, 2, 3, 700, filled(10, 1)));
-  ASSERT_TRUE(w.add(2, 0, 1, -1, filled(10, 1)));
+  ASSERT_TRUE(w.add(sid(1), 0, 1, 500, filled(10, 1)));
+  ASSERT_TRUE(w.add(sid(1), 1, 2, 900, filled(10, 1)));
+  ASSERT_TRUE(w.add(sid(1), 2, 3, 700, filled(10, 1)));
+  ASSERT_TRUE(w.add(sid(2), 0, 1, -1, filled(10, 1)));
   (void)w.finish();
   ASSERT_EQ(w.index().size(), 2u);
   EXPECT_EQ(w.index()[0].max_timestamp, 900);
@@ -367,11 +371,11 @@ TEST(ObjectWriter, BlockMaxTimestampIsTheLargestOfItsAdds) {
 TEST(ObjectWriter, SizeCountsBatchesAndBlockChecksums) {
   object_writer w(100);
   EXPECT_EQ(w.size(), 0u);
-  ASSERT_TRUE(w.add(1, 0, 1, 0, filled(60, 1)));
+  ASSERT_TRUE(w.add(sid(1), 0, 1, 0, filled(60, 1)));
   EXPECT_EQ(w.size(), 64u);
-  ASSERT_TRUE(w.add(1, 1, 2, 0, filled(30, 1)));  // same block
+  ASSERT_TRUE(w.add(sid(1), 1, 2, 0, filled(30, 1)));  // same block
   EXPECT_EQ(w.size(), 94u);
-  ASSERT_TRUE(w.add(1, 2, 3, 0, filled(30, 1)));  // a new block
+  ASSERT_TRUE(w.add(sid(1), 2, 3, 0, filled(30, 1)));  // a new block
   EXPECT_EQ(w.size(), 128u);
   const bytes object = w.finish();
   EXPECT_EQ(object.size(), 128 + 8 + 2 * 44 + 4 + object_footer_size);
@@ -379,11 +383,11 @@ TEST(ObjectWriter, SizeCountsBatchesAndBlockChecksums) {
 
 TEST(ObjectWriter, FinishStartsANewObject) {
   object_writer w(100);
-  ASSERT_TRUE(w.add(1, 10, 20, 0, filled(10, 1)));
+  ASSERT_TRUE(w.add(sid(1), 10, 20, 0, filled(10, 1)));
   const bytes first = w.finish();
   EXPECT_EQ(w.size(), 0u);
   // A stream's offsets are checked within one object only.
-  ASSERT_TRUE(w.add(1, 0, 5, 0, filled(10, 2)));
+  ASSERT_TRUE(w.add(sid(1), 0, 5, 0, filled(10, 2)));
   const bytes second = w.finish();
   ASSERT_EQ(w.index().size(), 1u);
   EXPECT_EQ(w.index()[0].start_offset, 0);
@@ -395,19 +399,19 @@ TEST(ObjectWriter, FinishStartsANewObject) {
 
 TEST(ObjectWriter, RejectsAddsThatDoNotContinueTheStream) {
   object_writer w(100);
-  ASSERT_TRUE(w.add(1, 10, 20, 0, filled(10, 1)));
-  ASSERT_TRUE(w.add(2, 0, 5, 0, filled(10, 2)));
+  ASSERT_TRUE(w.add(sid(1), 10, 20, 0, filled(10, 1)));
+  ASSERT_TRUE(w.add(sid(2), 0, 5, 0, filled(10, 2)));
   const size_t size = w.size();
-  EXPECT_EQ(w.add(1, 21, 30, 0, filled(10, 3)).error(), object_format_error::out_of_order)
+  EXPECT_EQ(w.add(sid(1), 21, 30, 0, filled(10, 3)).error(), object_format_error::out_of_order)
       << "a gap";
-  EXPECT_EQ(w.add(1, 19, 30, 0, filled(10, 3)).error(), object_format_error::out_of_order)
+  EXPECT_EQ(w.add(sid(1), 19, 30, 0, filled(10, 3)).error(), object_format_error::out_of_order)
       << "an overlap";
-  EXPECT_EQ(w.add(1, 10, 20, 0, filled(10, 3)).error(), object_format_error::out_of_order)
+  EXPECT_EQ(w.add(sid(1), 10, 20, 0, filled(10, 3)).error(), object_format_error::out_of_order)
       << "a repeat";
-  EXPECT_EQ(w.add(1, 0, 10, 0, filled(10, 3)).error(), object_format_error::out_of_order)
+  EXPECT_EQ(w.add(sid(1), 0, 10, 0, filled(10, 3)).error(), object_format_error::out_of_order)
       << "data before the stream's start";
   EXPECT_EQ(w.size(), size) << "a failed add changes nothing";
-  ASSERT_TRUE(w.add(1, 20, 30, 0, filled(10, 4)));
+  ASSERT_TRUE(w.add(sid(1), 20, 30, 0, filled(10, 4)));
   const auto blocks = read_object(w.finish());
   ASSERT_TRUE(blocks);
   ASSERT_EQ(blocks->size(), 2u);
@@ -419,10 +423,10 @@ TEST(ObjectWriter, RejectsAddsThatDoNotContinueTheStream) {
 
 TEST(ObjectWriter, RejectsEmptyAndNegativeRanges) {
   object_writer w(100);
-  EXPECT_EQ(w.add(1, 0, 1, 0, {}).error(), object_format_error::invalid_argument);
-  EXPECT_EQ(w.add(1, 5, 5, 0, filled(1, 1)).error(), object_format_error::invalid_argument);
-  EXPECT_EQ(w.add(1, 5, 4, 0, filled(1, 1)).error(), object_format_error::invalid_argument);
-  EXPECT_EQ(w.add(1, -1, 4, 0, filled(1, 1)).error(), object_format_error::invalid_argument);
+  EXPECT_EQ(w.add(sid(1), 0, 1, 0, {}).error(), object_format_error::invalid_argument);
+  EXPECT_EQ(w.add(sid(1), 5, 5, 0, filled(1, 1)).error(), object_format_error::invalid_argument);
+  EXPECT_EQ(w.add(sid(1), 5, 4, 0, filled(1, 1)).error(), object_format_error::invalid_argument);
+  EXPECT_EQ(w.add(sid(1), -1, 4, 0, filled(1, 1)).error(), object_format_error::invalid_argument);
   EXPECT_EQ(w.size(), 0u);
   const auto blocks = read_object(w.finish());
   ASSERT_TRUE(blocks);
@@ -439,8 +443,8 @@ void add_random(object_writer& w, std::mt19937_64& rng, std::vector<bytes>& data
     const int64_t start = ends[stream];
     const int64_t count = 1 + static_cast<int64_t>(rng() % 9);
     data.push_back(random_bytes(rng, 1 + rng() % 3000));
-    const auto r = views ? w.add_view(stream, start, start + count, i, data.back())
-                         : w.add(stream, start, start + count, i, data.back());
+    const auto r = views ? w.add_view(sid(stream), start, start + count, i, data.back())
+                         : w.add(sid(stream), start, start + count, i, data.back());
     ASSERT_TRUE(r);
     ends[stream] = start + count;
   }
@@ -486,9 +490,9 @@ TEST(ObjectWriter, FinishPartsHandsOnTheOwners) {
   {
     auto a = std::make_shared<const bytes>(filled(100, 1));
     auto b = std::make_shared<const bytes>(filled(30, 2));
-    ASSERT_TRUE(w.add_view(1, 0, 1, 0, *a, a));
-    ASSERT_TRUE(w.add_view(2, 0, 1, 0, std::span(*b).first(10), b));
-    ASSERT_TRUE(w.add_view(2, 1, 2, 0, std::span(*b).subspan(10), b));
+    ASSERT_TRUE(w.add_view(sid(1), 0, 1, 0, *a, a));
+    ASSERT_TRUE(w.add_view(sid(2), 0, 1, 0, std::span(*b).first(10), b));
+    ASSERT_TRUE(w.add_view(sid(2), 1, 2, 0, std::span(*b).subspan(10), b));
     EXPECT_EQ(a.use_count(), 2) << "the writer holds the owner";
   }
   // The writer's owners are all that keep the bytes alive now (ASan checks the reads).
@@ -520,7 +524,7 @@ std::vector<block_entry> sample_index() {
   std::vector<block_entry> index;
   uint64_t position = 0;
   auto add = [&](uint64_t stream, int64_t start, int64_t end, uint32_t size) {
-    index.push_back({.stream_id = stream,
+    index.push_back({.stream_id = sid(stream),
                      .start_offset = start,
                      .end_offset = end,
                      .position = position,
@@ -547,45 +551,45 @@ using range_list = std::vector<std::pair<int64_t, int64_t>>;
 
 TEST(FindBlocks, StartsAtTheBlockHoldingTheOffset) {
   const auto index = sample_index();
-  EXPECT_EQ(ranges(find_blocks(index, 1, 0, 1)), (range_list{{0, 10}}));
-  EXPECT_EQ(ranges(find_blocks(index, 1, 9, 1)), (range_list{{0, 10}}));
-  EXPECT_EQ(ranges(find_blocks(index, 1, 10, 1)), (range_list{{10, 20}}));
-  EXPECT_EQ(ranges(find_blocks(index, 1, 29, 1)), (range_list{{20, 30}}));
-  EXPECT_EQ(ranges(find_blocks(index, 2, 7, 1)), (range_list{{5, 8}}));
-  EXPECT_EQ(ranges(find_blocks(index, 3, 115, 1)), (range_list{{110, 120}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), 0, 1)), (range_list{{0, 10}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), 9, 1)), (range_list{{0, 10}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), 10, 1)), (range_list{{10, 20}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), 29, 1)), (range_list{{20, 30}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(2), 7, 1)), (range_list{{5, 8}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(3), 115, 1)), (range_list{{110, 120}}));
 }
 
 TEST(FindBlocks, ReturnsOneBlockEvenWhenItExceedsMaxBytes) {
   const auto index = sample_index();
-  EXPECT_EQ(ranges(find_blocks(index, 1, 15, 0)), (range_list{{10, 20}}));
-  EXPECT_EQ(ranges(find_blocks(index, 1, 15, 99)), (range_list{{10, 20}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), 15, 0)), (range_list{{10, 20}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), 15, 99)), (range_list{{10, 20}}));
 }
 
 TEST(FindBlocks, AddsBlocksUntilMaxBytesIsReached) {
   const auto index = sample_index();
-  EXPECT_EQ(ranges(find_blocks(index, 1, 0, 100)), (range_list{{0, 10}}));
-  EXPECT_EQ(ranges(find_blocks(index, 1, 0, 101)), (range_list{{0, 10}, {10, 20}}));
-  EXPECT_EQ(ranges(find_blocks(index, 1, 0, 200)), (range_list{{0, 10}, {10, 20}}));
-  EXPECT_EQ(ranges(find_blocks(index, 1, 5, 201)), (range_list{{0, 10}, {10, 20}, {20, 30}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), 0, 100)), (range_list{{0, 10}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), 0, 101)), (range_list{{0, 10}, {10, 20}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), 0, 200)), (range_list{{0, 10}, {10, 20}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), 5, 201)), (range_list{{0, 10}, {10, 20}, {20, 30}}));
 }
 
 TEST(FindBlocks, NeverCrossesIntoAnotherStream) {
   const auto index = sample_index();
-  EXPECT_EQ(ranges(find_blocks(index, 1, 15, 1 << 30)), (range_list{{10, 20}, {20, 30}}));
-  EXPECT_EQ(ranges(find_blocks(index, 2, 5, 1 << 30)), (range_list{{5, 8}}));
-  EXPECT_EQ(ranges(find_blocks(index, 3, 100, 1 << 30)), (range_list{{100, 110}, {110, 120}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), 15, 1 << 30)), (range_list{{10, 20}, {20, 30}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(2), 5, 1 << 30)), (range_list{{5, 8}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(3), 100, 1 << 30)), (range_list{{100, 110}, {110, 120}}));
 }
 
 TEST(FindBlocks, FindsNothingForOffsetsTheObjectDoesNotHold) {
   const auto index = sample_index();
-  EXPECT_TRUE(find_blocks(index, 1, 30, 1000).empty()) << "the stream's end";
-  EXPECT_TRUE(find_blocks(index, 1, -1, 1000).empty());
-  EXPECT_TRUE(find_blocks(index, 2, 4, 1000).empty()) << "before the stream's start";
-  EXPECT_TRUE(find_blocks(index, 2, 8, 1000).empty());
-  EXPECT_TRUE(find_blocks(index, 0, 0, 1000).empty()) << "a stream before all";
-  EXPECT_TRUE(find_blocks(index, 4, 0, 1000).empty()) << "a stream after all";
+  EXPECT_TRUE(find_blocks(index, sid(1), 30, 1000).empty()) << "the stream's end";
+  EXPECT_TRUE(find_blocks(index, sid(1), -1, 1000).empty());
+  EXPECT_TRUE(find_blocks(index, sid(2), 4, 1000).empty()) << "before the stream's start";
+  EXPECT_TRUE(find_blocks(index, sid(2), 8, 1000).empty());
+  EXPECT_TRUE(find_blocks(index, sid(0), 0, 1000).empty()) << "a stream before all";
+  EXPECT_TRUE(find_blocks(index, sid(4), 0, 1000).empty()) << "a stream after all";
   const std::vector<block_entry> empty;
-  EXPECT_TRUE(find_blocks(empty, 1, 0, 1000).empty());
+  EXPECT_TRUE(find_blocks(empty, sid(1), 0, 1000).empty());
 }
 
 TEST(FindBlocks, PointsIntoTheIndexOfARealObject) {
@@ -596,7 +600,7 @@ TEST(FindBlocks, PointsIntoTheIndexOfARealObject) {
     const uint64_t stream = rng() % 10;
     int64_t& end = ends[stream];
     const int64_t count = 1 + static_cast<int64_t>(rng() % 20);
-    ASSERT_TRUE(w.add(stream, end, end + count, 0, random_bytes(rng, 1 + rng() % 2000)));
+    ASSERT_TRUE(w.add(sid(stream), end, end + count, 0, random_bytes(rng, 1 + rng() % 2000)));
     end += count;
   }
   const bytes object = w.finish();
@@ -607,9 +611,9 @@ TEST(FindBlocks, PointsIntoTheIndexOfARealObject) {
   ASSERT_TRUE(index);
   for (const auto& [stream, end] : ends) {
     for (int64_t offset = 0; offset < end; ++offset) {
-      const auto found = find_blocks(*index, stream, offset, 10000);
+      const auto found = find_blocks(*index, sid(stream), offset, 10000);
       ASSERT_FALSE(found.empty());
-      EXPECT_EQ(found.front().stream_id, stream);
+      EXPECT_EQ(found.front().stream_id, sid(stream));
       EXPECT_LE(found.front().start_offset, offset);
       EXPECT_GT(found.front().end_offset, offset);
       // The blocks found are adjacent in the object: one ranged read fetches them.
@@ -618,7 +622,7 @@ TEST(FindBlocks, PointsIntoTheIndexOfARealObject) {
         EXPECT_EQ(found[i].start_offset, found[i - 1].end_offset);
       }
     }
-    EXPECT_TRUE(find_blocks(*index, stream, end, 10000).empty());
+    EXPECT_TRUE(find_blocks(*index, sid(stream), end, 10000).empty());
   }
 }
 
@@ -734,7 +738,7 @@ TEST(ObjectCorruption, FooterWithAValidChecksumIsStillChecked) {
 }
 
 block_entry entry(uint64_t stream, int64_t start, int64_t end, uint64_t position, uint32_t size) {
-  return {.stream_id = stream,
+  return {.stream_id = sid(stream),
           .start_offset = start,
           .end_offset = end,
           .position = position,
@@ -849,7 +853,7 @@ std::vector<block_entry> random_entries(std::mt19937_64& rng) {
   for (block_entry& e : entries) {
     const auto small = [&](uint64_t n) { return rng() % n; };
     if (small(3) == 0) stream += small(3);
-    e.stream_id = stream;
+    e.stream_id = sid(stream);
     e.start_offset = offset + static_cast<int64_t>(small(3)) - 1;
     e.end_offset = e.start_offset + static_cast<int64_t>(small(20)) - 1;
     offset = e.end_offset;
@@ -860,7 +864,7 @@ std::vector<block_entry> random_entries(std::mt19937_64& rng) {
     if (small(20) == 0) {  // a wild field
       switch (small(6)) {
         case 0:
-          e.stream_id = rng();
+          e.stream_id = sid(rng());
           break;
         case 1:
           e.start_offset = static_cast<int64_t>(rng());

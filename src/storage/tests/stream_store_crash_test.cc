@@ -22,6 +22,10 @@
 namespace silt::storage {
 namespace {
 
+base::stream_id sid(uint64_t v) {
+  return base::stream_id(v);
+}
+
 namespace fs = std::filesystem;
 
 // Reads every stream of `acked_end` from 0 and checks that it reaches the acknowledged end
@@ -29,12 +33,12 @@ namespace fs = std::filesystem;
 void check_streams(stream_store& store, const std::map<uint64_t, int64_t>& acked_end,
                    const std::string& where) {
   for (const auto& [s, end] : acked_end) {
-    const auto offsets = store.offsets(s);
+    const auto offsets = store.offsets(sid(s));
     ASSERT_GE(offsets.end_offset, end) << where << " stream " << s;
     // Read everything back: each record's value names its stream and offset.
     int64_t offset = 0;
     while (offset < offsets.end_offset) {
-      auto r = store.read(s, offset, 64 << 10);
+      auto r = store.read(sid(s), offset, 64 << 10);
       ASSERT_TRUE(r) << where << " stream " << s << " offset " << offset << ": "
                      << stream_error_name(r.error());
       ASSERT_FALSE(r->chunks.empty());

@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
   threads.reserve(streams);
   for (int t = 0; t < streams; ++t) {
     threads.emplace_back([&, t] {
-      const auto stream = static_cast<uint64_t>(t);
+      const auto stream = base::stream_id(static_cast<uint64_t>(t));
       std::mt19937 rng(static_cast<unsigned>(std::atoi(argv[2]) * 31 + t));
       // Values carry their offset; continue where the stream ends.
       int64_t next = (*store)->offsets(stream).end_offset;
@@ -95,11 +95,11 @@ int main(int argc, char** argv) {
         std::condition_variable cv;
         bool done = false;
         bool ok = false;
-        (*store)->append(stream, batch(stream, next, count), [&](auto r) {
+        (*store)->append(stream, batch(stream.value(), next, count), [&](auto r) {
           ok = r.has_value();
           if (r) {
             std::lock_guard lock(out_mu);
-            std::printf("%llu %lld %d\n", static_cast<unsigned long long>(stream),
+            std::printf("%llu %lld %d\n", static_cast<unsigned long long>(stream.value()),
                         static_cast<long long>(*r), count);
             std::fflush(stdout);
           }

@@ -22,6 +22,10 @@
 namespace silt::storage {
 namespace {
 
+base::stream_id sid(uint64_t v) {
+  return base::stream_id(v);
+}
+
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
@@ -52,7 +56,7 @@ std::pair<int64_t, int64_t> first_batch(const read_result& r) {
 }
 
 struct refusal {
-  uint64_t stream;
+  base::stream_id stream;
   int64_t offset, start_before, start_after, end;
   std::string error;
 };
@@ -94,10 +98,10 @@ TEST_F(StreamStoreStress, ReadersNeverSeeAnInRangeOffsetRefusedAcrossBackgroundT
   // 3: kept; 4: old timestamps and a one-hour retention, so whatever is uploaded goes at the
   // next retention round (as records a producer stamped in the past).
   constexpr uint64_t streams = 4;
-  s.set_retention(1, 300, -1);
-  s.set_retention(2, -1, 48 << 10);
-  s.set_retention(3, -1, -1);
-  s.set_retention(4, 3600 * 1000, -1);
+  s.set_retention(sid(1), 300, -1);
+  s.set_retention(sid(2), -1, 48 << 10);
+  s.set_retention(sid(3), -1, -1);
+  s.set_retention(sid(4), 3600 * 1000, -1);
 
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> appends{0};
@@ -111,8 +115,8 @@ TEST_F(StreamStoreStress, ReadersNeverSeeAnInRangeOffsetRefusedAcrossBackgroundT
   std::thread writer([&] {
     std::mt19937 rng(1);
     while (!stop) {
-      const uint64_t stream = 1 + rng() % streams;
-      const int64_t ts = stream == 4 ? wall_ms() - 2 * 3600 * 1000 : wall_ms();
+      const base::stream_id stream(1 + rng() % streams);
+      const int64_t ts = stream == base::stream_id(4) ? wall_ms() - 2 * 3600 * 1000 : wall_ms();
       std::promise<void> durable;
       s.append(stream, batch(1 + static_cast<int>(rng() % 40), ts),
                [&](const tl::expected<int64_t, stream_error>& r) {
@@ -140,7 +144,7 @@ TEST_F(StreamStoreStress, ReadersNeverSeeAnInRangeOffsetRefusedAcrossBackgroundT
     readers.emplace_back([&, id] {
       std::mt19937 rng(static_cast<uint32_t>(100 + id));
       while (!stop) {
-        const uint64_t stream = 1 + rng() % streams;
+        const base::stream_id stream(1 + rng() % streams);
         const auto range = s.offsets(stream);
         for (int64_t offset = range.start_offset; offset < range.end_offset && !stop; ++offset) {
           auto r = s.read(stream, offset, 1 + rng() % 8192);
@@ -190,9 +194,9 @@ TEST_F(StreamStoreStress, ReadersNeverSeeAnInRangeOffsetRefusedAcrossBackgroundT
   EXPECT_GT(st.compactions, 0u);
   EXPECT_GT(st.deleted_objects, 0u);
   EXPECT_GT(st.cold_reads, 100u);
-  EXPECT_GT(s.offsets(1).start_offset, 0);
-  EXPECT_GT(s.offsets(2).start_offset, 0);
-  EXPECT_GT(s.offsets(4).start_offset, 0);
+  EXPECT_GT(s.offsets(sid(1)).start_offset, 0);
+  EXPECT_GT(s.offsets(sid(2)).start_offset, 0);
+  EXPECT_GT(s.offsets(sid(4)).start_offset, 0);
   std::printf(
       "appends %llu, task rounds %llu, reads %llu (%llu cold), refused below the start %llu\n",
       static_cast<unsigned long long>(appends.load()),

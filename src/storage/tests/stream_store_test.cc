@@ -22,6 +22,10 @@
 namespace silt::storage {
 namespace {
 
+base::stream_id sid(uint64_t v) {
+  return base::stream_id(v);
+}
+
 namespace fs = std::filesystem;
 
 // A scratch directory on a file system that takes O_DIRECT (the build tree's).
@@ -106,7 +110,7 @@ class StreamStore : public ::testing::Test {
     return s ? std::move(*s) : nullptr;
   }
   // Appends and waits for durability; returns the base offset.
-  static int64_t append(stream_store& s, uint64_t stream, std::vector<uint8_t> data) {
+  static int64_t append(stream_store& s, base::stream_id stream, std::vector<uint8_t> data) {
     std::promise<tl::expected<int64_t, stream_error>> p;
     s.append(stream, std::move(data), [&](auto r) { p.set_value(r); });
     auto r = p.get_future().get();
@@ -114,7 +118,7 @@ class StreamStore : public ::testing::Test {
     return r ? *r : -1;
   }
   // Reads a whole stream from `from` with reads of at most max_bytes.
-  static std::vector<std::string> read_all(stream_store& s, uint64_t stream, int64_t from,
+  static std::vector<std::string> read_all(stream_store& s, base::stream_id stream, int64_t from,
                                            size_t max_bytes = 1 << 20) {
     std::vector<std::string> out;
     for (int64_t offset = from;;) {
@@ -140,24 +144,24 @@ class StreamStore : public ::testing::Test {
 
 TEST_F(StreamStore, AppendsGetDenseOffsetsAndReadBackFromTheCache) {
   auto s = open(options());
-  EXPECT_EQ(append(*s, 1, batch(1, 0, 5)), 0);
-  EXPECT_EQ(append(*s, 2, batch(2, 0, 3)), 0);
-  EXPECT_EQ(append(*s, 1, batch(1, 5, 7)), 5);
-  EXPECT_EQ(s->offsets(1).end_offset, 12);
-  EXPECT_EQ(s->offsets(2).end_offset, 3);
-  EXPECT_EQ(read_all(*s, 1, 0), expected(1, 0, 12));
-  EXPECT_EQ(read_all(*s, 1, 7), expected(1, 7, 12));  // from inside a batch
-  EXPECT_EQ(read_all(*s, 2, 0), expected(2, 0, 3));
-  EXPECT_EQ(s->read(1, 13, 100).error(), stream_error::offset_out_of_range);
-  EXPECT_TRUE(s->read(1, 12, 100)->chunks.empty());
+  EXPECT_EQ(append(*s, sid(1), batch(1, 0, 5)), 0);
+  EXPECT_EQ(append(*s, sid(2), batch(2, 0, 3)), 0);
+  EXPECT_EQ(append(*s, sid(1), batch(1, 5, 7)), 5);
+  EXPECT_EQ(s->offsets(sid(1)).end_offset, 12);
+  EXPECT_EQ(s->offsets(sid(2)).end_offset, 3);
+  EXPECT_EQ(read_all(*s, sid(1), 0), expected(1, 0, 12));
+  EXPECT_EQ(read_all(*s, sid(1), 7), expected(1, 7, 12));  // from inside a batch
+  EXPECT_EQ(read_all(*s, sid(2), 0), expected(2, 0, 3));
+  EXPECT_EQ(s->read(sid(1), 13, 100).error(), stream_error::offset_out_of_range);
+  EXPECT_TRUE(s->read(sid(1), 12, 100)->chunks.empty());
 }
 
 TEST_F(StreamStore, InvalidBatchesAreRefused) {
   auto s = open(options());
   std::promise<tl::expected<int64_t, stream_error>> p;
-  s->append(1, std::vector<uint8_t>(100, 7), [&](auto r) { p.set_value(r); });
+  s->append(sid(1), std::vector<uint8_t>(100, 7), [&](auto r) { p.set_value(r); });
   EXPECT_EQ(p.get_future().get().error(), stream_error::invalid_batch);
-  EXPECT_EQ(s->offsets(1).end_offset, 0);
+  EXPECT_EQ(s->offsets(sid(1)).end_offset, 0);
 }
 
 TEST_F(StreamStore, UploadCommitsObjectsTrimsTheWalAndColdReadsReturnTheSameData) {
@@ -165,8 +169,8 @@ TEST_F(StreamStore, UploadCommitsObjectsTrimsTheWalAndColdReadsReturnTheSameData
   o.log_cache_bytes = 0;  // evict everything uploaded
   auto s = open(o);
   for (int i = 0; i < 20; ++i) {
-    append(*s, 1, batch(1, i * 10, 10));
-    append(*s, 2, batch(2, i * 10, 10));
+    append(*s, sid(1), batch(1, i * 10, 10));
+    append(*s, sid(2), batch(2, i * 10, 10));
   }
   const auto trim_before = s->wal_trim_point();
   ASSERT_TRUE(s->run_upload_once());
@@ -180,8 +184,8 @@ TEST_F(StreamStore, UploadCommitsObjectsTrimsTheWalAndColdReadsReturnTheSameData
   auto listed = objects().list("objects/");
   ASSERT_TRUE(listed);
   EXPECT_EQ(listed->size(), 1u);
-  EXPECT_EQ(read_all(*s, 1, 0, 3000), expected(1, 0, 200));
-  EXPECT_EQ(read_all(*s, 2, 55, 3000), expected(2, 55, 200));
+  EXPECT_EQ(read_all(*s, sid(1), 0, 3000), expected(1, 0, 200));
+  EXPECT_EQ(read_all(*s, sid(2), 55, 3000), expected(2, 55, 200));
   EXPECT_GT(s->stats().cold_reads, 0u);
 }
 
@@ -189,8 +193,8 @@ TEST_F(StreamStore, StreamWithEnoughDataGetsAStreamObject) {
   auto o = options();
   o.stream_object_bytes = 8000;
   auto s = open(o);
-  for (int i = 0; i < 100; ++i) append(*s, 1, batch(1, i * 10, 10));  // large
-  append(*s, 2, batch(2, 0, 1));                                      // small
+  for (int i = 0; i < 100; ++i) append(*s, sid(1), batch(1, i * 10, 10));  // large
+  append(*s, sid(2), batch(2, 0, 1));                                      // small
   ASSERT_TRUE(s->run_upload_once());
   EXPECT_EQ(s->stats().stream_objects, 1u);
   EXPECT_EQ(s->stats().stream_set_objects, 1u);
@@ -201,10 +205,10 @@ TEST_F(StreamStore, SequentialColdReadsReadAhead) {
   o.log_cache_bytes = 0;
   o.read_ahead_blocks = 4;
   auto s = open(o);
-  for (int i = 0; i < 100; ++i) append(*s, 1, batch(1, i * 10, 10));
+  for (int i = 0; i < 100; ++i) append(*s, sid(1), batch(1, i * 10, 10));
   ASSERT_TRUE(s->run_upload_once());
   // Reads of about one block: without read-ahead, one GET each.
-  const auto values_read = read_all(*s, 1, 0, 3000);
+  const auto values_read = read_all(*s, sid(1), 0, 3000);
   EXPECT_EQ(values_read, expected(1, 0, 1000));
   const auto st = s->stats();
   EXPECT_LT(st.object_gets * 2, st.cold_reads)
@@ -215,21 +219,21 @@ TEST_F(StreamStore, RecoveryReplaysTheWalAboveWhatObjectsHold) {
   auto o = options();
   {
     auto s = open(o);
-    for (int i = 0; i < 10; ++i) append(*s, 1, batch(1, i * 10, 10));
+    for (int i = 0; i < 10; ++i) append(*s, sid(1), batch(1, i * 10, 10));
     ASSERT_TRUE(s->run_upload_once());
-    for (int i = 10; i < 15; ++i) append(*s, 1, batch(1, i * 10, 10));
-    append(*s, 3, batch(3, 0, 4));
+    for (int i = 10; i < 15; ++i) append(*s, sid(1), batch(1, i * 10, 10));
+    append(*s, sid(3), batch(3, 0, 4));
     s->close();
   }
   auto s = open(o);
-  EXPECT_EQ(s->offsets(1).end_offset, 150);
-  EXPECT_EQ(s->offsets(3).end_offset, 4);
-  EXPECT_EQ(read_all(*s, 1, 0), expected(1, 0, 150));
-  EXPECT_EQ(read_all(*s, 3, 0), expected(3, 0, 4));
-  EXPECT_EQ(append(*s, 1, batch(1, 150, 1)), 150);
+  EXPECT_EQ(s->offsets(sid(1)).end_offset, 150);
+  EXPECT_EQ(s->offsets(sid(3)).end_offset, 4);
+  EXPECT_EQ(read_all(*s, sid(1), 0), expected(1, 0, 150));
+  EXPECT_EQ(read_all(*s, sid(3), 0), expected(3, 0, 4));
+  EXPECT_EQ(append(*s, sid(1), batch(1, 150, 1)), 150);
   // Uploading again after recovery continues the streams in the catalog.
   ASSERT_TRUE(s->run_upload_once());
-  EXPECT_EQ(read_all(*s, 1, 140), expected(1, 140, 151));
+  EXPECT_EQ(read_all(*s, sid(1), 140), expected(1, 140, 151));
 }
 
 // Small streams are merged into one stream-set object, never one object each; a stream with
@@ -240,9 +244,9 @@ TEST_F(StreamStore, CompactionMergesSmallStreamsAndGivesBigOnesTheirOwnObject) {
   o.stream_object_bytes = 3000;  // stream 1 reaches it over 4 uploads, the others never
   auto s = open(o);
   for (int round = 0; round < 4; ++round) {
-    append(*s, 1, batch(1, round * 100, 100));
+    append(*s, sid(1), batch(1, round * 100, 100));
     for (uint64_t stream = 2; stream <= 40; ++stream) {
-      append(*s, stream, batch(stream, round * 2, 2));
+      append(*s, sid(stream), batch(stream, round * 2, 2));
     }
     ASSERT_TRUE(s->run_upload_once());
   }
@@ -261,9 +265,9 @@ TEST_F(StreamStore, CompactionMergesSmallStreamsAndGivesBigOnesTheirOwnObject) {
   }
   EXPECT_EQ(sets, 1);
   EXPECT_EQ(streams, 1);
-  EXPECT_EQ(read_all(*s, 1, 0, 2000), expected(1, 0, 400));
+  EXPECT_EQ(read_all(*s, sid(1), 0, 2000), expected(1, 0, 400));
   for (uint64_t stream = 2; stream <= 40; ++stream) {
-    EXPECT_EQ(read_all(*s, stream, 0, 2000), expected(stream, 0, 8));
+    EXPECT_EQ(read_all(*s, sid(stream), 0, 2000), expected(stream, 0, 8));
   }
   // A lone stream-set object is not rewritten again and again.
   ASSERT_TRUE(s->run_compaction_once());
@@ -277,7 +281,7 @@ TEST_F(StreamStore, CompactionMergesSmallStreamObjects) {
   o.stream_object_bytes = 500;  // each upload of stream 1 makes a stream object of its own
   auto s = open(o);
   for (int round = 0; round < 5; ++round) {
-    append(*s, 1, batch(1, round * 100, 100));
+    append(*s, sid(1), batch(1, round * 100, 100));
     ASSERT_TRUE(s->run_upload_once());
   }
   EXPECT_EQ(s->stats().stream_objects, 5u);
@@ -291,7 +295,7 @@ TEST_F(StreamStore, CompactionMergesSmallStreamObjects) {
   ASSERT_TRUE(listed);
   ASSERT_EQ(listed->size(), 1u);
   EXPECT_TRUE(listed->front().key.ends_with(".stream"));
-  EXPECT_EQ(read_all(*s, 1, 0, 3000), expected(1, 0, 500));
+  EXPECT_EQ(read_all(*s, sid(1), 0, 3000), expected(1, 0, 500));
 }
 
 TEST_F(StreamStore, ConcurrentReaderSeesNoGapOrDuplicateDuringCompaction) {
@@ -299,15 +303,15 @@ TEST_F(StreamStore, ConcurrentReaderSeesNoGapOrDuplicateDuringCompaction) {
   o.log_cache_bytes = 0;
   auto s = open(o);
   for (int round = 0; round < 6; ++round) {
-    append(*s, 1, batch(1, round * 50, 50));
-    append(*s, 2, batch(2, round * 50, 50));
+    append(*s, sid(1), batch(1, round * 50, 50));
+    append(*s, sid(2), batch(2, round * 50, 50));
     ASSERT_TRUE(s->run_upload_once());
   }
   std::atomic<bool> stop{false};
   std::atomic<int> passes{0};
   std::thread reader([&] {
     while (!stop) {
-      EXPECT_EQ(read_all(*s, 1, 0, 1500), expected(1, 0, 300));
+      EXPECT_EQ(read_all(*s, sid(1), 0, 1500), expected(1, 0, 300));
       ++passes;
     }
   });
@@ -328,30 +332,30 @@ TEST_F(StreamStore, RetentionBySizeAndTimeRemovesWholeRanges) {
                           .count();
   const int64_t hour = 3600 * 1000;
   for (int round = 0; round < 5; ++round) {
-    append(*s, 1, batch(1, round * 10, 10, round < 2 ? now - 48 * hour : now));
+    append(*s, sid(1), batch(1, round * 10, 10, round < 2 ? now - 48 * hour : now));
     ASSERT_TRUE(s->run_upload_once());
   }
-  s->set_retention(1, 24 * hour, -1);  // by time: the two ranges of two days ago go
+  s->set_retention(sid(1), 24 * hour, -1);  // by time: the two ranges of two days ago go
   ASSERT_TRUE(s->run_retention_once());
-  EXPECT_EQ(s->offsets(1).start_offset, 20);
-  EXPECT_EQ(s->read(1, 5, 100).error(), stream_error::offset_out_of_range);
-  EXPECT_EQ(read_all(*s, 1, 20), expected(1, 20, 50));
-  const auto one_range = s->read(1, 20, 1 << 20)->bytes();
-  s->set_retention(1, -1, static_cast<int64_t>(one_range));  // by size: keep one range
+  EXPECT_EQ(s->offsets(sid(1)).start_offset, 20);
+  EXPECT_EQ(s->read(sid(1), 5, 100).error(), stream_error::offset_out_of_range);
+  EXPECT_EQ(read_all(*s, sid(1), 20), expected(1, 20, 50));
+  const auto one_range = s->read(sid(1), 20, 1 << 20)->bytes();
+  s->set_retention(sid(1), -1, static_cast<int64_t>(one_range));  // by size: keep one range
   ASSERT_TRUE(s->run_retention_once());
-  EXPECT_EQ(s->offsets(1).start_offset, 40);
+  EXPECT_EQ(s->offsets(sid(1)).start_offset, 40);
   ASSERT_TRUE(s->run_deletions_once());
   EXPECT_EQ(s->stats().deleted_objects, 4u);
-  EXPECT_EQ(read_all(*s, 1, 40), expected(1, 40, 50));
+  EXPECT_EQ(read_all(*s, sid(1), 40), expected(1, 40, 50));
 }
 
 TEST_F(StreamStore, TrimMovesTheStartForward) {
   auto s = open(options());
-  append(*s, 1, batch(1, 0, 10));
-  ASSERT_TRUE(s->trim(1, 4));
-  EXPECT_EQ(s->offsets(1).start_offset, 4);
-  EXPECT_EQ(s->read(1, 3, 100).error(), stream_error::offset_out_of_range);
-  EXPECT_EQ(s->trim(1, 11).error(), stream_error::offset_out_of_range);
+  append(*s, sid(1), batch(1, 0, 10));
+  ASSERT_TRUE(s->trim(sid(1), 4));
+  EXPECT_EQ(s->offsets(sid(1)).start_offset, 4);
+  EXPECT_EQ(s->read(sid(1), 3, 100).error(), stream_error::offset_out_of_range);
+  EXPECT_EQ(s->trim(sid(1), 11).error(), stream_error::offset_out_of_range);
 }
 
 TEST_F(StreamStore, UploadsRetryThroughAFaultyObjectStoreWithoutLosingData) {
@@ -369,8 +373,8 @@ TEST_F(StreamStore, UploadsRetryThroughAFaultyObjectStoreWithoutLosingData) {
   auto& s = **opened;
   int failures = 0;
   for (int round = 0; round < 10; ++round) {
-    append(s, 1, batch(1, round * 10, 10));
-    append(s, 2, batch(2, round * 10, 10));
+    append(s, sid(1), batch(1, round * 10, 10));
+    append(s, sid(2), batch(2, round * 10, 10));
     // A failed round changes nothing but leaves the data for the next one.
     for (int attempt = 0; attempt < 100 && !s.run_upload_once(); ++attempt) ++failures;
   }
@@ -378,13 +382,13 @@ TEST_F(StreamStore, UploadsRetryThroughAFaultyObjectStoreWithoutLosingData) {
   for (int attempt = 0; attempt < 100 && !s.run_compaction_once(); ++attempt) {
   }
   flaky.set_options(faulty_store_options{});
-  EXPECT_EQ(read_all(s, 1, 0, 2000), expected(1, 0, 100));
-  EXPECT_EQ(read_all(s, 2, 0, 2000), expected(2, 0, 100));
+  EXPECT_EQ(read_all(s, sid(1), 0, 2000), expected(1, 0, 100));
+  EXPECT_EQ(read_all(s, sid(2), 0, 2000), expected(2, 0, 100));
 }
 
 // Appends until one is durable, retrying the same batch after a failed WAL write (as a client
 // retries); returns the base offset and counts the failures.
-int64_t append_retrying(stream_store& s, uint64_t stream, const std::vector<uint8_t>& data,
+int64_t append_retrying(stream_store& s, base::stream_id stream, const std::vector<uint8_t>& data,
                         int& failures) {
   for (int attempt = 0; attempt < 1000; ++attempt) {
     std::promise<tl::expected<int64_t, stream_error>> p;
@@ -408,36 +412,36 @@ TEST_F(StreamStore, FailedWalWritesLeaveNoTraceAndTheirOffsetsAreReused) {
     auto s = open(o);
     faults->fail_next(1);
     std::promise<tl::expected<int64_t, stream_error>> p;
-    s->append(1, batch(1, 0, 5), [&](auto r) { p.set_value(r); });
+    s->append(sid(1), batch(1, 0, 5), [&](auto r) { p.set_value(r); });
     auto first = p.get_future().get();
     ASSERT_FALSE(first);
     EXPECT_EQ(first.error(), stream_error::wal_failed);
-    EXPECT_EQ(s->offsets(1).end_offset, 0);
+    EXPECT_EQ(s->offsets(sid(1)).end_offset, 0);
     // The retry gets the same offsets, and the store goes on appending.
-    EXPECT_EQ(append_retrying(*s, 1, batch(1, 0, 5), failures), 0);
+    EXPECT_EQ(append_retrying(*s, sid(1), batch(1, 0, 5), failures), 0);
     faults->set_options({.seed = 3, .fail_probability = 0.3});
     int next = 5;
     for (int i = 0; i < 60; ++i) {
       const uint64_t stream = 1 + i % 3;
       const int first_value = stream == 1 ? next : i * 10;
       auto data = batch(stream, first_value, 5);
-      const int64_t base = append_retrying(*s, stream, data, failures);
+      const int64_t base = append_retrying(*s, sid(stream), data, failures);
       if (stream == 1) {
         EXPECT_EQ(base, next);
         next += 5;
       }
     }
     EXPECT_GT(failures, 5);
-    EXPECT_EQ(read_all(*s, 1, 0), expected(1, 0, next));
-    EXPECT_EQ(s->offsets(1).end_offset, next);
+    EXPECT_EQ(read_all(*s, sid(1), 0), expected(1, 0, next));
+    EXPECT_EQ(s->offsets(sid(1)).end_offset, next);
     faults->set_options({});
     ASSERT_TRUE(s->run_upload_once());
-    EXPECT_EQ(read_all(*s, 1, 0), expected(1, 0, next));
+    EXPECT_EQ(read_all(*s, sid(1), 0), expected(1, 0, next));
     s->close();
     o.wal.faults = nullptr;
     auto again = open(o);
-    EXPECT_EQ(read_all(*again, 1, 0), expected(1, 0, next));
-    EXPECT_EQ(again->offsets(2).end_offset, 20 * 5);
+    EXPECT_EQ(read_all(*again, sid(1), 0), expected(1, 0, next));
+    EXPECT_EQ(again->offsets(sid(2)).end_offset, 20 * 5);
   }
 }
 
@@ -456,32 +460,32 @@ TEST_F(StreamStore, AppendTooLargeForTheWalFailsAloneAndAFullWalRefusesUntilUplo
     huge = b.build();
   }
   auto owner = std::make_shared<std::vector<uint8_t>>(huge);
-  auto refused = s->append(1, owner, *owner, [](auto) { ADD_FAILURE() << "called back"; });
+  auto refused = s->append(sid(1), owner, *owner, [](auto) { ADD_FAILURE() << "called back"; });
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error(), stream_error::too_large);
-  EXPECT_EQ(append(*s, 1, batch(1, 0, 3)), 0);  // the store still takes appends
+  EXPECT_EQ(append(*s, sid(1), batch(1, 0, 3)), 0);  // the store still takes appends
   // Fill the ring; the next append is refused at once, without waiting.
   int value = 3;
   tl::expected<int64_t, stream_error> r;
   for (int i = 0; i < 1000; ++i) {
     auto data = std::make_shared<std::vector<uint8_t>>(batch(1, value, 50));
     std::promise<void> durable;
-    r = s->append(1, data, *data, [&](auto) { durable.set_value(); });
+    r = s->append(sid(1), data, *data, [&](auto) { durable.set_value(); });
     if (!r) break;
     durable.get_future().wait();
     value += 50;
   }
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error(), stream_error::wal_full);
-  EXPECT_EQ(s->offsets(1).end_offset, value);  // the refused append took no offsets
+  EXPECT_EQ(s->offsets(sid(1)).end_offset, value);  // the refused append took no offsets
   EXPECT_EQ(room.load(), 0);
   ASSERT_TRUE(s->run_upload_once());  // commits the data, then trims the WAL
   for (int i = 0; i < 500 && room.load() == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_GE(room.load(), 1);
-  EXPECT_EQ(append(*s, 1, batch(1, value, 50)), value);
-  EXPECT_EQ(read_all(*s, 1, 0), expected(1, 0, value + 50));
+  EXPECT_EQ(append(*s, sid(1), batch(1, value, 50)), value);
+  EXPECT_EQ(read_all(*s, sid(1), 0), expected(1, 0, value + 50));
 }
 
 // The sweep, on the local directory store and (when SILT_S3_ENDPOINT, SILT_S3_ACCESS_KEY and
@@ -548,12 +552,12 @@ TEST_P(StreamStoreSweep, ObjectWhosePutReplyWasLostIsDeletedAfterTheGracePeriodO
   auto opened = stream_store::open(o, flaky);
   ASSERT_TRUE(opened);
   auto& s = **opened;
-  append(s, 1, batch(1, 0, 10));
+  append(s, sid(1), batch(1, 0, 10));
   ASSERT_TRUE(s.run_upload_once());
   const auto committed_first = keys("objects/");
   ASSERT_EQ(committed_first.size(), 1u);
   // The PUT lands but its reply is lost: the upload fails and is retried under a new key.
-  append(s, 1, batch(1, 10, 10));
+  append(s, sid(1), batch(1, 10, 10));
   flaky.script(store_operation::put, {fault::lost_reply});
   ASSERT_FALSE(s.run_upload_once());
   const auto with_orphan = keys("objects/");
@@ -581,7 +585,7 @@ TEST_P(StreamStoreSweep, ObjectWhosePutReplyWasLostIsDeletedAfterTheGracePeriodO
   EXPECT_EQ(after.size(), 2 + foreign.size());
   for (const auto& key : foreign) EXPECT_TRUE(has(after, key)) << key;
   EXPECT_TRUE(has(after, committed_first[0]));
-  EXPECT_EQ(read_all(s, 1, 0), expected(1, 0, 20));
+  EXPECT_EQ(read_all(s, sid(1), 0), expected(1, 0, 20));
   // Nothing more to do.
   ASSERT_TRUE(s.run_sweep_once());
   EXPECT_EQ(s.stats().swept_objects, 1u);
@@ -594,8 +598,8 @@ TEST_P(StreamStoreSweep, ObjectWhoseCommitWasRefusedAndWhoseRemoveFailedIsDelete
   auto opened = stream_store::open(o, flaky);
   ASSERT_TRUE(opened);
   auto& s = **opened;
-  append(s, 1, batch(1, 0, 10));
-  append(s, 2, batch(2, 0, 10));
+  append(s, sid(1), batch(1, 0, 10));
+  append(s, sid(2), batch(2, 0, 10));
   // Another writer of the catalog commits stream 1 first: the upload's commit is refused,
   // and the remove of its object then fails too.
   {
@@ -605,7 +609,7 @@ TEST_P(StreamStoreSweep, ObjectWhoseCommitWasRefusedAndWhoseRemoveFailedIsDelete
     ASSERT_TRUE(id);
     ASSERT_TRUE((*other)->commit_object(
         {*id, "elsewhere/" + std::to_string(*id), 1, metadata::object_kind::stream_set, 0},
-        {{1, 0, 5, -1, 1}}));
+        {{sid(1), 0, 5, -1, 1}}));
   }
   flaky.script(store_operation::remove, {fault::io});
   ASSERT_FALSE(s.run_upload_once());
@@ -639,14 +643,14 @@ TEST_P(StreamStoreSweep, UploadBetweenItsPutAndItsCommitIsNotSwept) {
   auto opened = stream_store::open(o, hooked);
   ASSERT_TRUE(opened);
   store = opened->get();
-  append(*store, 1, batch(1, 0, 10));
+  append(*store, sid(1), batch(1, 0, 10));
   ASSERT_TRUE(store->run_upload_once());
   ASSERT_TRUE(sweeper.joinable());
   sweeper.join();
   EXPECT_TRUE(sweep_done);
   EXPECT_EQ(store->stats().swept_objects, 0u);
   EXPECT_TRUE(has(keys(), put_key));
-  EXPECT_EQ(read_all(*store, 1, 0), expected(1, 0, 10));
+  EXPECT_EQ(read_all(*store, sid(1), 0), expected(1, 0, 10));
 }
 
 }  // namespace
@@ -674,32 +678,32 @@ TEST_P(StreamStoreOwnership, TheStaleOwnerIsFencedAndTheNewOwnerLosesNothing) {
   auto db = metadata::sql::open_database(metadata::testing::fresh_uri(GetParam(), dir_.path()));
   ASSERT_TRUE(db) << db.error();
   auto a = open(node(1, *db));
-  ASSERT_TRUE(a->take({1, 2}));
-  EXPECT_EQ(a->offsets(1).epoch, 0);
-  append(*a, 1, batch(1, 0, 5));
-  append(*a, 2, batch(2, 0, 5));
+  ASSERT_TRUE(a->take({sid(1), sid(2)}));
+  EXPECT_EQ(a->offsets(sid(1)).epoch, 0);
+  append(*a, sid(1), batch(1, 0, 5));
+  append(*a, sid(2), batch(2, 0, 5));
   ASSERT_TRUE(a->run_upload_once());
-  append(*a, 1, batch(1, 5, 3));  // durable in node 1's WAL, never committed
+  append(*a, sid(1), batch(1, 5, 3));  // durable in node 1's WAL, never committed
 
   auto b = open(node(2, *db));
-  ASSERT_TRUE(b->take({1}));
-  EXPECT_EQ(b->offsets(1).epoch, 1);
-  EXPECT_EQ(b->offsets(1).end_offset, 5);  // the committed end
-  EXPECT_EQ(append(*b, 1, batch(1, 100, 4)), 5);
+  ASSERT_TRUE(b->take({sid(1)}));
+  EXPECT_EQ(b->offsets(sid(1)).epoch, 1);
+  EXPECT_EQ(b->offsets(sid(1)).end_offset, 5);  // the committed end
+  EXPECT_EQ(append(*b, sid(1), batch(1, 100, 4)), 5);
   ASSERT_TRUE(b->run_upload_once());
 
   // Node 1's upload holds streams 1 and 2: refused whole, then retried without stream 1.
   EXPECT_FALSE(a->run_upload_once());
-  EXPECT_TRUE(a->offsets(1).fenced);
-  EXPECT_FALSE(a->offsets(2).fenced);
-  append(*a, 2, batch(2, 5, 1));
+  EXPECT_TRUE(a->offsets(sid(1)).fenced);
+  EXPECT_FALSE(a->offsets(sid(2)).fenced);
+  append(*a, sid(2), batch(2, 5, 1));
   ASSERT_TRUE(a->run_upload_once());
   std::promise<tl::expected<int64_t, stream_error>> refused;
-  a->append(1, batch(1, 8, 1), [&](auto r) { refused.set_value(r); });
+  a->append(sid(1), batch(1, 8, 1), [&](auto r) { refused.set_value(r); });
   EXPECT_EQ(refused.get_future().get().error(), stream_error::fenced);
-  EXPECT_EQ(a->read(1, 0, 1000).error(), stream_error::fenced);
-  EXPECT_EQ(a->trim(1, 2).error(), stream_error::fenced);
-  EXPECT_EQ(a->put_producer_state(1, {1}).error(), stream_error::fenced);
+  EXPECT_EQ(a->read(sid(1), 0, 1000).error(), stream_error::fenced);
+  EXPECT_EQ(a->trim(sid(1), 2).error(), stream_error::fenced);
+  EXPECT_EQ(a->put_producer_state(sid(1), {1}).error(), stream_error::fenced);
 
   // Everything node 2 serves: node 1's committed records, then node 2's.
   auto want = expected(1, 0, 5);
@@ -707,9 +711,9 @@ TEST_P(StreamStoreOwnership, TheStaleOwnerIsFencedAndTheNewOwnerLosesNothing) {
   a.reset();
   b.reset();
   auto c = open(node(2, *db));
-  EXPECT_EQ(read_all(*c, 1, 0), want);
-  EXPECT_EQ(read_all(*c, 2, 0), expected(2, 0, 6));
-  auto epochs = c->epochs(1);
+  EXPECT_EQ(read_all(*c, sid(1), 0), want);
+  EXPECT_EQ(read_all(*c, sid(2), 0), expected(2, 0, 6));
+  auto epochs = c->epochs(sid(1));
   ASSERT_TRUE(epochs);
   ASSERT_EQ(epochs->size(), 2u);
   EXPECT_EQ((*epochs)[1].epoch, 1);

@@ -34,6 +34,7 @@
 #include <tl/expected.hpp>
 
 #include "base/histogram.h"
+#include "base/ids.h"
 #include "base/mutex.h"
 
 namespace silt::storage::wal {
@@ -113,7 +114,7 @@ using wal_position = uint64_t;
 struct replayed_record {
   wal_position position;  // where the record starts
   wal_position end;       // where the next one starts
-  uint64_t stream_id;
+  base::stream_id stream_id;
   int64_t offset;  // the stream offset the caller gave to append()
   std::span<const uint8_t> payload;
 };
@@ -155,12 +156,13 @@ class wal {
   // called: too_large (its frame of 40 bytes plus payload exceeds capacity less 12 KiB), full
   // (no room before the trim point, or too many writes waiting: try again when the room
   // callback runs), closed, or io while the WAL recovers from a failed write.
-  [[nodiscard]] virtual tl::expected<void, wal_error> try_append(uint64_t stream_id, int64_t offset,
+  [[nodiscard]] virtual tl::expected<void, wal_error> try_append(base::stream_id stream_id,
+                                                                 int64_t offset,
                                                                  std::span<const uint8_t> payload,
                                                                  append_callback done) = 0;
   // The same, but waits while the ring has no room (backpressure), and a refusal goes to
   // `done`, on the calling thread.
-  virtual void append(uint64_t stream_id, int64_t offset, std::span<const uint8_t> payload,
+  virtual void append(base::stream_id stream_id, int64_t offset, std::span<const uint8_t> payload,
                       append_callback done) = 0;
   // Called on the I/O thread when room may have appeared after try_append() refused with
   // `full`, or the WAL has recovered from a failed write. Set before the first append.

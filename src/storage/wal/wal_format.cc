@@ -42,7 +42,7 @@ void store_frame_header(const frame_header& h, uint8_t* out) {
   store_be<uint32_t>(out + frame_epoch, h.epoch);
   store_be<uint16_t>(out + frame_type_at, static_cast<uint16_t>(h.type));
   store_be<uint16_t>(out + frame_reserved, 0);
-  store_be<uint64_t>(out + frame_stream_id, h.stream_id);
+  store_be<uint64_t>(out + frame_stream_id, h.stream_id.value());
   store_be<int64_t>(out + frame_offset, h.offset);
 }
 
@@ -124,7 +124,7 @@ std::optional<frame_header> decode_frame_header(const uint8_t* in) {
   h.length = load_be<uint32_t>(in + frame_length);
   h.position = load_be<uint64_t>(in + frame_position);
   h.epoch = load_be<uint32_t>(in + frame_epoch);
-  h.stream_id = load_be<uint64_t>(in + frame_stream_id);
+  h.stream_id = base::stream_id(load_be<uint64_t>(in + frame_stream_id));
   h.offset = load_be<int64_t>(in + frame_offset);
   return h;
 }

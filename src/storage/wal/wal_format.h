@@ -12,6 +12,7 @@
 
 #include <tl/expected.hpp>
 
+#include "base/ids.h"
 #include "storage/wal/wal.h"
 
 namespace silt::storage::wal::format {
@@ -73,7 +74,7 @@ struct frame_header {
   uint32_t length = 0;  // bytes after the 40-byte header
   wal_position position = 0;
   uint32_t epoch = 0;
-  uint64_t stream_id = 0;
+  base::stream_id stream_id{};
   int64_t offset = 0;
 };
 

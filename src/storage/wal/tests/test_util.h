@@ -12,6 +12,7 @@
 
 #include <tl/expected.hpp>
 
+#include "base/ids.h"
 #include "storage/wal/wal.h"
 
 namespace silt::storage::wal::testing {
@@ -45,7 +46,7 @@ class test_dir {
 struct replayed {
   wal_position position = 0;
   wal_position end = 0;
-  uint64_t stream_id = 0;
+  base::stream_id stream_id{};
   int64_t offset = 0;
   std::vector<uint8_t> payload;
 };

@@ -127,7 +127,7 @@ TEST(WalRing, TryAppendRefusesWhenFullAndTheRoomCallbackFollowsTheTrim) {
   auto first = append_and_wait(w, 1, 0, payload);
   ASSERT_TRUE(first);
   bool called = false;
-  auto refused = w.try_append(1, 1, payload, [&](auto) { called = true; });
+  auto refused = w.try_append(base::stream_id(1), 1, payload, [&](auto) { called = true; });
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error(), wal_error::full);
   EXPECT_EQ(room_calls.load(), 0);
@@ -137,7 +137,7 @@ TEST(WalRing, TryAppendRefusesWhenFullAndTheRoomCallbackFollowsTheTrim) {
   }
   EXPECT_EQ(room_calls.load(), 1);
   std::promise<tl::expected<wal_position, wal_error>> written;
-  ASSERT_TRUE(w.try_append(1, 1, payload, [&](auto r) { written.set_value(r); }));
+  ASSERT_TRUE(w.try_append(base::stream_id(1), 1, payload, [&](auto r) { written.set_value(r); }));
   auto r = written.get_future().get();
   EXPECT_TRUE(r);
   EXPECT_FALSE(called);  // a refused append's callback never runs
@@ -209,7 +209,7 @@ TEST(WalRing, StaleRecordsFromAPreviousLapAreNotReplayed) {
   ASSERT_TRUE(o.log);
   ASSERT_EQ(o.records.size(), 6u);
   for (int i = 0; i < 6; ++i) {
-    EXPECT_EQ(o.records[i].stream_id, 2u);
+    EXPECT_EQ(o.records[i].stream_id.value(), 2u);
     EXPECT_EQ(o.records[i].offset, i);
   }
 }

@@ -100,7 +100,7 @@ TEST(Wal, AppendedRecordsAreReplayedInOrderAfterReopen) {
   ASSERT_EQ(o.records.size(), sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) {
     const auto& r = o.records[i];
-    EXPECT_EQ(r.stream_id, i % 3);
+    EXPECT_EQ(r.stream_id.value(), i % 3);
     EXPECT_EQ(r.offset, static_cast<int64_t>(i));
     EXPECT_EQ(r.end, ends[i]);
     EXPECT_EQ(r.end - r.position, format::frame_header_size + sizes[i]);
@@ -124,14 +124,15 @@ void expect_callbacks_in_append_order(uint32_t iodepth) {
   std::mt19937 rng(iodepth);
   for (int i = 0; i < n; ++i) {
     const size_t size = rng() % 3000;
-    w.append(1, i, payload_for(1, i, size), [&, i](tl::expected<wal_position, wal_error> r) {
-      // Callbacks run one at a time on the I/O thread.
-      order.push_back(i);
-      ends.push_back(r.value_or(0));
-      durable_covers_each = durable_covers_each && r && w.durable_end() >= *r;
-      if (r) w.trim(*r);  // the ring is smaller than all the records
-      counter.add();
-    });
+    w.append(base::stream_id(1), i, payload_for(1, i, size),
+             [&, i](tl::expected<wal_position, wal_error> r) {
+               // Callbacks run one at a time on the I/O thread.
+               order.push_back(i);
+               ends.push_back(r.value_or(0));
+               durable_covers_each = durable_covers_each && r && w.durable_end() >= *r;
+               if (r) w.trim(*r);  // the ring is smaller than all the records
+               counter.add();
+             });
   }
   ASSERT_TRUE(counter.wait_for(n));
   w.close();
@@ -166,12 +167,13 @@ TEST(Wal, CallbacksOfManyAppendingThreadsFireInPositionOrder) {
   for (int t = 0; t < threads; ++t) {
     appenders.emplace_back([&, t] {
       for (int i = 0; i < per_thread; ++i) {
-        w.append(t, i, payload_for(t, i, 500), [&, t, i](tl::expected<wal_position, wal_error> r) {
-          ends.push_back(r.value_or(0));
-          seen[t].push_back(i);
-          if (r) w.trim(*r);
-          counter.add();
-        });
+        w.append(base::stream_id(t), i, payload_for(t, i, 500),
+                 [&, t, i](tl::expected<wal_position, wal_error> r) {
+                   ends.push_back(r.value_or(0));
+                   seen[t].push_back(i);
+                   if (r) w.trim(*r);
+                   counter.add();
+                 });
       }
     });
   }
@@ -197,7 +199,7 @@ TEST(Wal, AppendsQueuedDuringAWriteAreCoalescedIntoOneWrite) {
   constexpr int n = 2000;
   callback_counter counter;
   for (int i = 0; i < n; ++i) {
-    w.append(7, i, payload_for(7, i, 100), [&](auto r) {
+    w.append(base::stream_id(7), i, payload_for(7, i, 100), [&](auto r) {
       EXPECT_TRUE(r);
       counter.add();
     });
@@ -279,7 +281,7 @@ TEST(Wal, CloseWaitsForQueuedAppends) {
     auto o = open_wal(options);
     ASSERT_TRUE(o.log);
     for (int i = 0; i < n; ++i) {
-      (*o.log)->append(2, i, payload_for(2, i, 700), [&](auto r) {
+      (*o.log)->append(base::stream_id(2), i, payload_for(2, i, 700), [&](auto r) {
         if (r) ok.fetch_add(1);
       });
     }
@@ -299,7 +301,7 @@ TEST(Wal, CloseIsIdempotentAndTheDestructorCloses) {
     auto o = open_wal(options);
     ASSERT_TRUE(o.log);
     for (int i = 0; i < 100; ++i) {
-      (*o.log)->append(2, i, payload_for(2, i, 50), [&](auto r) {
+      (*o.log)->append(base::stream_id(2), i, payload_for(2, i, 50), [&](auto r) {
         if (r) ok.fetch_add(1);
       });
     }
@@ -432,7 +434,7 @@ TEST(Wal, InjectedWriteFailuresLoseNoDurableRecordAndReplayNoFailedOne) {
   ASSERT_TRUE(o.log);
   ASSERT_EQ(o.records.size(), durable.size());
   for (size_t i = 0; i < durable.size(); ++i) {
-    EXPECT_EQ(o.records[i].stream_id, durable[i].stream);
+    EXPECT_EQ(o.records[i].stream_id.value(), durable[i].stream);
     EXPECT_EQ(o.records[i].offset, durable[i].offset);
     EXPECT_EQ(o.records[i].end, durable[i].end);
     EXPECT_EQ(o.records[i].payload,
@@ -459,7 +461,7 @@ TEST(Wal, IopsCapPacesWrites) {
       continue;
     }
     outstanding.fetch_add(1);
-    w.append(3, appended, payload_for(3, appended, 200), [&](auto r) {
+    w.append(base::stream_id(3), appended, payload_for(3, appended, 200), [&](auto r) {
       EXPECT_TRUE(r);
       outstanding.fetch_sub(1);
       counter.add();
