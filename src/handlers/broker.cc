@@ -141,7 +141,7 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   so.wal.sync = config.wal_sync == "fdatasync" ? storage::wal::sync_mode::fdatasync
                                                : storage::wal::sync_mode::dsync;
   so.metadata = *db;
-  so.node_id = config.node_id;
+  so.node_id = base::node_id(config.node_id);
   so.log_cache_bytes = config.log_cache_bytes;
   so.block_cache_bytes = config.block_cache_bytes;
   so.upload_interval = std::chrono::milliseconds(config.upload_interval_ms);

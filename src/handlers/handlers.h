@@ -65,10 +65,11 @@ struct api_range {
 // The error for a request's current leader epoch (-1: the client does not say) against the
 // partition's (its stream's epoch, bumped each time a broker takes it): newer than the
 // broker's means the client knows of a leader the broker does not, older means fenced.
-[[nodiscard]] inline protocol::error_code check_leader_epoch(int32_t current, int32_t ours) {
-  if (current < 0 || current == ours) return protocol::error_code::none;
-  return current > ours ? protocol::error_code::unknown_leader_epoch
-                        : protocol::error_code::fenced_leader_epoch;
+[[nodiscard]] inline protocol::error_code check_leader_epoch(int32_t current,
+                                                             base::leader_epoch ours) {
+  if (current < 0 || current == ours.value()) return protocol::error_code::none;
+  return current > ours.value() ? protocol::error_code::unknown_leader_epoch
+                                : protocol::error_code::fenced_leader_epoch;
 }
 
 // The error for a request to a partition whose stream has `offs`: NOT_LEADER_OR_FOLLOWER when
@@ -92,7 +93,7 @@ template <typename Partition>
     Partition part;
     part.partition_index = p;
     part.leader_id = ctx.node_id;
-    part.leader_epoch = ctx.store.offsets(topic.streams[static_cast<size_t>(p)]).epoch;
+    part.leader_epoch = ctx.store.offsets(topic.streams[static_cast<size_t>(p)]).epoch.value();
     part.replica_nodes = {ctx.node_id};
     part.isr_nodes = {ctx.node_id};
     out.push_back(std::move(part));

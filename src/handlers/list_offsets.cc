@@ -88,7 +88,7 @@ asio::awaitable<protocol::list_offsets_response> handle_list_offsets(
         rp.error_code = static_cast<int16_t>(e);
         continue;
       }
-      rp.leader_epoch = offs.epoch;
+      rp.leader_epoch = offs.epoch.value();
       switch (p.timestamp) {
         case -1:  // latest
           rp.offset = offs.end_offset;

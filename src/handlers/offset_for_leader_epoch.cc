@@ -31,9 +31,11 @@ asio::awaitable<protocol::offset_for_leader_epoch_response> handle_offset_for_le
       // Kafka answers an unknown epoch with UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET.
       rp.leader_epoch = -1;
       rp.end_offset = -1;
-      if (p.leader_epoch < 0 || p.leader_epoch > offs.epoch) continue;
-      if (p.leader_epoch == offs.epoch) {
-        rp.leader_epoch = offs.epoch;
+      if (p.leader_epoch < 0) continue;
+      const base::leader_epoch asked(p.leader_epoch);
+      if (asked > offs.epoch) continue;
+      if (asked == offs.epoch) {
+        rp.leader_epoch = offs.epoch.value();
         rp.end_offset = offs.end_offset;
         continue;
       }
@@ -47,14 +49,14 @@ asio::awaitable<protocol::offset_for_leader_epoch_response> handle_offset_for_le
       const metadata::epoch_start* floor = nullptr;
       const metadata::epoch_start* higher = nullptr;
       for (const auto& e : *epochs) {
-        if (e.epoch <= p.leader_epoch) floor = &e;
-        if (e.epoch > p.leader_epoch && higher == nullptr) higher = &e;
+        if (e.epoch <= asked) floor = &e;
+        if (e.epoch > asked && higher == nullptr) higher = &e;
       }
       if (higher == nullptr) {
-        rp.leader_epoch = offs.epoch;
+        rp.leader_epoch = offs.epoch.value();
         rp.end_offset = offs.end_offset;
       } else {
-        rp.leader_epoch = floor != nullptr ? floor->epoch : p.leader_epoch;
+        rp.leader_epoch = (floor != nullptr ? floor->epoch : asked).value();
         rp.end_offset = higher->start_offset;
       }
     }

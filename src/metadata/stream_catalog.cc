@@ -26,6 +26,22 @@ int64_t i64(base::stream_id v) {
   return static_cast<int64_t>(v.value());
 }
 
+int64_t i64(base::node_id v) {
+  return v.value();
+}
+
+int64_t i64(base::leader_epoch v) {
+  return v.value();
+}
+
+base::node_id node_at(const row& s, size_t col) {
+  return base::node_id(static_cast<int32_t>(s.integer(col)));
+}
+
+base::leader_epoch epoch_at(const row& s, size_t col) {
+  return base::leader_epoch(static_cast<int32_t>(s.integer(col)));
+}
+
 base::stream_id stream_id_at(const row& s, size_t col) {
   return base::stream_id(static_cast<uint64_t>(s.integer(col)));
 }
@@ -77,8 +93,7 @@ stream_range range_row(const row& s) {
 }
 
 stream_state state_row(const row& s, size_t first) {
-  return {s.integer(first), s.integer(first + 1), static_cast<int32_t>(s.integer(first + 2)),
-          static_cast<int32_t>(s.integer(first + 3))};
+  return {s.integer(first), s.integer(first + 1), node_at(s, first + 2), epoch_at(s, first + 3)};
 }
 
 }  // namespace
@@ -122,12 +137,13 @@ tl::expected<uint64_t, catalog_error> stream_catalog::next_object_id() {
 }
 
 tl::expected<void, catalog_error> stream_catalog::check_owner_locked(base::stream_id stream_id,
-                                                                     int32_t owner, int32_t epoch) {
+                                                                     base::node_id owner,
+                                                                     base::leader_epoch epoch) {
   auto r = c_->query("SELECT owner, epoch FROM streams WHERE stream_id = ?", i64(stream_id));
   if (!r) return fail(catalog_error::io);
-  const bool matches =
-      r->rows.empty() ? owner == -1 && epoch == 0
-                      : r->rows.front().integer(0) == owner && r->rows.front().integer(1) == epoch;
+  const bool matches = r->rows.empty() ? owner == base::node_id(-1) && epoch == base::leader_epoch()
+                                       : node_at(r->rows.front(), 0) == owner &&
+                                             epoch_at(r->rows.front(), 1) == epoch;
   if (!matches) return fail(catalog_error::fenced);
   return {};
 }
@@ -144,8 +160,7 @@ tl::expected<void, catalog_error> stream_catalog::commit_object(
     auto up = c_->query(
         "UPDATE streams SET end_offset = ? WHERE stream_id = ? AND end_offset = ? AND owner = ? "
         "AND epoch = ?",
-        r.end_offset, i64(r.stream_id), r.start_offset, static_cast<int64_t>(r.owner),
-        static_cast<int64_t>(r.epoch));
+        r.end_offset, i64(r.stream_id), r.start_offset, i64(r.owner), i64(r.epoch));
     if (!up) return fail(catalog_error::io);
     if (up->changes == 0) {
       auto get = c_->query("SELECT end_offset, owner, epoch FROM streams WHERE stream_id = ?",
@@ -153,7 +168,7 @@ tl::expected<void, catalog_error> stream_catalog::commit_object(
       if (!get) return fail(catalog_error::io);
       if (!get->rows.empty()) {
         const row& s = get->rows.front();
-        if (s.integer(1) != r.owner || s.integer(2) != r.epoch) {
+        if (node_at(s, 1) != r.owner || epoch_at(s, 2) != r.epoch) {
           return fail(catalog_error::fenced);
         }
         return fail(catalog_error::discontinuous);
@@ -161,7 +176,9 @@ tl::expected<void, catalog_error> stream_catalog::commit_object(
       // A stream's first object may start above 0 only if the stream was created there; the
       // store creates streams at 0, so anything else is a gap. Only a stream never taken can
       // appear here without a row.
-      if (r.owner != -1 || r.epoch != 0) return fail(catalog_error::fenced);
+      if (r.owner != base::node_id(-1) || r.epoch != base::leader_epoch()) {
+        return fail(catalog_error::fenced);
+      }
       if (r.start_offset != 0) return fail(catalog_error::discontinuous);
       if (!c_->query("INSERT INTO streams(stream_id, start_offset, end_offset) VALUES(?,0,?)",
                      i64(r.stream_id), r.end_offset)) {
@@ -307,7 +324,8 @@ stream_catalog::stream_states() {
 }
 
 tl::expected<void, catalog_error> stream_catalog::trim(base::stream_id stream_id, int64_t offset,
-                                                       int32_t owner, int32_t epoch) {
+                                                       base::node_id owner,
+                                                       base::leader_epoch epoch) {
   base::lock_guard lock(mu_);
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
@@ -331,31 +349,31 @@ tl::expected<void, catalog_error> stream_catalog::trim(base::stream_id stream_id
   return {};
 }
 
-tl::expected<std::vector<int32_t>, catalog_error> stream_catalog::take(
-    int32_t node, const std::vector<stream_take>& streams) {
+tl::expected<std::vector<base::leader_epoch>, catalog_error> stream_catalog::take(
+    base::node_id node, const std::vector<stream_take>& streams) {
   base::lock_guard lock(mu_);
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
-  std::vector<int32_t> out;
+  std::vector<base::leader_epoch> out;
   out.reserve(streams.size());
   for (const auto& t : streams) {
     auto up = c_->query(
         "UPDATE streams SET owner = ?, epoch = epoch + 1 WHERE stream_id = ? RETURNING epoch",
-        static_cast<int64_t>(node), i64(t.stream_id));
+        i64(node), i64(t.stream_id));
     if (!up) return fail(catalog_error::io);
-    int32_t epoch = 0;
+    base::leader_epoch epoch;
     if (up->rows.empty()) {
       if (!c_->query("INSERT INTO streams(stream_id, start_offset, end_offset, owner, epoch) "
                      "VALUES(?, 0, 0, ?, 0)",
-                     i64(t.stream_id), static_cast<int64_t>(node))) {
+                     i64(t.stream_id), i64(node))) {
         return fail(catalog_error::io);
       }
     } else {
-      epoch = static_cast<int32_t>(up->rows.front().integer(0));
+      epoch = epoch_at(up->rows.front(), 0);
     }
     if (!c_->query("INSERT INTO stream_epochs(stream_id, epoch, start_offset) VALUES(?, ?, ?) "
                    "ON CONFLICT DO NOTHING",
-                   i64(t.stream_id), static_cast<int64_t>(epoch), t.start_offset)) {
+                   i64(t.stream_id), i64(epoch), t.start_offset)) {
       return fail(catalog_error::io);
     }
     out.push_back(epoch);
@@ -374,7 +392,7 @@ tl::expected<std::vector<epoch_start>, catalog_error> stream_catalog::epochs(
   std::vector<epoch_start> out;
   out.reserve(r->rows.size());
   for (const row& s : r->rows) {
-    out.push_back({static_cast<int32_t>(s.integer(0)), s.integer(1)});
+    out.push_back({epoch_at(s, 0), s.integer(1)});
   }
   return out;
 }
@@ -389,7 +407,8 @@ tl::expected<std::vector<uint8_t>, catalog_error> stream_catalog::producer_state
 }
 
 tl::expected<void, catalog_error> stream_catalog::put_producer_state(
-    base::stream_id stream_id, int32_t owner, int32_t epoch, const std::vector<uint8_t>& data) {
+    base::stream_id stream_id, base::node_id owner, base::leader_epoch epoch,
+    const std::vector<uint8_t>& data) {
   base::lock_guard lock(mu_);
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);

@@ -49,8 +49,8 @@ struct stream_range {
   int64_t max_timestamp = -1;
   uint64_t size = 0;  // bytes of this range's blocks in the object
   // The owner and epoch the committing writer holds the stream at (not stored with the range).
-  int32_t owner = -1;
-  int32_t epoch = 0;
+  base::node_id owner{-1};
+  base::leader_epoch epoch{};
   bool operator==(const stream_range&) const = default;
 };
 
@@ -72,8 +72,8 @@ struct located_range {
 struct stream_state {
   int64_t start_offset = 0;  // retention/trim point
   int64_t end_offset = 0;    // end of the data committed in objects
-  int32_t owner = -1;        // node id; -1 until taken
-  int32_t epoch = 0;
+  base::node_id owner{-1};   // -1 until taken
+  base::leader_epoch epoch{};
 };
 
 // What a node takes a stream at: the offset its first epoch begins at.
@@ -84,7 +84,7 @@ struct stream_take {
 
 // One epoch of a stream and the offset it began at.
 struct epoch_start {
-  int32_t epoch = 0;
+  base::leader_epoch epoch{};
   int64_t start_offset = 0;
 };
 
@@ -140,13 +140,14 @@ class stream_catalog {
   // are dropped, objects left with no ranges are marked for deletion. Fenced unless the
   // stream is at (owner, epoch).
   [[nodiscard]] tl::expected<void, catalog_error> trim(base::stream_id stream_id, int64_t offset,
-                                                       int32_t owner = -1, int32_t epoch = 0);
+                                                       base::node_id owner = base::node_id(-1),
+                                                       base::leader_epoch epoch = {});
 
   // Gives each stream to `node` at its next epoch (0 for a stream the catalog has not seen,
   // which is created empty) and records the offset the epoch begins at. One transaction;
   // returns the new epochs in the order of `streams`.
-  [[nodiscard]] tl::expected<std::vector<int32_t>, catalog_error> take(
-      int32_t node, const std::vector<stream_take>& streams);
+  [[nodiscard]] tl::expected<std::vector<base::leader_epoch>, catalog_error> take(
+      base::node_id node, const std::vector<stream_take>& streams);
   // A stream's epochs, oldest first.
   [[nodiscard]] tl::expected<std::vector<epoch_start>, catalog_error> epochs(
       base::stream_id stream_id);
@@ -155,7 +156,8 @@ class stream_catalog {
   [[nodiscard]] tl::expected<std::vector<uint8_t>, catalog_error> producer_state(
       base::stream_id stream_id);
   [[nodiscard]] tl::expected<void, catalog_error> put_producer_state(
-      base::stream_id stream_id, int32_t owner, int32_t epoch, const std::vector<uint8_t>& data);
+      base::stream_id stream_id, base::node_id owner, base::leader_epoch epoch,
+      const std::vector<uint8_t>& data);
   // Forgets streams (their topic was deleted): rows, epochs and producer state; their ranges
   // are dropped and objects left with no ranges are marked for deletion.
   [[nodiscard]] tl::expected<void, catalog_error> drop_streams(
@@ -179,8 +181,9 @@ class stream_catalog {
   stream_catalog(std::shared_ptr<sql::database> db, std::unique_ptr<sql::connection> c)
       : db_(std::move(db)), c_(std::move(c)) {}
   // Caller holds mu_ and a transaction. Fenced unless the stream is at (owner, epoch).
-  tl::expected<void, catalog_error> check_owner_locked(base::stream_id stream_id, int32_t owner,
-                                                       int32_t epoch) REQUIRES(mu_);
+  tl::expected<void, catalog_error> check_owner_locked(base::stream_id stream_id,
+                                                       base::node_id owner,
+                                                       base::leader_epoch epoch) REQUIRES(mu_);
   tl::expected<void, catalog_error> mark_orphans_deleting_locked() REQUIRES(mu_);
 
   base::mutex mu_;

@@ -285,8 +285,8 @@ tl::expected<void, std::string> compactor::apply_retention() {
     if (new_start < 0) continue;
     // The start moves first: a reader that then finds nothing in the catalog below it knows
     // the offset is gone, and one that checked the start before still finds its data.
-    int32_t owner;
-    int32_t epoch;
+    base::node_id owner;
+    base::leader_epoch epoch;
     {
       base::lock_guard lock(st.mu);
       if (st.fenced) continue;

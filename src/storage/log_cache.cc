@@ -155,15 +155,16 @@ bool log_cache::fenced_by(base::stream_id stream_id,
                           const std::optional<metadata::stream_state>& now) {
   auto& st = stream(stream_id);
   base::lock_guard lock(st.mu);
-  const int32_t owner = now ? now->owner : -1;
-  const int32_t epoch = now ? now->epoch : 0;
+  const base::node_id owner = now ? now->owner : base::node_id(-1);
+  const base::leader_epoch epoch = now ? now->epoch : base::leader_epoch();
   if (st.fenced) return true;
   if (st.owner == owner && st.epoch == epoch) return false;
   st.fenced = true;
   std::fprintf(stderr,
                "stream store: stream %llu has a newer owner than node %d at epoch %d; it is no "
                "longer served here\n",
-               static_cast<unsigned long long>(stream_id.value()), st.owner, st.epoch);
+               static_cast<unsigned long long>(stream_id.value()), st.owner.value(),
+               st.epoch.value());
   return true;
 }
 

@@ -56,8 +56,8 @@ struct cached_stream {
   int64_t retention_ms = -2;                 // -2: the store's default
   int64_t retention_bytes = -2;
   int64_t last_cold_end = -1;  // where the last cold read stopped (read-ahead detection)
-  int32_t owner = -1;          // owner and epoch as this store holds the stream
-  int32_t epoch = 0;
+  base::node_id owner{-1};     // owner and epoch as this store holds the stream
+  base::leader_epoch epoch{};
   bool fenced = false;  // a commit found a newer owner: no appends, reads or uploads here
 };
 

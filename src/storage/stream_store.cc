@@ -136,7 +136,7 @@ tl::expected<int64_t, stream_error> stream_store::append(base::stream_id stream_
     const bool ok = !batches.empty() && batch::for_each(batches, [&](const batch::view& b) {
       auto* p = const_cast<uint8_t*>(b.bytes.data());
       base::store_be<int64_t>(p, next);
-      base::store_be<int32_t>(p + batch::leader_epoch_offset, st.epoch);
+      base::store_be<int32_t>(p + batch::leader_epoch_offset, st.epoch.value());
       next += b.end_offset - b.base_offset;
       max_ts = std::max(max_ts, b.max_timestamp);
     });
@@ -223,8 +223,8 @@ tl::expected<read_result, stream_error> stream_store::read(base::stream_id strea
 }
 
 tl::expected<void, stream_error> stream_store::trim(base::stream_id stream_id, int64_t offset) {
-  int32_t owner;
-  int32_t epoch;
+  base::node_id owner;
+  base::leader_epoch epoch;
   {
     // The start moves first, as retention does: a reader never passes the start check and
     // then finds the catalog already trimmed.
@@ -288,8 +288,8 @@ tl::expected<std::vector<uint8_t>, stream_error> stream_store::producer_state(
 
 tl::expected<void, stream_error> stream_store::put_producer_state(
     base::stream_id stream_id, const std::vector<uint8_t>& data) {
-  int32_t owner;
-  int32_t epoch;
+  base::node_id owner;
+  base::leader_epoch epoch;
   {
     auto& st = cache_.stream(stream_id);
     base::lock_guard lock(st.mu);

@@ -98,8 +98,8 @@ struct stream_store_options {
   int64_t retention_ms = -1;     // default per stream; -1: keep forever
   int64_t retention_bytes = -1;  // default per stream; -1: no size limit
   uint32_t read_ahead_blocks = 4;
-  bool background = true;  // run the background thread (tests drive run_*_once() instead)
-  int32_t node_id = 1;     // the owner take() names
+  bool background = true;    // run the background thread (tests drive run_*_once() instead)
+  base::node_id node_id{1};  // the owner take() names
 };
 
 struct stream_store_stats {

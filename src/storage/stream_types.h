@@ -12,6 +12,7 @@
 #include <tl/expected.hpp>
 
 #include "base/endian.h"
+#include "base/ids.h"
 
 namespace silt::storage {
 
@@ -45,9 +46,9 @@ struct read_result {
 
 struct stream_offsets {
   int64_t start_offset = 0;
-  int64_t end_offset = 0;  // durable end: the next offset an append gets once all are durable
-  int32_t epoch = 0;       // the stream's epoch (Kafka's leader epoch)
-  bool fenced = false;     // another node took the stream
+  int64_t end_offset = 0;      // durable end: the next offset an append gets once all are durable
+  base::leader_epoch epoch{};  // the stream's epoch (Kafka's leader epoch)
+  bool fenced = false;         // another node took the stream
 };
 
 namespace batch {

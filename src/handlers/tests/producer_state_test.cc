@@ -166,7 +166,7 @@ TEST_F(ProducerStateTest, CorruptSnapshotIsRebuiltFromTheStream) {
     auto blob = (*c)->producer_state(sid(1));
     ASSERT_TRUE(blob && blob->size() > 20);
     blob->resize(blob->size() - 3);  // truncated
-    ASSERT_TRUE((*c)->put_producer_state(sid(1), -1, 0, *blob));
+    ASSERT_TRUE((*c)->put_producer_state(sid(1), base::node_id(-1), base::leader_epoch(0), *blob));
   }
   open();
   EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 0, 2)).first.v, verdict::duplicate);

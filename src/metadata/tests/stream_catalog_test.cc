@@ -16,6 +16,14 @@ base::stream_id sid(uint64_t v) {
   return base::stream_id(v);
 }
 
+base::node_id node(int32_t v) {
+  return base::node_id(v);
+}
+
+base::leader_epoch epoch(int32_t v) {
+  return base::leader_epoch(v);
+}
+
 // Every test runs against SQLite and PostgreSQL.
 class StreamCatalog : public ::testing::TestWithParam<std::string> {
  protected:
@@ -158,37 +166,39 @@ TEST_P(StreamCatalog, SurvivesReopening) {
 TEST_P(StreamCatalog, AStaleOwnerIsFencedAndTheNewOwnersDataStays) {
   auto a = memory_catalog();
   auto b = memory_catalog();
-  auto taken = a->take(1, {{sid(7), 0}, {sid(8), 0}});
+  auto taken = a->take(node(1), {{sid(7), 0}, {sid(8), 0}});
   ASSERT_TRUE(taken);
-  EXPECT_EQ(*taken, (std::vector<int32_t>{0, 0}));
+  EXPECT_EQ(*taken, (std::vector<base::leader_epoch>{epoch(0), epoch(0)}));
   auto oa = object(*a);
-  ASSERT_TRUE(a->commit_object(oa, {{sid(7), 0, 10, 5, 50, 1, 0}, {sid(8), 0, 4, 5, 20, 1, 0}}));
-  ASSERT_TRUE(a->put_producer_state(sid(7), 1, 0, {1, 2, 3}));
+  ASSERT_TRUE(a->commit_object(
+      oa, {{sid(7), 0, 10, 5, 50, node(1), epoch(0)}, {sid(8), 0, 4, 5, 20, node(1), epoch(0)}}));
+  ASSERT_TRUE(a->put_producer_state(sid(7), node(1), epoch(0), {1, 2, 3}));
 
   // Node 2 takes stream 7 at the committed end: epoch 1.
-  taken = b->take(2, {{sid(7), 10}});
+  taken = b->take(node(2), {{sid(7), 10}});
   ASSERT_TRUE(taken);
-  EXPECT_EQ(*taken, std::vector<int32_t>{1});
+  EXPECT_EQ(*taken, std::vector<base::leader_epoch>{epoch(1)});
   auto ob = object(*b);
-  ASSERT_TRUE(b->commit_object(ob, {{sid(7), 10, 30, 5, 80, 2, 1}}));
+  ASSERT_TRUE(b->commit_object(ob, {{sid(7), 10, 30, 5, 80, node(2), epoch(1)}}));
 
   // Node 1 still thinks it owns stream 7: its object (with a range of stream 8 it does own)
   // is refused whole.
   auto stale = object(*a);
-  auto r = a->commit_object(stale, {{sid(8), 4, 6, 5, 10, 1, 0}, {sid(7), 10, 12, 5, 10, 1, 0}});
+  auto r = a->commit_object(stale, {{sid(8), 4, 6, 5, 10, node(1), epoch(0)},
+                                    {sid(7), 10, 12, 5, 10, node(1), epoch(0)}});
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error(), catalog_error::fenced);
   EXPECT_EQ(a->stream(sid(8))->value().end_offset, 4);
-  EXPECT_EQ(a->trim(sid(7), 5, 1, 0).error(), catalog_error::fenced);
-  EXPECT_EQ(a->put_producer_state(sid(7), 1, 0, {9}).error(), catalog_error::fenced);
+  EXPECT_EQ(a->trim(sid(7), 5, node(1), epoch(0)).error(), catalog_error::fenced);
+  EXPECT_EQ(a->put_producer_state(sid(7), node(1), epoch(0), {9}).error(), catalog_error::fenced);
   // An owner at a newer epoch than the stream's is fenced too (it never took it).
-  EXPECT_EQ(a->trim(sid(7), 5, 2, 2).error(), catalog_error::fenced);
+  EXPECT_EQ(a->trim(sid(7), 5, node(2), epoch(2)).error(), catalog_error::fenced);
 
   // The new owner's data and state are intact; its own writes go on.
   auto st = b->stream(sid(7));
   ASSERT_TRUE(st && *st);
-  EXPECT_EQ((*st)->owner, 2);
-  EXPECT_EQ((*st)->epoch, 1);
+  EXPECT_EQ((*st)->owner, node(2));
+  EXPECT_EQ((*st)->epoch, epoch(1));
   EXPECT_EQ((*st)->start_offset, 0);
   EXPECT_EQ((*st)->end_offset, 30);
   auto ranges = b->ranges(sid(7));
@@ -196,33 +206,33 @@ TEST_P(StreamCatalog, AStaleOwnerIsFencedAndTheNewOwnersDataStays) {
   ASSERT_EQ(ranges->size(), 2u);
   EXPECT_EQ((*ranges)[1].key, ob.key);
   EXPECT_EQ(*b->producer_state(sid(7)), (std::vector<uint8_t>{1, 2, 3}));
-  ASSERT_TRUE(b->put_producer_state(sid(7), 2, 1, {4}));
-  ASSERT_TRUE(b->trim(sid(7), 10, 2, 1));
+  ASSERT_TRUE(b->put_producer_state(sid(7), node(2), epoch(1), {4}));
+  ASSERT_TRUE(b->trim(sid(7), 10, node(2), epoch(1)));
   EXPECT_EQ(b->stream(sid(7))->value().start_offset, 10);
   // Stream 8 is still node 1's.
-  ASSERT_TRUE(a->commit_object(object(*a), {{sid(8), 4, 6, 5, 10, 1, 0}}));
+  ASSERT_TRUE(a->commit_object(object(*a), {{sid(8), 4, 6, 5, 10, node(1), epoch(0)}}));
 
   // Each epoch and where it began.
   auto epochs = b->epochs(sid(7));
   ASSERT_TRUE(epochs);
   ASSERT_EQ(epochs->size(), 2u);
-  EXPECT_EQ((*epochs)[0].epoch, 0);
+  EXPECT_EQ((*epochs)[0].epoch, epoch(0));
   EXPECT_EQ((*epochs)[0].start_offset, 0);
-  EXPECT_EQ((*epochs)[1].epoch, 1);
+  EXPECT_EQ((*epochs)[1].epoch, epoch(1));
   EXPECT_EQ((*epochs)[1].start_offset, 10);
 }
 
 // A stream nobody took (owner -1, epoch 0) takes commits that say so, and no others.
 TEST_P(StreamCatalog, AStreamNeverTakenIsOwnedByNobody) {
   auto c = memory_catalog();
-  EXPECT_EQ(c->commit_object(object(*c), {{sid(3), 0, 5, 0, 1, 1, 0}}).error(),
+  EXPECT_EQ(c->commit_object(object(*c), {{sid(3), 0, 5, 0, 1, node(1), epoch(0)}}).error(),
             catalog_error::fenced);
   ASSERT_TRUE(c->commit_object(object(*c), {{sid(3), 0, 5, 0, 1}}));
-  auto taken = c->take(4, {{sid(3), 5}});
+  auto taken = c->take(node(4), {{sid(3), 5}});
   ASSERT_TRUE(taken);
-  EXPECT_EQ(*taken, std::vector<int32_t>{1});
+  EXPECT_EQ(*taken, std::vector<base::leader_epoch>{epoch(1)});
   EXPECT_EQ(c->commit_object(object(*c), {{sid(3), 5, 6, 0, 1}}).error(), catalog_error::fenced);
-  ASSERT_TRUE(c->commit_object(object(*c), {{sid(3), 5, 6, 0, 1, 4, 1}}));
+  ASSERT_TRUE(c->commit_object(object(*c), {{sid(3), 5, 6, 0, 1, node(4), epoch(1)}}));
 }
 
 // Catalogs of many writers at once on one database: every stream ends exactly where its
@@ -233,7 +243,7 @@ TEST_P(StreamCatalog, ConcurrentWritersKeepEveryStreamContinuous) {
   std::vector<std::unique_ptr<stream_catalog>> cs;
   for (int w = 0; w < writers; ++w) {
     cs.push_back(memory_catalog());
-    ASSERT_TRUE(cs.back()->take(w, {{sid(100 + static_cast<uint64_t>(w)), 0}}));
+    ASSERT_TRUE(cs.back()->take(node(w), {{sid(100 + static_cast<uint64_t>(w)), 0}}));
   }
   std::vector<std::thread> threads;
   threads.reserve(writers);
@@ -244,7 +254,8 @@ TEST_P(StreamCatalog, ConcurrentWritersKeepEveryStreamContinuous) {
       for (int i = 0; i < commits; ++i) {
         object_record o{*c.next_object_id(), "", 1, object_kind::stream_set, 0};
         o.key = "objects/" + std::to_string(o.object_id);
-        const stream_range r{sid(100 + static_cast<uint64_t>(w)), i * 10, i * 10 + 10, 0, 1, w, 0};
+        const stream_range r{
+            sid(100 + static_cast<uint64_t>(w)), i * 10, i * 10 + 10, 0, 1, node(w), epoch(0)};
         if (!c.commit_object(o, {r})) ++failures;
       }
     });
@@ -282,7 +293,7 @@ TEST_P(StreamCatalog, AnUnversionedSchemaIsMigrated) {
   auto st = migrated->stream(sid(5));
   ASSERT_TRUE(st && *st);
   EXPECT_EQ((*st)->end_offset, 9);
-  EXPECT_EQ((*st)->owner, -1);
+  EXPECT_EQ((*st)->owner, node(-1));
   EXPECT_EQ(*migrated->producer_state(sid(5)), state);
   auto again = sql::open_database(uri_);
   ASSERT_TRUE(again);

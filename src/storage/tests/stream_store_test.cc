@@ -666,7 +666,7 @@ class StreamStoreOwnership : public StreamStore, public ::testing::WithParamInte
     auto o = options();
     o.wal.path = (dir_.path() / ("wal-" + std::to_string(id))).string();
     o.metadata = db;
-    o.node_id = id;
+    o.node_id = base::node_id(id);
     return o;
   }
 };
@@ -679,7 +679,7 @@ TEST_P(StreamStoreOwnership, TheStaleOwnerIsFencedAndTheNewOwnerLosesNothing) {
   ASSERT_TRUE(db) << db.error();
   auto a = open(node(1, *db));
   ASSERT_TRUE(a->take({sid(1), sid(2)}));
-  EXPECT_EQ(a->offsets(sid(1)).epoch, 0);
+  EXPECT_EQ(a->offsets(sid(1)).epoch, base::leader_epoch(0));
   append(*a, sid(1), batch(1, 0, 5));
   append(*a, sid(2), batch(2, 0, 5));
   ASSERT_TRUE(a->run_upload_once());
@@ -687,7 +687,7 @@ TEST_P(StreamStoreOwnership, TheStaleOwnerIsFencedAndTheNewOwnerLosesNothing) {
 
   auto b = open(node(2, *db));
   ASSERT_TRUE(b->take({sid(1)}));
-  EXPECT_EQ(b->offsets(sid(1)).epoch, 1);
+  EXPECT_EQ(b->offsets(sid(1)).epoch, base::leader_epoch(1));
   EXPECT_EQ(b->offsets(sid(1)).end_offset, 5);  // the committed end
   EXPECT_EQ(append(*b, sid(1), batch(1, 100, 4)), 5);
   ASSERT_TRUE(b->run_upload_once());
@@ -716,7 +716,7 @@ TEST_P(StreamStoreOwnership, TheStaleOwnerIsFencedAndTheNewOwnerLosesNothing) {
   auto epochs = c->epochs(sid(1));
   ASSERT_TRUE(epochs);
   ASSERT_EQ(epochs->size(), 2u);
-  EXPECT_EQ((*epochs)[1].epoch, 1);
+  EXPECT_EQ((*epochs)[1].epoch, base::leader_epoch(1));
   EXPECT_EQ((*epochs)[1].start_offset, 5);
 }
 
