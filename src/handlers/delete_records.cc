@@ -16,11 +16,12 @@ asio::awaitable<protocol::delete_records_response> handle_delete_records(
       auto& rp = rt.partitions.emplace_back();
       rp.partition_index = p.partition_index;
       rp.low_watermark = -1;
-      if (!topic || p.partition_index < 0 || p.partition_index >= topic->info->partitions()) {
+      const auto found = stream_of(topic, p.partition_index);
+      if (!found) {
         rp.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
         continue;
       }
-      const base::stream_id stream = topic->info->streams[static_cast<size_t>(p.partition_index)];
+      const base::stream_id stream = *found;
       const auto offs = ctx.store.offsets(stream);
       const int64_t target = p.offset == -1 ? offs.end_offset : p.offset;
       if (target < 0 || target > offs.end_offset) {

@@ -64,11 +64,12 @@ asio::awaitable<size_t> gather(context& ctx, std::vector<wanted>& ws, int32_t ma
     auto& g = out[i];
     g.data.partition_index = w.partition;
     auto t = w.topic.empty() ? ctx.topic(w.topic_id.bytes) : ctx.topic(w.topic);
-    if (!t || w.partition < 0 || w.partition >= t->info->partitions()) {
+    const auto stream = stream_of(t, w.partition);
+    if (!stream) {
       g.data.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
       continue;
     }
-    const base::stream_id stream_id = t->info->streams[static_cast<size_t>(w.partition)];
+    const base::stream_id stream_id = *stream;
     const auto offs = ctx.store.offsets(stream_id);
     if (const auto e = check_leader(offs, w.current_leader_epoch); e != error_code::none) {
       g.data.error_code = static_cast<int16_t>(e);
@@ -236,8 +237,8 @@ asio::awaitable<with_owners<fetch_response>> handle_fetch(context& ctx, const ne
 
   std::vector<base::stream_id> streams;
   for (const auto& w : ws) {
-    if (auto t = ctx.topic(w.topic); t && w.partition >= 0 && w.partition < t->info->partitions()) {
-      streams.push_back(t->info->streams[static_cast<size_t>(w.partition)]);
+    if (const auto stream = stream_of(ctx.topic(w.topic), w.partition)) {
+      streams.push_back(*stream);
     }
   }
   const int64_t deadline = base::now_ms() + std::max(req.max_wait_ms, 0);

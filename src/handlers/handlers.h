@@ -80,6 +80,14 @@ struct api_range {
   return check_leader_epoch(current_leader_epoch, offs.epoch);
 }
 
+// The stream of a request's partition (any int32 may come in a request), or none when the
+// topic is unknown (null) or has no such partition.
+template <typename TopicPtr>
+[[nodiscard]] std::optional<base::stream_id> stream_of(const TopicPtr& topic, int32_t partition) {
+  if (!topic) return std::nullopt;
+  return topic->info->stream_of(base::partition_id(partition));
+}
+
 // Partitions [first, end) of a topic as Metadata and DescribeTopicPartitions describe them:
 // this broker leads each one at its stream's epoch and is its only replica and in-sync
 // replica.
@@ -93,7 +101,7 @@ template <typename Partition>
     Partition part;
     part.partition_index = p;
     part.leader_id = ctx.node_id;
-    part.leader_epoch = ctx.store.offsets(topic.streams[static_cast<size_t>(p)]).epoch.value();
+    part.leader_epoch = ctx.store.offsets(*topic.stream_of(base::partition_id(p))).epoch.value();
     part.replica_nodes = {ctx.node_id};
     part.isr_nodes = {ctx.node_id};
     out.push_back(std::move(part));

@@ -12,13 +12,14 @@ asio::awaitable<protocol::init_producer_id_response> handle_init_producer_id(
         static_cast<int16_t>(protocol::error_code::transactional_id_authorization_failed);
     co_return resp;
   }
-  auto r = ctx.producers.init_producer(req.producer_id, req.producer_epoch);
+  auto r = ctx.producers.init_producer(base::producer_id(req.producer_id),
+                                       base::producer_epoch(req.producer_epoch));
   if (!r) {
     resp.error_code = static_cast<int16_t>(r.error());
     co_return resp;
   }
-  resp.producer_id = r->first;
-  resp.producer_epoch = r->second;
+  resp.producer_id = r->first.value();
+  resp.producer_epoch = r->second.value();
   co_return resp;
 }
 

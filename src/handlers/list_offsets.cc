@@ -78,11 +78,12 @@ asio::awaitable<protocol::list_offsets_response> handle_list_offsets(
         rp.error_code = static_cast<int16_t>(error_code::invalid_request);
         continue;
       }
-      if (!topic || p.partition_index < 0 || p.partition_index >= topic->info->partitions()) {
+      const auto known = stream_of(topic, p.partition_index);
+      if (!known) {
         rp.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
         continue;
       }
-      const base::stream_id stream = topic->info->streams[static_cast<size_t>(p.partition_index)];
+      const base::stream_id stream = *known;
       const auto offs = ctx.store.offsets(stream);
       if (const auto e = check_leader(offs, p.current_leader_epoch); e != error_code::none) {
         rp.error_code = static_cast<int16_t>(e);

@@ -18,11 +18,12 @@ asio::awaitable<protocol::offset_for_leader_epoch_response> handle_offset_for_le
     for (const auto& p : t.partitions) {
       auto& rp = rt.partitions.emplace_back();
       rp.partition = p.partition;
-      if (!topic || p.partition < 0 || p.partition >= topic->info->partitions()) {
+      const auto found = stream_of(topic, p.partition);
+      if (!found) {
         rp.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
         continue;
       }
-      const base::stream_id stream = topic->info->streams[static_cast<size_t>(p.partition)];
+      const base::stream_id stream = *found;
       const auto offs = ctx.store.offsets(stream);
       if (const auto e = check_leader(offs, p.current_leader_epoch); e != error_code::none) {
         rp.error_code = static_cast<int16_t>(e);

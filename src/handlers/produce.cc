@@ -319,7 +319,8 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
         set_error(out, error_code::invalid_required_acks);
         continue;
       }
-      if (!topic || pd.index < 0 || pd.index >= topic->info->partitions()) {
+      const auto stream = stream_of(topic, pd.index);
+      if (!stream) {
         set_error(out, error_code::unknown_topic_or_partition);
         continue;
       }
@@ -331,7 +332,7 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
       checked c;
       c.out = &out;
       c.topic = topic;
-      c.stream_id = topic->info->streams[static_cast<size_t>(pd.index)];
+      c.stream_id = *stream;
       if (pd.records) {
         // The records view points into the request frame, which this handler may modify.
         const auto bytes = pd.records->bytes();

@@ -60,11 +60,12 @@ producer_state::producer_state(metadata::topic_registry& registry, storage::stre
                                int64_t expiration_ms)
     : registry_(registry), store_(store), expiration_ms_(expiration_ms) {}
 
-tl::expected<std::pair<int64_t, int16_t>, error_code> producer_state::init_producer(
-    int64_t producer_id, int16_t producer_epoch) {
-  if (producer_id >= 0 && producer_epoch >= 0 && producer_epoch < INT16_MAX - 1) {
+tl::expected<std::pair<base::producer_id, base::producer_epoch>, error_code>
+producer_state::init_producer(base::producer_id producer_id, base::producer_epoch producer_epoch) {
+  if (producer_id.value() >= 0 && producer_epoch.value() >= 0 &&
+      producer_epoch.value() < INT16_MAX - 1) {
     // KIP-360: an idempotent producer bumps its epoch to reset its sequences.
-    return std::pair{producer_id, static_cast<int16_t>(producer_epoch + 1)};
+    return std::pair{producer_id, producer_epoch.next()};
   }
   base::lock_guard lock(id_mu_);
   if (next_id_ >= id_limit_) {
@@ -73,7 +74,7 @@ tl::expected<std::pair<int64_t, int16_t>, error_code> producer_state::init_produ
     next_id_ = *first;
     id_limit_ = *first + id_block;
   }
-  return std::pair{next_id_++, int16_t{0}};
+  return std::pair{base::producer_id(next_id_++), base::producer_epoch(0)};
 }
 
 std::mutex& producer_state::lock_for(base::stream_id stream_id) {
@@ -106,28 +107,30 @@ void producer_state::load(base::stream_id stream_id) {
   (void)stream_locked(stream_id);
 }
 
-const std::unordered_map<int64_t, producer_state::producer_entry>& producer_state::producers(
-    base::stream_id stream_id) {
+const std::unordered_map<base::producer_id, producer_state::producer_entry>&
+producer_state::producers(base::stream_id stream_id) {
   return stream_locked(stream_id).producers;
 }
 
 producer_state::check_result producer_state::check(base::stream_id stream_id,
                                                    const record_batch_header& h) {
   auto& sp = stream_locked(stream_id);
-  const auto it = sp.producers.find(h.producer_id);
+  const base::producer_id id(h.producer_id);
+  const base::producer_epoch batch_epoch(h.producer_epoch);
+  const auto it = sp.producers.find(id);
   const producer_entry* durable = it == sp.producers.end() ? nullptr : &it->second;
-  const auto fit = sp.in_flight.find(h.producer_id);
+  const auto fit = sp.in_flight.find(id);
   const std::deque<pending_batch>* flying =
       fit == sp.in_flight.end() || fit->second.empty() ? nullptr : &fit->second;
   if (durable == nullptr && flying == nullptr) return {};  // a new (or expired) producer
   // The producer's latest epoch and last batch, counting the batches in flight.
-  const int16_t epoch = flying != nullptr ? flying->back().epoch : durable->epoch;
-  if (h.producer_epoch < epoch) {
+  const base::producer_epoch epoch = flying != nullptr ? flying->back().epoch : durable->epoch;
+  if (batch_epoch < epoch) {
     return {verdict::reject, error_code::invalid_producer_epoch, {}};
   }
   const int32_t last = last_sequence(h);
-  if (h.producer_epoch == epoch) {
-    if (durable != nullptr && durable->epoch == h.producer_epoch) {
+  if (batch_epoch == epoch) {
+    if (durable != nullptr && durable->epoch == batch_epoch) {
       for (const auto& b : durable->batches) {
         if (b.first_seq == h.base_sequence && b.last_seq == last) {
           return {verdict::duplicate, error_code::none, b};
@@ -137,14 +140,14 @@ producer_state::check_result producer_state::check(base::stream_id stream_id,
     const batch_meta* previous = nullptr;
     if (flying != nullptr) {
       for (const auto& p : *flying) {
-        if (p.epoch == h.producer_epoch && p.meta.first_seq == h.base_sequence &&
+        if (p.epoch == batch_epoch && p.meta.first_seq == h.base_sequence &&
             p.meta.last_seq == last) {
           return {verdict::in_flight, error_code::none, p.meta};
         }
       }
-      if (flying->back().epoch == h.producer_epoch) previous = &flying->back().meta;
+      if (flying->back().epoch == batch_epoch) previous = &flying->back().meta;
     }
-    if (previous == nullptr && durable != nullptr && durable->epoch == h.producer_epoch &&
+    if (previous == nullptr && durable != nullptr && durable->epoch == batch_epoch &&
         !durable->batches.empty()) {
       previous = &durable->batches.back();
     }
@@ -163,8 +166,8 @@ producer_state::check_result producer_state::check(base::stream_id stream_id,
 void producer_state::begin(base::stream_id stream_id, const record_batch_header& h,
                            int64_t base_offset) {
   auto& sp = stream_locked(stream_id);
-  sp.in_flight[h.producer_id].push_back(
-      {h.producer_epoch,
+  sp.in_flight[base::producer_id(h.producer_id)].push_back(
+      {base::producer_epoch(h.producer_epoch),
        {h.base_sequence, last_sequence(h), base_offset, base_offset + h.last_offset_delta}});
 }
 
@@ -172,11 +175,12 @@ void producer_state::finish(base::stream_id stream_id, const record_batch_header
                             int64_t base_offset) {
   std::lock_guard lock(lock_for(stream_id));
   auto& sp = stream_locked(stream_id);
-  auto fit = sp.in_flight.find(h.producer_id);
+  auto fit = sp.in_flight.find(base::producer_id(h.producer_id));
   if (fit != sp.in_flight.end()) {
     auto& q = fit->second;
     const auto at = std::find_if(q.begin(), q.end(), [&](const pending_batch& p) {
-      return p.epoch == h.producer_epoch && p.meta.first_seq == h.base_sequence;
+      return p.epoch == base::producer_epoch(h.producer_epoch) &&
+             p.meta.first_seq == h.base_sequence;
     });
     if (at != q.end()) {
       // A failed write fails every write after it: the producer's later batches go with it,
@@ -193,11 +197,11 @@ void producer_state::finish(base::stream_id stream_id, const record_batch_header
   }
 }
 
-void producer_state::apply(std::unordered_map<int64_t, producer_entry>& m,
+void producer_state::apply(std::unordered_map<base::producer_id, producer_entry>& m,
                            const record_batch_header& h, int64_t base_offset) {
-  auto& e = m[h.producer_id];
-  if (h.producer_epoch != e.epoch) {
-    e.epoch = h.producer_epoch;
+  auto& e = m[base::producer_id(h.producer_id)];
+  if (const base::producer_epoch epoch(h.producer_epoch); epoch != e.epoch) {
+    e.epoch = epoch;
     e.batches.clear();
   }
   e.batches.push_back(
@@ -222,20 +226,22 @@ void producer_state::load_locked(base::stream_id stream_id, stream_producers& sp
     uint8_t version = 0;
     int64_t covered = 0;
     uint32_t count = 0;
-    std::unordered_map<int64_t, producer_entry> m;
+    std::unordered_map<base::producer_id, producer_entry> m;
     bool ok = c.get(version) && version == snapshot_version && c.get(covered) && c.get(count);
     for (uint32_t i = 0; ok && i < count; ++i) {
       int64_t id = 0;
+      int16_t epoch = 0;
       producer_entry e;
       uint8_t n = 0;
-      ok = c.get(id) && c.get(e.epoch) && c.get(e.last_timestamp) && c.get(n) && n <= max_batches;
+      ok = c.get(id) && c.get(epoch) && c.get(e.last_timestamp) && c.get(n) && n <= max_batches;
       for (uint8_t j = 0; ok && j < n; ++j) {
         batch_meta b;
         ok = c.get(b.first_seq) && c.get(b.last_seq) && c.get(b.first_offset) &&
              c.get(b.last_offset);
         e.batches.push_back(b);
       }
-      if (ok) m[id] = std::move(e);
+      e.epoch = base::producer_epoch(epoch);
+      if (ok) m[base::producer_id(id)] = std::move(e);
     }
     if (ok && c.done() && covered >= from) {
       sp.producers = std::move(m);
@@ -295,8 +301,8 @@ tl::expected<void, std::string> producer_state::snapshot() {
           }
         }
         if (durable.empty()) continue;
-        put<int64_t>(out, id);
-        put<int16_t>(out, e.epoch);
+        put<int64_t>(out, id.value());
+        put<int16_t>(out, e.epoch.value());
         put<int64_t>(out, e.last_timestamp);
         put<uint8_t>(out, static_cast<uint8_t>(durable.size()));
         for (const auto& b : durable) {

@@ -46,7 +46,7 @@ class producer_state {
     int64_t last_offset = 0;
   };
   struct producer_entry {
-    int16_t epoch = -1;
+    base::producer_epoch epoch{-1};
     std::deque<batch_meta> batches;  // the last five, oldest first
     int64_t last_timestamp = -1;     // of its last batch (expiration)
   };
@@ -63,8 +63,9 @@ class producer_state {
 
   // A new producer id (epoch 0) for InitProducerId without a transactional id, or a bumped
   // epoch of `producer_id` when the client asks for one (KIP-360).
-  [[nodiscard]] tl::expected<std::pair<int64_t, int16_t>, protocol::error_code> init_producer(
-      int64_t producer_id, int16_t producer_epoch);
+  [[nodiscard]] tl::expected<std::pair<base::producer_id, base::producer_epoch>,
+                             protocol::error_code>
+  init_producer(base::producer_id producer_id, base::producer_epoch producer_epoch);
 
   // Whether the stream's state is in memory. Before that, the first check() loads it: a
   // snapshot from the registry and a replay of the stream, which may read the object store.
@@ -94,25 +95,25 @@ class producer_state {
   [[nodiscard]] tl::expected<void, std::string> snapshot();
 
   // Producer entries of a stream (tests, DescribeProducers later). Caller holds lock_for().
-  [[nodiscard]] const std::unordered_map<int64_t, producer_entry>& producers(
+  [[nodiscard]] const std::unordered_map<base::producer_id, producer_entry>& producers(
       base::stream_id stream_id);
 
  private:
   // A batch whose write is in flight.
   struct pending_batch {
-    int16_t epoch = -1;
+    base::producer_epoch epoch{-1};
     batch_meta meta;
   };
   struct stream_producers {
     std::atomic<bool> loaded{false};
     bool dirty = false;
-    std::unordered_map<int64_t, producer_entry> producers;
-    std::unordered_map<int64_t, std::deque<pending_batch>> in_flight;  // append order
+    std::unordered_map<base::producer_id, producer_entry> producers;
+    std::unordered_map<base::producer_id, std::deque<pending_batch>> in_flight;  // append order
   };
 
   stream_producers& stream_locked(base::stream_id stream_id);  // loads on first use
   void load_locked(base::stream_id stream_id, stream_producers& sp);
-  static void apply(std::unordered_map<int64_t, producer_entry>& m,
+  static void apply(std::unordered_map<base::producer_id, producer_entry>& m,
                     const protocol::record_batch_header& h, int64_t base_offset);
 
   metadata::topic_registry& registry_;

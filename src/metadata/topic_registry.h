@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,11 @@ struct topic_info {
   std::map<std::string, std::string> configs;  // overrides of the topic configs
   int64_t created_ms = 0;
   [[nodiscard]] int32_t partitions() const { return static_cast<int32_t>(streams.size()); }
+  // The stream of partition `p`, or none when the topic has no such partition.
+  [[nodiscard]] std::optional<base::stream_id> stream_of(base::partition_id p) const {
+    if (p.value() < 0 || p.value() >= partitions()) return std::nullopt;
+    return streams[static_cast<size_t>(p.value())];
+  }
 };
 
 enum class registry_error : uint8_t {

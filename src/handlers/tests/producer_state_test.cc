@@ -232,19 +232,19 @@ TEST_F(ProducerStateTest, AFailedWriteLeavesNoTraceAndItsRetryIsAppended) {
 
 TEST_F(ProducerStateTest, ProducerIdsAreNeverHandedOutTwiceAcrossRestarts) {
   open();
-  auto a = state_->init_producer(-1, -1);
-  auto b = state_->init_producer(-1, -1);
+  auto a = state_->init_producer(base::producer_id(-1), base::producer_epoch(-1));
+  auto b = state_->init_producer(base::producer_id(-1), base::producer_epoch(-1));
   ASSERT_TRUE(a && b);
   EXPECT_NE(a->first, b->first);
   close();
   open();
-  auto c = state_->init_producer(-1, -1);
+  auto c = state_->init_producer(base::producer_id(-1), base::producer_epoch(-1));
   ASSERT_TRUE(c);
   EXPECT_GT(c->first, b->first);
-  auto bumped = state_->init_producer(c->first, 0);
+  auto bumped = state_->init_producer(c->first, base::producer_epoch(0));
   ASSERT_TRUE(bumped);
   EXPECT_EQ(bumped->first, c->first);
-  EXPECT_EQ(bumped->second, 1);
+  EXPECT_EQ(bumped->second, base::producer_epoch(1));
   close();
 }
 

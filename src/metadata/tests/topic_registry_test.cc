@@ -57,6 +57,10 @@ TEST_P(TopicRegistryTest, StreamsAreDistinctAndNeverReused) {
   auto r = open();
   auto a = r->create("a", 2, {});
   ASSERT_TRUE(a);
+  // A partition's stream; none for an index the topic does not have (requests carry any int32).
+  EXPECT_EQ((*a)->stream_of(base::partition_id(1)), (*a)->streams[1]);
+  EXPECT_FALSE((*a)->stream_of(base::partition_id(2)));
+  EXPECT_FALSE((*a)->stream_of(base::partition_id(-1)));
   ASSERT_TRUE(r->remove("a"));
   auto b = r->create("a", 2, {});
   ASSERT_TRUE(b);
