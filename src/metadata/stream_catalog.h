@@ -145,7 +145,7 @@ class stream_catalog {
 
   // Gives each stream to `node` at its next epoch (0 for a stream the catalog has not seen,
   // which is created empty) and records the offset the epoch begins at. One transaction;
-  // returns the new epochs in the order of `streams`.
+  // returns the new epochs in the order of `streams` (a stream listed twice is taken once).
   [[nodiscard]] tl::expected<std::vector<base::leader_epoch>, catalog_error> take(
       base::node_id node, const std::vector<stream_take>& streams);
   // A stream's epochs, oldest first.

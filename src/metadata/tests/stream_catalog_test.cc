@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "metadata/sql.h"
 #include "metadata/testing/test_database.h"
 
 namespace silt::metadata {
@@ -163,6 +164,37 @@ TEST_P(StreamCatalog, SurvivesReopening) {
 // Two brokers on one database: the one that took a stream last owns it. The other's commit,
 // trim and producer-state write are refused in their transaction, and nothing of the new
 // owner's is lost.
+// Taking many streams at once (as a broker does at start) goes in chunks of several streams
+// per statement: every stream gets its epoch, in the order asked, and its epoch history.
+TEST_P(StreamCatalog, TakesManyStreamsInOneCallAcrossChunks) {
+  auto c = memory_catalog();
+  constexpr uint64_t n = 600;  // 256 + 256 + 64 + 16 + 8 per statement
+  std::vector<stream_take> takes;
+  for (uint64_t i = 0; i < n; ++i) takes.push_back({sid(1000 + i), static_cast<int64_t>(i)});
+  takes.push_back({sid(1000), 99});  // listed twice: taken once
+  auto first = c->take(node(1), takes);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->size(), n + 1);
+  for (const auto e : *first) EXPECT_EQ(e, epoch(0));
+  const uint64_t before = sql::committed_transactions();
+  for (auto& t : takes) t.start_offset += 1000;
+  auto second = c->take(node(2), takes);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(sql::committed_transactions() - before, 1u);
+  for (const auto e : *second) EXPECT_EQ(e, epoch(1));
+  for (uint64_t i = 0; i < n; i += 97) {
+    auto st = c->stream(sid(1000 + i));
+    ASSERT_TRUE(st && *st);
+    EXPECT_EQ((*st)->owner, node(2));
+    EXPECT_EQ((*st)->epoch, epoch(1));
+    auto epochs = c->epochs(sid(1000 + i));
+    ASSERT_TRUE(epochs);
+    ASSERT_EQ(epochs->size(), 2u);
+    EXPECT_EQ((*epochs)[0].start_offset, static_cast<int64_t>(i));
+    EXPECT_EQ((*epochs)[1].start_offset, static_cast<int64_t>(i) + 1000);
+  }
+}
+
 TEST_P(StreamCatalog, AStaleOwnerIsFencedAndTheNewOwnersDataStays) {
   auto a = memory_catalog();
   auto b = memory_catalog();
