@@ -46,13 +46,49 @@ base::leader_epoch epoch_at(const row& s, size_t col) {
   return base::leader_epoch(static_cast<int32_t>(s.integer(col)));
 }
 
-// How many of `left` streams the next statement of take() carries: the largest power of two
-// up to 256, so that a handful of statement texts (each prepared once per connection) cover
+// Streams per statement of take() and rows per statement of commit_object().
+constexpr size_t take_chunk = 256;
+constexpr size_t commit_chunk = 128;
+
+// How many of `left` rows the next multi-row statement carries: the largest power of two up
+// to `most`, so that a handful of statement texts (each prepared once per connection) cover
 // any count.
-size_t take_chunk(size_t left) {
-  size_t n = 256;
+size_t chunk_size(size_t left, size_t most) {
+  size_t n = most;
   while (n > left) n /= 2;
   return n;
+}
+
+// One range of commit_object() on its own: moves its stream's end if the stream is at the
+// range's start and at its owner and epoch, creates a stream never taken that starts at 0,
+// and otherwise says why not.
+tl::expected<void, catalog_error> commit_range(sql::connection& c, const stream_range& r) {
+  auto up = c.query(
+      "UPDATE streams SET end_offset = ? WHERE stream_id = ? AND end_offset = ? AND owner = ? "
+      "AND epoch = ?",
+      r.end_offset, i64(r.stream_id), r.start_offset, i64(r.owner), i64(r.epoch));
+  if (!up) return fail(catalog_error::io);
+  if (up->changes > 0) return {};
+  auto get =
+      c.query("SELECT end_offset, owner, epoch FROM streams WHERE stream_id = ?", i64(r.stream_id));
+  if (!get) return fail(catalog_error::io);
+  if (!get->rows.empty()) {
+    const row& s = get->rows.front();
+    if (node_at(s, 1) != r.owner || epoch_at(s, 2) != r.epoch) return fail(catalog_error::fenced);
+    return fail(catalog_error::discontinuous);
+  }
+  // A stream's first object may start above 0 only if the stream was created there; the
+  // store creates streams at 0, so anything else is a gap. Only a stream never taken can
+  // appear here without a row.
+  if (r.owner != base::node_id(-1) || r.epoch != base::leader_epoch()) {
+    return fail(catalog_error::fenced);
+  }
+  if (r.start_offset != 0) return fail(catalog_error::discontinuous);
+  if (!c.query("INSERT INTO streams(stream_id, start_offset, end_offset) VALUES(?,0,?)",
+               i64(r.stream_id), r.end_offset)) {
+    return fail(catalog_error::io);
+  }
+  return {};
 }
 
 // `row` repeated n times, comma-separated: the VALUES list of a multi-row INSERT.
@@ -174,42 +210,60 @@ tl::expected<void, catalog_error> stream_catalog::check_owner_locked(base::strea
 
 tl::expected<void, catalog_error> stream_catalog::commit_object(
     const object_record& object, const std::vector<stream_range>& ranges) {
+  for (const auto& r : ranges) {
+    if (r.end_offset <= r.start_offset) return fail(catalog_error::discontinuous);
+  }
+  // One statement moves the ends of a chunk of streams at once when no stream has two ranges
+  // here (an upload's object has one per stream); otherwise each range in order.
+  std::unordered_set<base::stream_id> streams;
+  streams.reserve(ranges.size());
+  bool distinct = true;
+  for (const auto& r : ranges) distinct = streams.insert(r.stream_id).second && distinct;
   base::lock_guard lock(mu_);
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
   if (!insert_object(*c_, object)) return fail(catalog_error::io);
-  for (const auto& r : ranges) {
-    if (r.end_offset <= r.start_offset) return fail(catalog_error::discontinuous);
-    // One conditional update checks continuity and ownership and locks the row.
-    auto up = c_->query(
-        "UPDATE streams SET end_offset = ? WHERE stream_id = ? AND end_offset = ? AND owner = ? "
-        "AND epoch = ?",
-        r.end_offset, i64(r.stream_id), r.start_offset, i64(r.owner), i64(r.epoch));
-    if (!up) return fail(catalog_error::io);
-    if (up->changes == 0) {
-      auto get = c_->query("SELECT end_offset, owner, epoch FROM streams WHERE stream_id = ?",
-                           i64(r.stream_id));
-      if (!get) return fail(catalog_error::io);
-      if (!get->rows.empty()) {
-        const row& s = get->rows.front();
-        if (node_at(s, 1) != r.owner || epoch_at(s, 2) != r.epoch) {
-          return fail(catalog_error::fenced);
-        }
-        return fail(catalog_error::discontinuous);
+  std::vector<sql::param> params;
+  std::unordered_set<base::stream_id> moved;
+  for (size_t at = 0; at < ranges.size();) {
+    const size_t n = chunk_size(ranges.size() - at, commit_chunk);
+    const std::span<const stream_range> chunk(ranges.data() + at, n);
+    at += n;
+    moved.clear();
+    if (distinct) {
+      // Checks continuity and ownership of each range's stream and locks its row.
+      params.clear();
+      for (const auto& r : chunk) {
+        params.insert(params.end(),
+                      {i64(r.stream_id), r.start_offset, r.end_offset, i64(r.owner), i64(r.epoch)});
       }
-      // A stream's first object may start above 0 only if the stream was created there; the
-      // store creates streams at 0, so anything else is a gap. Only a stream never taken can
-      // appear here without a row.
-      if (r.owner != base::node_id(-1) || r.epoch != base::leader_epoch()) {
-        return fail(catalog_error::fenced);
-      }
-      if (r.start_offset != 0) return fail(catalog_error::discontinuous);
-      if (!c_->query("INSERT INTO streams(stream_id, start_offset, end_offset) VALUES(?,0,?)",
-                     i64(r.stream_id), r.end_offset)) {
-        return fail(catalog_error::io);
-      }
+      auto up = c_->run(
+          "UPDATE streams SET end_offset = v.column3 FROM (VALUES " +
+              values_list(n,
+                          "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), "
+                          "CAST(? AS BIGINT), CAST(? AS BIGINT))") +
+              ") AS v WHERE streams.stream_id = v.column1 AND streams.end_offset = v.column2 "
+              "AND streams.owner = v.column4 AND streams.epoch = v.column5 "
+              "RETURNING streams.stream_id",
+          params);
+      if (!up) return fail(catalog_error::io);
+      for (const row& r : up->rows) moved.insert(stream_id_at(r, 0));
     }
-    if (!insert_range(*c_, object.object_id, r)) return fail(catalog_error::io);
+    for (const auto& r : chunk) {
+      if (moved.contains(r.stream_id)) continue;
+      if (auto f = commit_range(*c_, r); !f) return f;
+    }
+    params.clear();
+    for (const auto& r : chunk) {
+      params.insert(params.end(), {i64(r.stream_id), r.start_offset, r.end_offset,
+                                   i64(object.object_id), r.max_timestamp, i64(r.size)});
+    }
+    if (!c_->run("INSERT INTO ranges(stream_id, start_offset, end_offset, object_id, "
+                 "max_timestamp, size) VALUES " +
+                     values_list(n, "(?, ?, ?, ?, ?, ?)"),
+                 params)) {
+      return fail(catalog_error::io);
+    }
   }
   if (!tx.commit()) return fail(catalog_error::io);
   return {};
@@ -392,7 +446,7 @@ tl::expected<std::vector<base::leader_epoch>, catalog_error> stream_catalog::tak
   taken.reserve(unique.size());
   std::vector<sql::param> params;
   for (size_t at = 0; at < unique.size();) {
-    const size_t n = take_chunk(unique.size() - at);
+    const size_t n = chunk_size(unique.size() - at, take_chunk);
     const std::span<const stream_take> chunk(unique.data() + at, n);
     at += n;
     // A stream the catalog has not seen is created at epoch 0; any other moves to its next.

@@ -195,6 +195,37 @@ TEST_P(StreamCatalog, TakesManyStreamsInOneCallAcrossChunks) {
   }
 }
 
+// An object with a range of each of many streams is committed in chunks of several ranges per
+// statement; one bad range in a late chunk still refuses the whole object.
+TEST_P(StreamCatalog, CommitsManyStreamsRangesAndRefusesTheWholeObjectForOneBadRange) {
+  auto c = memory_catalog();
+  constexpr uint64_t n = 300;  // 128 + 128 + 32 + 8 + 4 per statement
+  std::vector<stream_take> takes;
+  for (uint64_t i = 0; i < n; ++i) takes.push_back({sid(1 + i), 0});
+  ASSERT_TRUE(c->take(node(1), takes));
+  auto ranges_at = [&](int64_t from, int64_t to) {
+    std::vector<stream_range> out;
+    for (uint64_t i = 0; i < n; ++i)
+      out.push_back({sid(1 + i), from, to, 5, 10, node(1), epoch(0)});
+    return out;
+  };
+  ASSERT_TRUE(c->commit_object(object(*c), ranges_at(0, 10)));
+  for (uint64_t i = 0; i < n; i += 37) EXPECT_EQ(c->stream(sid(1 + i))->value().end_offset, 10);
+  auto gap = ranges_at(10, 20);
+  gap[290].start_offset = 11;
+  EXPECT_EQ(c->commit_object(object(*c), gap).error(), catalog_error::discontinuous);
+  auto stale = ranges_at(10, 20);
+  stale[299].epoch = epoch(1);
+  EXPECT_EQ(c->commit_object(object(*c), stale).error(), catalog_error::fenced);
+  for (uint64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(c->stream(sid(1 + i))->value().end_offset, 10) << "stream " << 1 + i;
+    ASSERT_EQ(c->ranges(sid(1 + i))->size(), 1u);
+  }
+  ASSERT_TRUE(c->commit_object(object(*c), ranges_at(10, 20)));
+  EXPECT_EQ(c->stream(sid(n))->value().end_offset, 20);
+  EXPECT_EQ(c->find(sid(n), 15)->size(), 1u);
+}
+
 TEST_P(StreamCatalog, AStaleOwnerIsFencedAndTheNewOwnersDataStays) {
   auto a = memory_catalog();
   auto b = memory_catalog();
