@@ -4,13 +4,11 @@
 #include <csignal>
 #include <cstdio>
 #include <functional>
-#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -66,31 +64,14 @@ static int run(int argc, char** argv) {
     return 1;
   }
 
-  // `io` runs the listeners, signals and timers on the main thread. With more than one network
-  // thread, each runs an io_context of its own and the connections are dealt to them in turn:
-  // a connection's work then stays on one thread, and no thread wakes another to hand it
-  // over (with one shared io_context that hand-off cost more CPU than the requests).
-  asio::io_context io(1);
-  std::vector<std::unique_ptr<asio::io_context>> workers;
-  std::vector<asio::io_context*> worker_ptrs;
-  // Every io_context runs until the server has stopped (its connections may outlive the
-  // listeners and signals that keep `io` busy, and a worker may have no connection yet).
-  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> keep_running;
-  keep_running.push_back(asio::make_work_guard(io));
-  if (cfg->num_network_threads > 1) {
-    for (uint32_t i = 0; i < cfg->num_network_threads; ++i) {
-      workers.push_back(std::make_unique<asio::io_context>(1));
-      worker_ptrs.push_back(workers.back().get());
-      keep_running.push_back(asio::make_work_guard(*workers.back()));
-    }
-  }
+  asio::io_context io(static_cast<int>(cfg->num_network_threads));
   silt::net::server_options so;
   so.max_request_bytes = cfg->socket_request_max_bytes;
   so.queued_max_bytes = cfg->queued_max_request_bytes;
   so.max_inflight = cfg->max_inflight_requests;
   so.idle_timeout = std::chrono::milliseconds(cfg->connections_max_idle_ms);
   so.max_connections = cfg->max_connections;
-  silt::net::server server(io, worker_ptrs, so, **broker);
+  silt::net::server server(io, so, **broker);
   for (const auto& l : cfg->listeners) {
     auto port = server.listen(l.host, l.port);
     if (!port) {
@@ -179,21 +160,17 @@ static int run(int argc, char** argv) {
     metrics_timer.cancel();
     usr1.cancel();
     (*broker)->begin_shutdown();
-    server.stop([&io, &workers] {
-      io.stop();
-      for (auto& w : workers) w->stop();
-    });
+    server.stop([&io] { io.stop(); });
   });
   std::signal(SIGPIPE, SIG_IGN);
 
   // The threads that serve connections never run a metadata statement (the store refuses
   // them there): a slow database must not stall a connection.
   std::vector<std::thread> threads;
-  threads.reserve(workers.size());
-  for (auto& w : workers) {
-    threads.emplace_back([ctx = w.get()] {
+  for (uint32_t i = 1; i < cfg->num_network_threads; ++i) {
+    threads.emplace_back([&io] {
       silt::metadata::sql::mark_network_thread(true);
-      ctx->run();
+      io.run();
     });
   }
   silt::metadata::sql::mark_network_thread(true);

@@ -3,12 +3,9 @@
 #include "net/server.h"
 
 #include <chrono>
-#include <memory>
 #include <thread>
-#include <vector>
 
 #include <arpa/inet.h>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -216,71 +213,6 @@ TEST_F(ServerTest, InflightLimitAppliesBackpressureWithoutLosingRequests) {
   send_all(fd, all);
   for (int i = 0; i < 40; ++i) ASSERT_EQ(read_response(fd), i);
   ::close(fd);
-}
-
-// Connections dealt to worker io_contexts (one thread each, as the broker runs them) are
-// served there, in order per connection, and stop() still drains them all.
-TEST(ServerWorkers, ConnectionsOnWorkerContextsAreAnsweredAndStopped) {
-  asio::io_context io(1);
-  std::vector<std::unique_ptr<asio::io_context>> workers;
-  std::vector<asio::io_context*> ptrs;
-  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
-  guards.push_back(asio::make_work_guard(io));  // the connections outlive the listener
-  for (int i = 0; i < 2; ++i) {
-    workers.push_back(std::make_unique<asio::io_context>(1));
-    ptrs.push_back(workers.back().get());
-    guards.push_back(asio::make_work_guard(*workers.back()));
-  }
-  delaying_handler handler;
-  server srv(io, ptrs, {}, handler);
-  auto port = srv.listen("127.0.0.1", 0);
-  ASSERT_TRUE(port) << port.error();
-  srv.start();
-  std::vector<std::thread> threads;
-  threads.emplace_back([&] { io.run(); });
-  for (auto& w : workers) threads.emplace_back([ctx = w.get()] { ctx->run(); });
-  std::vector<int> fds;
-  for (int c = 0; c < 4; ++c) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(*port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    timeval tv{5, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    fds.push_back(fd);
-  }
-  for (int fd : fds) {
-    for (int i = 0; i < 10; ++i) {
-      std::vector<uint8_t> f(4 + 2 + 2 + 4 + 2 + 1);
-      base::store_be<int32_t>(f.data(), static_cast<int32_t>(f.size() - 4));
-      base::store_be<int16_t>(f.data() + 4, 18);
-      base::store_be<int32_t>(f.data() + 8, i);
-      base::store_be<int16_t>(f.data() + 12, 1);
-      f[14] = 't';
-      ASSERT_EQ(::send(fd, f.data(), f.size(), MSG_NOSIGNAL), static_cast<ssize_t>(f.size()));
-    }
-  }
-  for (int fd : fds) {
-    for (int i = 0; i < 10; ++i) {
-      uint8_t buf[8];
-      size_t got = 0;
-      while (got < sizeof buf) {
-        const ssize_t n = ::recv(fd, buf + got, sizeof buf - got, 0);
-        ASSERT_GT(n, 0);
-        got += static_cast<size_t>(n);
-      }
-      EXPECT_EQ(base::load_be<int32_t>(buf + 4), i);
-    }
-  }
-  EXPECT_EQ(srv.stats().connections_accepted, 4u);
-  srv.stop([&] {
-    io.stop();
-    for (auto& w : workers) w->stop();
-  });
-  for (auto& t : threads) t.join();
-  for (int fd : fds) ::close(fd);
 }
 
 }  // namespace
