@@ -5,7 +5,9 @@
 #
 # Usage: bench/producer_perf_vs_kafka.sh [--silt-bin PATH] [--records N] [--large-records N]
 #          [--partitions N] [--only silt|kafka] [--workdir DIR] [--no-warmup] [--keep-data]
+#          [--silt-override KEY=VALUE]...
 #   --silt-bin PATH      the Silt broker (default: build/silt)
+#   --silt-override K=V  a setting for Silt (repeatable), e.g. wal.io.engine=uring
 #   --records N          records of workload 1, 1 KiB unthrottled (default 6000000, ~30 s
 #                        on Kafka on the idle 2-core development machine; shorter runs
 #                        are dominated by the producer's first seconds)
@@ -43,6 +45,7 @@ kref="$repo/tests/kafka-reference.sh"
 stats="$here/broker_stats.py"
 
 silt_bin=$repo/build/silt
+silt_overrides=()
 records=6000000
 large_records=24000
 partitions=1
@@ -60,6 +63,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; ex
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --silt-bin) silt_bin=$2; shift 2 ;;
+    --silt-override) silt_overrides+=(--override "$2"); shift 2 ;;
     --records) records=$2; shift 2 ;;
     --large-records) large_records=$2; shift 2 ;;
     --partitions) partitions=$2; shift 2 ;;
@@ -140,7 +144,7 @@ start_broker() {
   if [[ $broker == silt ]]; then
     mkdir -p "$dir/data"
     "$silt_bin" --override "listeners=PLAINTEXT://127.0.0.1:$port" \
-      --override "data.dir=$dir/data" >"$dir/silt.log" 2>&1 </dev/null &
+      --override "data.dir=$dir/data" "${silt_overrides[@]}" >"$dir/silt.log" 2>&1 </dev/null &
     silt_pid=$!
     for ((i = 0; i < 600; i++)); do
       port_open "$port" && break

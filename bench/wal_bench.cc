@@ -2,8 +2,9 @@
 // (as a broker's connections would), each acknowledged by its callback once durable. Latency
 // runs from append() to the callback. Printed, never asserted.
 //
-// Run: build/bench/wal_bench [--path FILE] [--sync dsync|fdatasync|both] [--bs 4096,65536]
-//        [--concurrency 1,16,64] [--iodepth N] [--iops N] [--seconds S] [--capacity BYTES]
+// Run: build/bench/wal_bench [--engine threads|uring|both] [--path FILE]
+//        [--sync dsync|fdatasync|both] [--bs 4096,65536] [--concurrency 1,16,64] [--iodepth N]
+//        [--iops N] [--seconds S] [--capacity BYTES]
 //        [--csv]
 // --iodepth defaults to the concurrency. bench/wal_vs_fio.sh compares it with fio.
 #include <algorithm>
@@ -29,6 +30,7 @@ using clock_type = std::chrono::steady_clock;
 struct config {
   std::string path = "wal_bench.wal";
   std::vector<sync_mode> syncs = {sync_mode::dsync, sync_mode::fdatasync};
+  std::vector<io_engine> engines = {io_engine::threads};
   std::vector<uint32_t> sizes = {4096, 65536};
   std::vector<uint32_t> concurrencies = {1, 16, 64};
   uint32_t iodepth = 0;  // 0: the concurrency
@@ -61,6 +63,10 @@ const char* sync_name(sync_mode m) {
   return m == sync_mode::dsync ? "dsync" : "fdatasync";
 }
 
+const char* engine_name(io_engine e) {
+  return e == io_engine::threads ? "threads" : "uring";
+}
+
 double percentile(std::vector<uint32_t>& ns, double p) {
   if (ns.empty()) return 0;
   const auto k = static_cast<size_t>(p * static_cast<double>(ns.size() - 1));
@@ -69,12 +75,13 @@ double percentile(std::vector<uint32_t>& ns, double p) {
 }
 
 // One measurement; nullopt (after a message) when the WAL fails.
-std::optional<result> run_one(const config& cfg, sync_mode sync, uint32_t size,
+std::optional<result> run_one(const config& cfg, io_engine engine, sync_mode sync, uint32_t size,
                               uint32_t concurrency) {
   wal_options options;
   options.path = cfg.path;
   options.capacity = cfg.capacity;
   options.sync = sync;
+  options.engine = engine;
   options.iodepth = cfg.iodepth != 0 ? cfg.iodepth : concurrency;
   options.iops = cfg.iops;
   auto opened = wal::open(options, [](const replayed_record&) {});
@@ -192,6 +199,14 @@ int main(int argc, char** argv) {
       } else {
         cfg.syncs = {sync_mode::dsync, sync_mode::fdatasync};
       }
+    } else if (arg == "--engine") {
+      if (value == "threads") {
+        cfg.engines = {io_engine::threads};
+      } else if (value == "uring") {
+        cfg.engines = {io_engine::uring};
+      } else {
+        cfg.engines = {io_engine::threads, io_engine::uring};
+      }
     } else if (arg == "--bs") {
       cfg.sizes = parse_list(value);
     } else if (arg == "--concurrency") {
@@ -212,28 +227,31 @@ int main(int argc, char** argv) {
   if (cfg.csv) {
     std::printf(
         "sync,bs,concurrency,iodepth,appends_per_s,mib_per_s,p50_us,p99_us,p999_us,"
-        "writes_per_s,kib_per_write\n");
+        "writes_per_s,kib_per_write,engine\n");
   } else {
-    std::printf("%-9s %6s %4s %4s %11s %9s %9s %9s %9s %10s %9s\n", "sync", "bs", "conc", "qd",
-                "appends/s", "MiB/s", "p50 us", "p99 us", "p99.9 us", "writes/s", "KiB/write");
+    std::printf("%-9s %6s %4s %4s %11s %9s %9s %9s %9s %10s %9s %8s\n", "sync", "bs", "conc", "qd",
+                "appends/s", "MiB/s", "p50 us", "p99 us", "p99.9 us", "writes/s", "KiB/write",
+                "engine");
   }
-  for (const sync_mode sync : cfg.syncs) {
-    for (const uint32_t size : cfg.sizes) {
-      for (const uint32_t conc : cfg.concurrencies) {
-        const uint32_t qd = cfg.iodepth != 0 ? cfg.iodepth : conc;
-        const auto measured = run_one(cfg, sync, size, conc);
-        if (!measured) return 1;
-        const result& r = *measured;
-        if (cfg.csv) {
-          std::printf("%s,%u,%u,%u,%.0f,%.1f,%.1f,%.1f,%.1f,%.0f,%.1f\n", sync_name(sync), size,
-                      conc, qd, r.appends_per_s, r.mib_per_s, r.p50_us, r.p99_us, r.p999_us,
-                      r.writes_per_s, r.kib_per_write);
-        } else {
-          std::printf("%-9s %6u %4u %4u %11.0f %9.1f %9.1f %9.1f %9.1f %10.0f %9.1f\n",
-                      sync_name(sync), size, conc, qd, r.appends_per_s, r.mib_per_s, r.p50_us,
-                      r.p99_us, r.p999_us, r.writes_per_s, r.kib_per_write);
+  for (const io_engine engine : cfg.engines) {
+    for (const sync_mode sync : cfg.syncs) {
+      for (const uint32_t size : cfg.sizes) {
+        for (const uint32_t conc : cfg.concurrencies) {
+          const uint32_t qd = cfg.iodepth != 0 ? cfg.iodepth : conc;
+          const auto measured = run_one(cfg, engine, sync, size, conc);
+          if (!measured) return 1;
+          const result& r = *measured;
+          if (cfg.csv) {
+            std::printf("%s,%u,%u,%u,%.0f,%.1f,%.1f,%.1f,%.1f,%.0f,%.1f,%s\n", sync_name(sync),
+                        size, conc, qd, r.appends_per_s, r.mib_per_s, r.p50_us, r.p99_us, r.p999_us,
+                        r.writes_per_s, r.kib_per_write, engine_name(engine));
+          } else {
+            std::printf("%-9s %6u %4u %4u %11.0f %9.1f %9.1f %9.1f %9.1f %10.0f %9.1f %8s\n",
+                        sync_name(sync), size, conc, qd, r.appends_per_s, r.mib_per_s, r.p50_us,
+                        r.p99_us, r.p999_us, r.writes_per_s, r.kib_per_write, engine_name(engine));
+          }
+          std::fflush(stdout);
         }
-        std::fflush(stdout);
       }
     }
   }

@@ -462,6 +462,12 @@ std::vector<setting> make_settings() {
                    "How WAL writes become durable: `dsync` opens the WAL with O_DSYNC, "
                    "`fdatasync` calls fdatasync after each group of writes.",
                    "dsync or fdatasync", one_of({"dsync", "fdatasync"})));
+  t.push_back(text("wal.io.engine", &bc::wal_io_engine, "threads",
+                   "Who issues WAL writes: `threads`, writer threads (`wal.iodepth` of them, at "
+                   "most 16) that each write with pwrite and wait for the write and its flush "
+                   "themselves; `uring`, one thread through io_uring, where the flush of an "
+                   "O_DSYNC write runs in a kernel worker that waits behind busy threads.",
+                   "threads or uring", one_of({"threads", "uring"})));
   t.push_back(text("object.store.uri", &bc::object_store_uri, "`file://<data.dir>/objects`",
                    "Where the data lives: `file:///path` (a local directory) or "
                    "`s3://bucket?endpoint=http://host:port&region=...&path_style=true`. The "

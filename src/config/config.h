@@ -58,6 +58,7 @@ struct broker_config {
   uint32_t wal_iodepth = 32;                 // wal.iodepth
   uint32_t wal_iops = 0;                     // wal.iops (0: unlimited)
   std::string wal_sync = "dsync";            // wal.sync: dsync | fdatasync
+  std::string wal_io_engine = "threads";     // wal.io.engine: threads | uring
   std::string object_store_uri;    // object.store.uri (default: file://<data.dir>/objects)
   std::string metadata_store_uri;  // metadata.store.uri (default: sqlite://<data.dir>/metadata.db)
   std::string metadata_path;       // metadata.path, the SQLite form of the same

@@ -140,6 +140,8 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   so.wal.iops = config.wal_iops;
   so.wal.sync = config.wal_sync == "fdatasync" ? storage::wal::sync_mode::fdatasync
                                                : storage::wal::sync_mode::dsync;
+  so.wal.engine = config.wal_io_engine == "uring" ? storage::wal::io_engine::uring
+                                                  : storage::wal::io_engine::threads;
   so.metadata = *db;
   so.node_id = base::node_id(config.node_id);
   so.log_cache_bytes = config.log_cache_bytes;

@@ -8,7 +8,10 @@
 #include <utility>
 
 #include <sys/eventfd.h>
+#include <sys/uio.h>
 #include <unistd.h>
+
+#include "base/sched.h"
 
 namespace silt::storage::wal {
 
@@ -29,6 +32,11 @@ constexpr size_t eager_writes = 2;
 constexpr uint64_t max_write = 1ull << 30;
 // After a header write failed, the next attempt waits this long.
 constexpr std::chrono::milliseconds header_retry_delay{1000};
+// Writer threads at most (io_engine::threads): one per write in flight.
+constexpr uint32_t max_writer_threads = 16;
+// The scheduler slice of the writer threads and of the I/O thread that reaps their writes: the
+// kernel's shortest, so that they run as soon as the device answers.
+constexpr std::chrono::microseconds short_slice{100};
 
 using clock = token_bucket::clock;
 
@@ -39,17 +47,24 @@ tl::expected<std::unique_ptr<uring_wal>, wal_error> uring_wal::start(ring_file f
                                                                      const initial_state& state) {
   std::unique_ptr<uring_wal> w(new uring_wal(std::move(file), options, state));
   if (auto r = w->init_ring(); !r) return tl::unexpected(r.error());
-  w->thread_ = std::thread([p = w.get()] { p->run(); });
+  if (w->threaded_) w->start_writers();
+  w->thread_ = std::thread([p = w.get()] {
+    if (p->threaded_) (void)base::set_scheduler_slice(short_slice);
+    p->run();
+  });
   return w;
 }
 
 uring_wal::uring_wal(ring_file file, const wal_options& options, const initial_state& state)
     : file_(std::move(file)),
       capacity_(state.header.capacity),
-      iodepth_(options.iodepth),
+      iodepth_(options.engine == io_engine::threads ? std::min(options.iodepth, max_writer_threads)
+                                                    : options.iodepth),
       standard_buffer_(
           std::min<uint64_t>(format::align_down(options.max_write_bytes), state.header.capacity)),
       fdatasync_(options.sync == sync_mode::fdatasync),
+      threaded_(options.engine == io_engine::threads),
+      writer_count_(threaded_ ? iodepth_ : 0),
       wake_bytes_(std::min<uint64_t>(wake_batch_bytes, standard_buffer_)),
       faults_(options.faults),
       bucket_(options.iops, clock::now()),
@@ -252,6 +267,7 @@ void uring_wal::close() {
   }
   if (wake) signal();
   if (thread_.joinable()) thread_.join();
+  stop_writers();
   {
     base::lock_guard lock(mu_);
     stopped_ = true;
@@ -318,22 +334,37 @@ void uring_wal::submit_batch(batch& b) {
   const uint64_t at = b.start % capacity_;
   const uint64_t first = std::min(len, capacity_ - at);
   b.write_bytes = len;
-  uint32_t n = 0;
-  auto add_write = [&](uint8_t* data, uint64_t bytes, uint64_t ring_at) {
-    io_uring_sqe* sqe = next_sqe();
+  b.request_count = 0;
+  auto add_request = [&](uint8_t* data, uint64_t bytes, uint64_t ring_at) {
     // An injected failure writes the first half (whole blocks) and so comes back short.
-    const uint64_t written = b.inject_failure && n == 0 ? format::align_down(bytes / 2) : bytes;
-    io_uring_prep_write(sqe, file_.fd(), data, static_cast<unsigned>(written),
-                        format::ring_offset + ring_at);
-    b.ops[n] = {op_kind::write, &b, static_cast<uint32_t>(bytes)};
+    const uint64_t written =
+        b.inject_failure && b.request_count == 0 ? format::align_down(bytes / 2) : bytes;
+    b.requests[b.request_count++] = {data, bytes, written, format::ring_offset + ring_at};
+  };
+  add_request(b.buf.data(), first, at);
+  // A write past the ring's end continues at its start.
+  if (first < len) add_request(b.buf.data() + first, len - first, 0);
+  b.submitted = clock::now();
+  if (threaded_) {
+    b.ops_left = 1;  // the writer's report
+    {
+      base::lock_guard lock(jobs_mu_);
+      jobs_.push_back(&b);
+    }
+    jobs_cv_.notify_one();
+    return;
+  }
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < b.request_count; ++i) {
+    const write_request& r = b.requests[i];
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_write(sqe, file_.fd(), r.data, static_cast<unsigned>(r.written), r.file_offset);
+    b.ops[n] = {op_kind::write, &b, static_cast<uint32_t>(r.bytes)};
     io_uring_sqe_set_data(sqe, &b.ops[n]);
     // The datasync must start after the write(s) it makes durable.
     if (fdatasync_) sqe->flags |= IOSQE_IO_LINK;
     ++n;
-  };
-  add_write(b.buf.data(), first, at);
-  // A write past the ring's end continues at its start.
-  if (first < len) add_write(b.buf.data() + first, len - first, 0);
+  }
   if (fdatasync_) {
     io_uring_sqe* sqe = next_sqe();
     io_uring_prep_fsync(sqe, file_.fd(), IORING_FSYNC_DATASYNC);
@@ -342,7 +373,79 @@ void uring_wal::submit_batch(batch& b) {
     ++n;
   }
   b.ops_left = n;
-  b.submitted = clock::now();
+}
+
+void uring_wal::start_writers() {
+  writers_.reserve(writer_count_);
+  for (uint32_t i = 0; i < writer_count_; ++i) {
+    writers_.emplace_back([this] {
+      (void)base::set_scheduler_slice(short_slice);
+      writer_run();
+    });
+  }
+}
+
+void uring_wal::stop_writers() {
+  {
+    base::lock_guard lock(jobs_mu_);
+    writers_stop_ = true;
+  }
+  jobs_cv_.notify_all();
+  for (auto& t : writers_) t.join();
+  writers_.clear();
+}
+
+void uring_wal::writer_run() {
+  for (;;) {
+    batch* b = nullptr;
+    {
+      base::unique_lock lock(jobs_mu_);
+      lock.wait(jobs_cv_, [&]() REQUIRES(jobs_mu_) { return writers_stop_ || !jobs_.empty(); });
+      // Stopping comes after the I/O thread has drained: nothing is left to write.
+      if (jobs_.empty()) return;
+      b = jobs_.front();
+      jobs_.pop_front();
+    }
+    write_batch(*b);
+    {
+      base::lock_guard lock(jobs_mu_);
+      finished_.push_back(b);
+    }
+    signal();
+  }
+}
+
+void uring_wal::write_batch(batch& b) {
+  for (uint32_t i = 0; i < b.request_count && !b.failed; ++i) {
+    const write_request& r = b.requests[i];
+    ssize_t n = 0;
+    do {
+      n = ::pwrite(file_.fd(), r.data, r.written, static_cast<off_t>(r.file_offset));
+    } while (n < 0 && errno == EINTR);
+    // Like a short completion through io_uring, a short write fails the batch.
+    if (n < 0 || static_cast<uint64_t>(n) != r.bytes) b.failed = true;
+  }
+  if (fdatasync_ && !b.failed) {
+    if (::fdatasync(file_.fd()) != 0) {
+      b.failed = true;
+    } else {
+      syncs_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+}
+
+bool uring_wal::reap_writers() {
+  std::vector<batch*> finished;
+  {
+    base::lock_guard lock(jobs_mu_);
+    finished.swap(finished_);
+  }
+  bool failure = false;
+  for (batch* b : finished) {
+    b->ops_left = 0;
+    failure = failure || b->failed;
+  }
+  return failure;
 }
 
 void uring_wal::submit_header(const format::header_slot& slot, bool epoch_step) {
@@ -406,6 +509,7 @@ void uring_wal::reap() {
     }
   }
   io_uring_cq_advance(&ring_, seen);
+  if (threaded_ && reap_writers()) failure = true;
   if (header_inflight_ && header_ops_left_ == 0) {
     header_inflight_ = false;
     if (header_failed_) {

@@ -1,5 +1,6 @@
 // The WAL after recovery: appends are framed into batches by the calling threads and written
-// by one I/O thread through io_uring (see wal.h for the contract).
+// by one I/O thread, through io_uring or, with io_engine::threads, by writer threads that it
+// hands each batch to (see wal.h for the contract).
 //
 // Failures: a failed write fails every batch after it; once nothing is in flight the I/O
 // thread writes a new epoch's header (two slots, one after the other) with its start at the
@@ -7,8 +8,10 @@
 //
 // Ownership: the fields under "shared" belong to mu_; the ring, the in-flight batches, the
 // token bucket and the header buffer belong to the I/O thread; counters and the durable end
-// are atomics that anyone may read. Lifecycle: start() launches the I/O thread, close() (or
-// the destructor) drains it and joins it.
+// are atomics that anyone may read. With writer threads, a submitted batch belongs to the
+// writer that took it from jobs_ until it is back in finished_ (both under jobs_mu_), and its
+// completion wakes the I/O thread through the same eventfd as appenders do. Lifecycle: start()
+// launches the I/O thread, close() (or the destructor) drains it and joins it.
 //
 // Hand-offs: an appender reserves space in the open batch under mu_ and copies its frame
 // outside it. The I/O thread sleeps in io_uring; it is woken through an eventfd that it reads
@@ -90,6 +93,14 @@ class uring_wal final : public wal {
     wal_position end;
   };
 
+  // One write request: a batch is one, or two when it wraps the ring end.
+  struct write_request {
+    uint8_t* data = nullptr;
+    uint64_t bytes = 0;    // what must be written
+    uint64_t written = 0;  // what is asked for (less when a failure is injected)
+    uint64_t file_offset = 0;
+  };
+
   // One coalesced write: frames from `start` (block-aligned) on, then padding.
   struct batch {
     wal_position start = 0;
@@ -109,6 +120,8 @@ class uring_wal final : public wal {
     std::chrono::steady_clock::time_point opened;      // first append
     std::chrono::steady_clock::time_point submitted;   // handed to io_uring
     std::array<io_op, 3> ops{};  // up to two writes (wrapping the ring end) and a sync
+    std::array<write_request, 2> requests{};
+    uint32_t request_count = 0;
   };
 
   uring_wal(ring_file file, const wal_options& options, const initial_state& state);
@@ -133,6 +146,11 @@ class uring_wal final : public wal {
   [[nodiscard]] bool has_work_to_drain() const REQUIRES(mu_);
   [[nodiscard]] aligned_buffer take_buffer(uint64_t size) REQUIRES(mu_);
   static void fail_appends(batch& b, wal_error e);
+  void start_writers();
+  void stop_writers();
+  void writer_run();
+  void write_batch(batch& b);
+  [[nodiscard]] bool reap_writers();
   [[nodiscard]] io_uring_sqe* next_sqe();
 
   // Fixed after start().
@@ -141,6 +159,8 @@ class uring_wal final : public wal {
   const uint32_t iodepth_;
   const uint64_t standard_buffer_;
   const bool fdatasync_;
+  const bool threaded_;          // io_engine::threads
+  const uint32_t writer_count_;  // writer threads (threads), and so writes in flight at most
   const uint64_t wake_bytes_;
   const std::shared_ptr<write_faults> faults_;
   std::function<void()> room_callback_;  // set before the first append
@@ -204,6 +224,15 @@ class uring_wal final : public wal {
 
   std::thread thread_;
   base::mutex close_mu_;  // serializes close()
+
+  // Writer threads (io_engine::threads): batches to write, in submission order, and batches
+  // written, for the I/O thread to reap.
+  base::mutex jobs_mu_;
+  std::condition_variable jobs_cv_;
+  std::deque<batch*> jobs_ GUARDED_BY(jobs_mu_);
+  std::vector<batch*> finished_ GUARDED_BY(jobs_mu_);
+  bool writers_stop_ GUARDED_BY(jobs_mu_) = false;
+  std::vector<std::thread> writers_;
 
   // Readable from any thread.
   std::atomic<wal_position> durable_end_{0};

@@ -23,9 +23,23 @@ using testing::test_dir;
 
 constexpr uint64_t ring_64k = 64u << 10;
 
+// Each test runs with both I/O engines; the options below take the one under test.
+io_engine engine_under_test = io_engine::threads;
+
+class WalRing : public ::testing::TestWithParam<io_engine> {
+ protected:
+  void SetUp() override { engine_under_test = GetParam(); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Engines, WalRing, ::testing::Values(io_engine::threads, io_engine::uring),
+                         [](const auto& info) {
+                           return info.param == io_engine::threads ? "threads" : "uring";
+                         });
+
 wal_options ring_options(const std::string& path, uint64_t capacity = ring_64k) {
   wal_options o;
   o.path = path;
+  o.engine = engine_under_test;
   o.capacity = capacity;
   o.iodepth = 4;
   o.max_write_bytes = 16u << 10;
@@ -39,7 +53,7 @@ struct appended {
   wal_position end;
 };
 
-TEST(WalRing, WrapsAroundSeveralLapsWithTrimsAndReplaysWhatIsLeft) {
+TEST_P(WalRing, WrapsAroundSeveralLapsWithTrimsAndReplaysWhatIsLeft) {
   test_dir dir;
   const auto options = ring_options(dir.path("wal"));
   std::mt19937 rng(42);
@@ -87,7 +101,7 @@ TEST(WalRing, WrapsAroundSeveralLapsWithTrimsAndReplaysWhatIsLeft) {
   EXPECT_GT(log.back().end, 5 * ring_64k);  // several laps
 }
 
-TEST(WalRing, AppendBlocksUntilTrimFreesSpace) {
+TEST_P(WalRing, AppendBlocksUntilTrimFreesSpace) {
   test_dir dir;
   const auto options = ring_options(dir.path("wal"));
   auto o = open_wal(options);
@@ -115,7 +129,7 @@ TEST(WalRing, AppendBlocksUntilTrimFreesSpace) {
   EXPECT_EQ(w.trim_point(), end);
 }
 
-TEST(WalRing, TryAppendRefusesWhenFullAndTheRoomCallbackFollowsTheTrim) {
+TEST_P(WalRing, TryAppendRefusesWhenFullAndTheRoomCallbackFollowsTheTrim) {
   test_dir dir;
   const auto options = ring_options(dir.path("wal"));
   auto o = open_wal(options);
@@ -144,7 +158,7 @@ TEST(WalRing, TryAppendRefusesWhenFullAndTheRoomCallbackFollowsTheTrim) {
   w.close();
 }
 
-TEST(WalRing, CloseReleasesAnAppendWaitingForRoom) {
+TEST_P(WalRing, CloseReleasesAnAppendWaitingForRoom) {
   test_dir dir;
   const auto options = ring_options(dir.path("wal"));
   auto o = open_wal(options);
@@ -161,7 +175,7 @@ TEST(WalRing, CloseReleasesAnAppendWaitingForRoom) {
   EXPECT_EQ(r.error(), wal_error::closed);
 }
 
-TEST(WalRing, TrimPointIsPersistedAcrossReopen) {
+TEST_P(WalRing, TrimPointIsPersistedAcrossReopen) {
   test_dir dir;
   const auto options = ring_options(dir.path("wal"));
   std::vector<wal_position> ends;
@@ -185,7 +199,7 @@ TEST(WalRing, TrimPointIsPersistedAcrossReopen) {
   for (int i = 0; i < 5; ++i) EXPECT_EQ(o.records[i].offset, 5 + i);
 }
 
-TEST(WalRing, StaleRecordsFromAPreviousLapAreNotReplayed) {
+TEST_P(WalRing, StaleRecordsFromAPreviousLapAreNotReplayed) {
   test_dir dir;
   const auto options = ring_options(dir.path("wal"));
   {
@@ -214,7 +228,7 @@ TEST(WalRing, StaleRecordsFromAPreviousLapAreNotReplayed) {
   }
 }
 
-TEST(WalRing, RecordSpanningTheRingEndIsReplayed) {
+TEST_P(WalRing, RecordSpanningTheRingEndIsReplayed) {
   test_dir dir;
   const auto options = ring_options(dir.path("wal"));
   wal_position spanning = 0;

@@ -32,9 +32,23 @@ using testing::open_wal;
 using testing::payload_for;
 using testing::test_dir;
 
+// Each test runs with both I/O engines; the options below take the one under test.
+io_engine engine_under_test = io_engine::threads;
+
+class Wal : public ::testing::TestWithParam<io_engine> {
+ protected:
+  void SetUp() override { engine_under_test = GetParam(); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Engines, Wal, ::testing::Values(io_engine::threads, io_engine::uring),
+                         [](const auto& info) {
+                           return info.param == io_engine::threads ? "threads" : "uring";
+                         });
+
 wal_options small_options(const std::string& path) {
   wal_options o;
   o.path = path;
+  o.engine = engine_under_test;
   o.capacity = 4u << 20;
   o.iodepth = 8;
   o.max_write_bytes = 64u << 10;
@@ -60,7 +74,7 @@ int open_flags_of(const std::string& path) {
   return -1;
 }
 
-TEST(Wal, CreatesAPreZeroedRingOfHeaderPlusCapacity) {
+TEST_P(Wal, CreatesAPreZeroedRingOfHeaderPlusCapacity) {
   test_dir dir;
   auto options = small_options(dir.path("wal"));
   options.capacity = 100000;  // rounded down to 24 blocks
@@ -76,7 +90,7 @@ TEST(Wal, CreatesAPreZeroedRingOfHeaderPlusCapacity) {
   EXPECT_EQ((*o.log)->trim_point(), 0u);
 }
 
-TEST(Wal, AppendedRecordsAreReplayedInOrderAfterReopen) {
+TEST_P(Wal, AppendedRecordsAreReplayedInOrderAfterReopen) {
   test_dir dir;
   const auto options = small_options(dir.path("wal"));
   // Empty, tiny, a frame of exactly one block, one byte more, several blocks, and larger than
@@ -142,15 +156,15 @@ void expect_callbacks_in_append_order(uint32_t iodepth) {
   EXPECT_TRUE(durable_covers_each);
 }
 
-TEST(Wal, CallbacksFireInAppendOrderAtIodepth1) {
+TEST_P(Wal, CallbacksFireInAppendOrderAtIodepth1) {
   expect_callbacks_in_append_order(1);
 }
 
-TEST(Wal, CallbacksFireInAppendOrderAtIodepth32) {
+TEST_P(Wal, CallbacksFireInAppendOrderAtIodepth32) {
   expect_callbacks_in_append_order(32);
 }
 
-TEST(Wal, CallbacksOfManyAppendingThreadsFireInPositionOrder) {
+TEST_P(Wal, CallbacksOfManyAppendingThreadsFireInPositionOrder) {
   test_dir dir;
   auto options = small_options(dir.path("wal"));
   options.iodepth = 32;
@@ -187,7 +201,7 @@ TEST(Wal, CallbacksOfManyAppendingThreadsFireInPositionOrder) {
   }
 }
 
-TEST(Wal, AppendsQueuedDuringAWriteAreCoalescedIntoOneWrite) {
+TEST_P(Wal, AppendsQueuedDuringAWriteAreCoalescedIntoOneWrite) {
   test_dir dir;
   auto options = small_options(dir.path("wal"));
   options.iodepth = 1;
@@ -214,7 +228,7 @@ TEST(Wal, AppendsQueuedDuringAWriteAreCoalescedIntoOneWrite) {
   EXPECT_EQ(s.write_bytes % 4096, 0u);
 }
 
-TEST(Wal, FdatasyncModeSyncsAfterEveryWrite) {
+TEST_P(Wal, FdatasyncModeSyncsAfterEveryWrite) {
   test_dir dir;
   auto options = small_options(dir.path("wal"));
   options.sync = sync_mode::fdatasync;
@@ -231,7 +245,7 @@ TEST(Wal, FdatasyncModeSyncsAfterEveryWrite) {
   EXPECT_NE(flags & O_DIRECT, 0);
 }
 
-TEST(Wal, DsyncModeOpensTheFileWithODsyncAndODirect) {
+TEST_P(Wal, DsyncModeOpensTheFileWithODsyncAndODirect) {
   test_dir dir;
   auto options = small_options(dir.path("wal"));
   options.sync = sync_mode::dsync;
@@ -245,7 +259,7 @@ TEST(Wal, DsyncModeOpensTheFileWithODsyncAndODirect) {
   EXPECT_EQ((*o.log)->stats().syncs, 0u);  // durable when the write completes
 }
 
-TEST(Wal, RecordTooLargeForTheRingFailsWithTooLarge) {
+TEST_P(Wal, RecordTooLargeForTheRingFailsWithTooLarge) {
   test_dir dir;
   auto options = small_options(dir.path("wal"));
   options.capacity = 64u << 10;
@@ -262,7 +276,7 @@ TEST(Wal, RecordTooLargeForTheRingFailsWithTooLarge) {
   EXPECT_TRUE(append_and_wait(w, 1, 1, payload_for(1, 1, largest)));
 }
 
-TEST(Wal, AppendAfterCloseFailsWithClosed) {
+TEST_P(Wal, AppendAfterCloseFailsWithClosed) {
   test_dir dir;
   auto o = open_wal(small_options(dir.path("wal")));
   ASSERT_TRUE(o.log);
@@ -272,7 +286,7 @@ TEST(Wal, AppendAfterCloseFailsWithClosed) {
   EXPECT_EQ(r.error(), wal_error::closed);
 }
 
-TEST(Wal, CloseWaitsForQueuedAppends) {
+TEST_P(Wal, CloseWaitsForQueuedAppends) {
   test_dir dir;
   const auto options = small_options(dir.path("wal"));
   constexpr int n = 500;
@@ -293,7 +307,7 @@ TEST(Wal, CloseWaitsForQueuedAppends) {
   EXPECT_EQ(o.records.size(), static_cast<size_t>(n));
 }
 
-TEST(Wal, CloseIsIdempotentAndTheDestructorCloses) {
+TEST_P(Wal, CloseIsIdempotentAndTheDestructorCloses) {
   test_dir dir;
   const auto options = small_options(dir.path("wal"));
   std::atomic<int> ok{0};
@@ -327,7 +341,7 @@ bool set_immutable(const std::string& path, bool on) {
   return ok;
 }
 
-TEST(Wal, FailedWriteFailsItsCallbacksAndTheWalRecoversWhenTheDiskDoes) {
+TEST_P(Wal, FailedWriteFailsItsCallbacksAndTheWalRecoversWhenTheDiskDoes) {
   test_dir dir;
   const auto options = small_options(dir.path("wal"));
   std::vector<uint8_t> kept;
@@ -376,7 +390,7 @@ TEST(Wal, FailedWriteFailsItsCallbacksAndTheWalRecoversWhenTheDiskDoes) {
 // Writes that fail after landing in part, among many appends from several threads: every
 // append whose callback succeeded is replayed after reopen, in position order, and nothing
 // else is, though the failed writes left frames of their own on the device.
-TEST(Wal, InjectedWriteFailuresLoseNoDurableRecordAndReplayNoFailedOne) {
+TEST_P(Wal, InjectedWriteFailuresLoseNoDurableRecordAndReplayNoFailedOne) {
   test_dir dir;
   auto options = small_options(dir.path("wal"));
   options.capacity = 64u << 20;
@@ -442,7 +456,7 @@ TEST(Wal, InjectedWriteFailuresLoseNoDurableRecordAndReplayNoFailedOne) {
   }
 }
 
-TEST(Wal, IopsCapPacesWrites) {
+TEST_P(Wal, IopsCapPacesWrites) {
   test_dir dir;
   auto options = small_options(dir.path("wal"));
   options.iops = 200;
@@ -478,7 +492,7 @@ TEST(Wal, IopsCapPacesWrites) {
   EXPECT_GT(s.writes, 0u);
 }
 
-TEST(Wal, BadOptionsAreRejected) {
+TEST_P(Wal, BadOptionsAreRejected) {
   test_dir dir;
   auto expect_bad = [](const wal_options& o) {
     auto w = wal::open(o, [](const replayed_record&) {});
@@ -502,7 +516,7 @@ TEST(Wal, BadOptionsAreRejected) {
   EXPECT_FALSE(std::filesystem::exists(dir.path("wal")));
 }
 
-TEST(Wal, ExistingWalKeepsTheCapacityItWasCreatedWith) {
+TEST_P(Wal, ExistingWalKeepsTheCapacityItWasCreatedWith) {
   test_dir dir;
   auto options = small_options(dir.path("wal"));
   options.capacity = 64u << 10;
