@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "handlers/broker.h"
 #include "metadata/sql.h"
+#include "net/io_pool.h"
 #include "net/server.h"
 
 namespace {
@@ -64,14 +65,17 @@ static int run(int argc, char** argv) {
     return 1;
   }
 
-  asio::io_context io(static_cast<int>(cfg->num_network_threads));
+  // The listeners, signals and timers run on `io`, the main thread's; connections on the
+  // pool's worker contexts, one thread each (on `io` too with one network thread).
+  silt::net::io_pool pool(cfg->num_network_threads);
+  asio::io_context& io = pool.main();
   silt::net::server_options so;
   so.max_request_bytes = cfg->socket_request_max_bytes;
   so.queued_max_bytes = cfg->queued_max_request_bytes;
   so.max_inflight = cfg->max_inflight_requests;
   so.idle_timeout = std::chrono::milliseconds(cfg->connections_max_idle_ms);
   so.max_connections = cfg->max_connections;
-  silt::net::server server(io, so, **broker);
+  silt::net::server server(io, pool.workers(), so, **broker);
   for (const auto& l : cfg->listeners) {
     auto port = server.listen(l.host, l.port);
     if (!port) {
@@ -160,23 +164,15 @@ static int run(int argc, char** argv) {
     metrics_timer.cancel();
     usr1.cancel();
     (*broker)->begin_shutdown();
-    server.stop([&io] { io.stop(); });
+    // Once every connection is closed, the contexts run dry (bounded: io_pool.h).
+    server.stop([&pool] { pool.finish(std::chrono::seconds(10)); });
   });
   std::signal(SIGPIPE, SIG_IGN);
 
   // The threads that serve connections never run a metadata statement (the store refuses
   // them there): a slow database must not stall a connection.
-  std::vector<std::thread> threads;
-  for (uint32_t i = 1; i < cfg->num_network_threads; ++i) {
-    threads.emplace_back([&io] {
-      silt::metadata::sql::mark_network_thread(true);
-      io.run();
-    });
-  }
-  silt::metadata::sql::mark_network_thread(true);
-  io.run();
+  pool.run([] { silt::metadata::sql::mark_network_thread(true); });
   silt::metadata::sql::mark_network_thread(false);
-  for (auto& t : threads) t.join();
   if (const uint64_t n = silt::metadata::sql::network_thread_violations(); n > 0) {
     std::fprintf(stderr, "silt: %llu metadata statement(s) were refused on network threads\n",
                  static_cast<unsigned long long>(n));

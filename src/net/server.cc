@@ -74,12 +74,26 @@ class signal {
 struct connection;
 
 struct server::impl : std::enable_shared_from_this<server::impl> {
-  impl(asio::io_context& io, server_options o, request_handler& h)
-      : io(io), options(o), handler(h), strand(asio::make_strand(io)), budget(o.queued_max_bytes) {}
+  impl(asio::io_context& io, std::vector<asio::io_context*> workers, server_options o,
+       request_handler& h)
+      : io(io),
+        workers(std::move(workers)),
+        options(o),
+        handler(h),
+        strand(asio::make_strand(io)),
+        budget(o.queued_max_bytes) {}
+
+  // The io_context the next accepted connection runs on.
+  asio::io_context& next_context() {
+    if (workers.empty()) return io;
+    return *workers[next_worker++ % workers.size()];
+  }
 
   void remove(uint64_t id);
 
   asio::io_context& io;
+  const std::vector<asio::io_context*> workers;  // empty: connections run on `io`
+  size_t next_worker = 0;                        // owned by `strand`
   const server_options options;
   request_handler& handler;
   strand_type strand;  // owns acceptors and stop state
@@ -107,9 +121,10 @@ struct connection : std::enable_shared_from_this<connection> {
     clock::time_point handled;                      // the handler's end
   };
 
-  connection(std::shared_ptr<server::impl> srv, tcp::socket s, uint64_t id, std::string peer)
+  connection(std::shared_ptr<server::impl> srv, asio::io_context& ctx, tcp::socket s, uint64_t id,
+             std::string peer)
       : srv(std::move(srv)),
-        strand(asio::make_strand(this->srv->io)),
+        strand(asio::make_strand(ctx)),
         sock(std::move(s)),
         id(id),
         peer(std::move(peer)),
@@ -335,7 +350,11 @@ void server::impl::remove(uint64_t id) {
 }
 
 server::server(asio::io_context& io, server_options options, request_handler& handler)
-    : impl_(std::make_shared<impl>(io, options, handler)) {}
+    : server(io, {}, options, handler) {}
+
+server::server(asio::io_context& io, std::vector<asio::io_context*> workers, server_options options,
+               request_handler& handler)
+    : impl_(std::make_shared<impl>(io, std::move(workers), options, handler)) {}
 
 server::~server() = default;
 
@@ -378,7 +397,8 @@ void server::start() {
         impl_->strand,
         [srv = impl_, a = acc.get()]() -> asio::awaitable<void> {
           while (!srv->stopping) {
-            auto [ec, sock] = co_await a->async_accept(use_tuple);
+            asio::io_context& ctx = srv->next_context();
+            auto [ec, sock] = co_await a->async_accept(ctx, use_tuple);
             if (srv->stopping) break;
             if (ec) {
               if (ec == asio::error::operation_aborted) break;
@@ -399,7 +419,7 @@ void server::start() {
                 continue;
               }
               const uint64_t id = srv->next_id++;
-              c = std::make_shared<connection>(srv, std::move(sock), id, std::move(peer));
+              c = std::make_shared<connection>(srv, ctx, std::move(sock), id, std::move(peer));
               srv->conns.emplace(id, c);
               ++srv->stats.connections_accepted;
               ++srv->stats.connections_open;

@@ -14,8 +14,9 @@
 //
 // Lifecycle: listen() binds, start() accepts; stop() stops accepting and reading, lets the
 // requests in flight finish and be answered, then closes every connection and calls its
-// callback. Threads: the io_context may be run by any number of threads; all state of a
-// connection is owned by its strand, the server's own state by its strand.
+// callback. Threads: each io_context may be run by any number of threads, and connections
+// may be dealt to several (one thread each, in the broker); all state of a connection is
+// owned by its strand, the server's own state by its strand.
 #pragma once
 
 #include <chrono>
@@ -110,6 +111,11 @@ struct server_stats {
 class server {
  public:
   server(boost::asio::io_context& io, server_options options, request_handler& handler);
+  // The same, with each accepted connection placed on one of `workers` in turn (each run by
+  // one thread of its own, so that a connection's work never passes between threads); `io`
+  // keeps the listeners and the stop state.
+  server(boost::asio::io_context& io, std::vector<boost::asio::io_context*> workers,
+         server_options options, request_handler& handler);
   ~server();
   server(const server&) = delete;
   server& operator=(const server&) = delete;

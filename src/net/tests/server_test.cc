@@ -3,7 +3,9 @@
 #include "net/server.h"
 
 #include <chrono>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include <arpa/inet.h>
 #include <boost/asio/steady_timer.hpp>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/endian.h"
+#include "net/io_pool.h"
 
 namespace silt::net {
 namespace {
@@ -213,6 +216,79 @@ TEST_F(ServerTest, InflightLimitAppliesBackpressureWithoutLosingRequests) {
   send_all(fd, all);
   for (int i = 0; i < 40; ++i) ASSERT_EQ(read_response(fd), i);
   ::close(fd);
+}
+
+// Connections dealt to worker io_contexts (one thread each, as the broker runs them) are
+// served there, in order per connection; a shutdown with requests in flight and clients still
+// connected answers them, closes the connections and lets every context run dry before any is
+// destroyed (under ASan, a socket outliving its io_context fails here).
+TEST(ServerWorkers, ConnectionsOnWorkerContextsAreAnsweredAndStopped) {
+  io_pool pool(2);
+  ASSERT_EQ(pool.workers().size(), 2u);
+  delaying_handler handler;
+  auto srv = std::make_unique<server>(pool.main(), pool.workers(), server_options{}, handler);
+  auto port = srv->listen("127.0.0.1", 0);
+  ASSERT_TRUE(port) << port.error();
+  srv->start();
+  std::thread runner([&] { pool.run([] {}); });
+  auto frame = [](int32_t i) {
+    std::vector<uint8_t> f(4 + 2 + 2 + 4 + 2 + 1);
+    base::store_be<int32_t>(f.data(), static_cast<int32_t>(f.size() - 4));
+    base::store_be<int16_t>(f.data() + 4, 18);
+    base::store_be<int32_t>(f.data() + 8, i);
+    base::store_be<int16_t>(f.data() + 12, 1);
+    f[14] = 't';
+    return f;
+  };
+  std::vector<int> fds;
+  for (int c = 0; c < 4; ++c) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(*port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    fds.push_back(fd);
+  }
+  auto read_id = [](int fd) {
+    uint8_t buf[8];
+    size_t got = 0;
+    while (got < sizeof buf) {
+      const ssize_t n = ::recv(fd, buf + got, sizeof buf - got, 0);
+      if (n <= 0) return -1;
+      got += static_cast<size_t>(n);
+    }
+    return base::load_be<int32_t>(buf + 4);
+  };
+  for (int fd : fds) {
+    for (int i = 0; i < 10; ++i) {
+      const auto f = frame(i);
+      ASSERT_EQ(::send(fd, f.data(), f.size(), MSG_NOSIGNAL), static_cast<ssize_t>(f.size()));
+    }
+  }
+  for (int fd : fds) {
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(read_id(fd), i);
+  }
+  EXPECT_EQ(srv->stats().connections_accepted, 4u);
+  // One request (50 ms) in flight on every connection when the server stops.
+  for (int fd : fds) {
+    const auto f = frame(0);
+    ASSERT_EQ(::send(fd, f.data(), f.size(), MSG_NOSIGNAL), static_cast<ssize_t>(f.size()));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  srv->stop([&] { pool.finish(std::chrono::seconds(10)); });
+  const auto t0 = std::chrono::steady_clock::now();
+  runner.join();
+  // The contexts ran dry rather than being stopped at the end of the grace period.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  for (int fd : fds) {
+    EXPECT_EQ(read_id(fd), 0);   // answered
+    EXPECT_EQ(read_id(fd), -1);  // then closed
+    ::close(fd);
+  }
+  srv.reset();
 }
 
 }  // namespace
