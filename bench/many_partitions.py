@@ -190,8 +190,9 @@ def wait_ready(bootstrap, timeout, alive):
 class SiltBroker:
     name = "silt"
 
-    def __init__(self, binary, run_dir, port):
+    def __init__(self, binary, run_dir, port, overrides=()):
         self.binary = binary
+        self.overrides = list(overrides)
         self.dir = Path(run_dir)
         self.data = self.dir / "data"
         self.port = port
@@ -212,7 +213,8 @@ class SiltBroker:
             # Its own session: a Ctrl-C in the terminal reaches this script, which stops it.
             self.proc = subprocess.Popen(
                 [self.binary, "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
-                 "--override", f"data.dir={self.data}"],
+                 "--override", f"data.dir={self.data}"]
+                + [a for o in self.overrides for a in ("--override", o)],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True)
         deadline = time.monotonic() + timeout
@@ -687,8 +689,8 @@ def run_one(args, broker_name, topics_n, ppt):
            "duration_s": args.duration_s, "settle_s": args.settle_s, "port": port,
            "dir": str(run_dir),
            "load_avg_start": open("/proc/loadavg").read().split()[:3]}
-    broker = (SiltBroker(args.silt_bin, run_dir, port) if broker_name == "silt"
-              else KafkaBroker(run_dir, port))
+    broker = (SiltBroker(args.silt_bin, run_dir, port, args.silt_override)
+              if broker_name == "silt" else KafkaBroker(run_dir, port))
     watcher = None
     phase = "start"
     t_produce = None
@@ -854,6 +856,8 @@ def report(runs, meta):
                  f"machine: {meta['machine']}.")
     if meta.get("silt_bin"):
         lines.append(f"Silt binary: {meta['silt_bin']} (modified {meta.get('silt_bin_mtime')}).")
+        if meta.get("silt_overrides"):
+            lines.append("Silt settings: " + ", ".join(meta["silt_overrides"]) + ".")
     lines.append(f"Client: confluent-kafka {meta['client']} (librdkafka {meta['librdkafka']}), "
                  "one Producer (acks=all, linger.ms=5, no compression) and one assigned "
                  "Consumer, on the same machine as the broker. Kafka "
@@ -989,6 +993,8 @@ def main():
     ap.add_argument("--duration-s", type=float, default=None)
     ap.add_argument("--only", choices=["silt", "kafka"])
     ap.add_argument("--silt-bin", default=str(REPO / "build" / "silt"))
+    ap.add_argument("--silt-override", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting for Silt (repeatable), e.g. wal.io.engine=uring")
     ap.add_argument("--workdir", default=str(REPO / "build" / "many-partitions"))
     ap.add_argument("--idle-s", type=float, default=10)
     ap.add_argument("--metadata-requests", type=int, default=5)
@@ -1047,6 +1053,7 @@ def main():
             "librdkafka": rdkafka_version()[0],
             "kafka_version": os.environ.get("KAFKA_VERSION", "4.1.1"),
             "silt_bin": args.silt_bin if "silt" in brokers else None,
+            "silt_overrides": args.silt_override,
             # The repository's HEAD need not be what the binary was built from.
             "silt_bin_mtime": (datetime.datetime.fromtimestamp(
                 os.path.getmtime(args.silt_bin), datetime.timezone.utc).strftime(
