@@ -1,7 +1,7 @@
 // Fetches waiting for data (long polls): a fetch that has less than min_bytes registers for
 // the streams it reads and sleeps until one of them grows or max_wait_ms passes.
 //
-// notify() runs on the WAL's I/O thread after an append is durable; wait() runs on a
+// notify() runs on a WAL thread after an append is durable; wait() runs on a
 // connection's strand. Registration happens before the fetch's last check for data, so a
 // notification can never fall between the check and the sleep.
 #pragma once

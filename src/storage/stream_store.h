@@ -34,7 +34,7 @@
 //    block.
 //  - trim(), take(), epochs() and the producer-state calls do a catalog call on the calling
 //    thread.
-//  - The WAL's I/O thread runs durability callbacks (marks entries durable and queues them
+//  - The WAL's threads run durability callbacks (marks entries durable and queues them
 //    for upload, then calls the caller's callback).
 //  - One background thread runs upload, compaction, retention, deletions and the sweep in
 //    turn (run_*_once() run them directly, for tests); task_mu_ lets one run at a time, so

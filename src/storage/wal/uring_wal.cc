@@ -346,7 +346,7 @@ void uring_wal::submit_batch(batch& b) {
   if (first < len) add_request(b.buf.data() + first, len - first, 0);
   b.submitted = clock::now();
   if (threaded_) {
-    b.ops_left = 1;  // the writer's report
+    // ops_left stays 1 (set before the batch went in flight) until the writer reports.
     {
       base::lock_guard lock(jobs_mu_);
       jobs_.push_back(&b);
@@ -407,12 +407,43 @@ void uring_wal::writer_run() {
       jobs_.pop_front();
     }
     write_batch(*b);
-    {
-      base::lock_guard lock(jobs_mu_);
-      finished_.push_back(b);
-    }
-    signal();
+    finish_written(*b);
   }
+}
+
+void uring_wal::finish_written(batch& b) {
+  {
+    base::lock_guard retire_lock(retire_mu_);
+    if (b.failed) {
+      // Appends are refused until the WAL has recovered (as reap() does for io_uring).
+      base::lock_guard lock(mu_);
+      failed_ = true;
+      if (room_waiters_ > 0) room_cv_.notify_all();
+    }
+    b.ops_left = 0;
+    retire();  // `b` may be gone from here on
+  }
+  // Completions no longer wake the I/O thread by themselves: only when it has work.
+  bool wake = false;
+  {
+    base::lock_guard lock(mu_);
+    if (closing_ || failed_ || requested_trim_ > persisted_trim_ ||
+        (has_work_to_drain() && wake_on_ != wake_on::any_work)) {
+      wake_on_ = wake_on::nothing;
+      wake = true;
+    } else {
+      // The I/O thread may be asleep counting on this completion to wake it (its write slots
+      // full, or small batches left to wait for it): what it asked for no longer holds, so the
+      // next append (or close) must wake it as it would now ask. If it is awake, it sets this
+      // again before it sleeps.
+      if (inflight_count_.load(std::memory_order_acquire) < eager_writes) {
+        wake_on_ = wake_on::any_work;
+      } else if (wake_on_ == wake_on::nothing) {
+        wake_on_ = wake_on::big_batch;
+      }
+    }
+  }
+  if (wake) signal();
 }
 
 void uring_wal::write_batch(batch& b) {
@@ -432,20 +463,6 @@ void uring_wal::write_batch(batch& b) {
       syncs_.fetch_add(1, std::memory_order_relaxed);
     }
   }
-}
-
-bool uring_wal::reap_writers() {
-  std::vector<batch*> finished;
-  {
-    base::lock_guard lock(jobs_mu_);
-    finished.swap(finished_);
-  }
-  bool failure = false;
-  for (batch* b : finished) {
-    b->ops_left = 0;
-    failure = failure || b->failed;
-  }
-  return failure;
 }
 
 void uring_wal::submit_header(const format::header_slot& slot, bool epoch_step) {
@@ -509,7 +526,6 @@ void uring_wal::reap() {
     }
   }
   io_uring_cq_advance(&ring_, seen);
-  if (threaded_ && reap_writers()) failure = true;
   if (header_inflight_ && header_ops_left_ == 0) {
     header_inflight_ = false;
     if (header_failed_) {
@@ -597,7 +613,10 @@ format::header_slot uring_wal::begin_recovery() {
 
 void uring_wal::finish_recovery() {
   recoveries_.fetch_add(1, std::memory_order_relaxed);
-  io_failed_ = false;
+  {
+    base::lock_guard retire_lock(retire_mu_);
+    io_failed_ = false;
+  }
   std::function<void()> callback;
   {
     base::lock_guard lock(mu_);
@@ -611,6 +630,11 @@ void uring_wal::finish_recovery() {
 }
 
 void uring_wal::finish_batches() {
+  base::lock_guard retire_lock(retire_mu_);
+  retire();
+}
+
+void uring_wal::retire() {
   std::vector<std::unique_ptr<batch>> done;
   while (!inflight_.empty() && inflight_.front()->ops_left == 0) {
     done.push_back(std::move(inflight_.front()));
@@ -624,7 +648,10 @@ void uring_wal::finish_batches() {
       io_failed_ = true;
     }
     if (io_failed_) {
-      remember_rewind(*b);
+      {
+        base::lock_guard lock(mu_);
+        remember_rewind(*b);
+      }
       fail_appends(*b, wal_error::io);
       continue;
     }
@@ -645,6 +672,8 @@ void uring_wal::finish_batches() {
       free_buffers_.push_back(std::move(b->buf));
     }
   }
+  // Under mu_, where the I/O thread decides whether it is drained.
+  inflight_count_.fetch_sub(done.size(), std::memory_order_acq_rel);
 }
 
 void uring_wal::run() {
@@ -671,7 +700,7 @@ void uring_wal::run() {
         if (b.appends.empty()) break;
         if (failed_) {
           // The batches before it report first, in order.
-          if (!inflight_.empty()) break;
+          if (inflight_count_.load(std::memory_order_acquire) > 0) break;
           if (!b.sealed) seal(b);
           if (b.copies > 0) {
             waiting_for_copies = true;
@@ -682,7 +711,7 @@ void uring_wal::run() {
           queue_.pop_front();
           continue;
         }
-        if (inflight_.size() + ready.size() >= iodepth_) break;
+        if (inflight_count_.load(std::memory_order_acquire) + ready.size() >= iodepth_) break;
         if (faults_ && !b.fault_drawn) {
           const write_fault f = faults_->next();
           b.fault_drawn = true;
@@ -717,8 +746,9 @@ void uring_wal::run() {
           room_callback = room_callback_;
         }
       }
-      const bool drained = ready.empty() && doomed.empty() && inflight_.empty() &&
-                           !header_inflight_ && !has_work_to_drain();
+      const size_t inflight = inflight_count_.load(std::memory_order_acquire);
+      const bool drained = ready.empty() && doomed.empty() && inflight == 0 && !header_inflight_ &&
+                           !has_work_to_drain();
       if (failed_ && !recovery_abandoned_ && drained) {
         // Recovery: the new epoch's header, one slot after the other, then appends again (also
         // when closing, so that what the failed writes left is never replayed).
@@ -738,7 +768,7 @@ void uring_wal::run() {
         write_header = true;
       }
       exit = closing_ && drained && !write_header;
-      const size_t busy = inflight_.size() + ready.size();
+      const size_t busy = inflight + ready.size();
       if (exit || wait > clock::duration::zero() || busy >= iodepth_) {
         wake_on_ = wake_on::nothing;
       } else if (busy < eager_writes || waiting_for_copies) {
@@ -751,8 +781,16 @@ void uring_wal::run() {
     if (room_callback) room_callback();
     for (auto& b : doomed) fail_appends(*b, wal_error::io);
     for (auto& b : ready) {
-      submit_batch(*b);
-      inflight_.push_back(std::move(b));
+      // In flight before it is submitted, as a writer may finish it at once; until then it
+      // must not look complete to a writer retiring the batches before it.
+      batch& submitted = *b;
+      submitted.ops_left = 1;
+      inflight_count_.fetch_add(1, std::memory_order_acq_rel);
+      {
+        base::lock_guard retire_lock(retire_mu_);
+        inflight_.push_back(std::move(b));
+      }
+      submit_batch(submitted);
     }
     if (write_header) {
       // Header writes are few (one per trim at most, coalesced); they take from the IOPS budget

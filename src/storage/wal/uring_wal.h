@@ -6,12 +6,14 @@
 // thread writes a new epoch's header (two slots, one after the other) with its start at the
 // first failed batch, and appends resume there (see wal.h and docs/formats/wal.md).
 //
-// Ownership: the fields under "shared" belong to mu_; the ring, the in-flight batches, the
-// token bucket and the header buffer belong to the I/O thread; counters and the durable end
-// are atomics that anyone may read. With writer threads, a submitted batch belongs to the
-// writer that took it from jobs_ until it is back in finished_ (both under jobs_mu_), and its
-// completion wakes the I/O thread through the same eventfd as appenders do. Lifecycle: start()
-// launches the I/O thread, close() (or the destructor) drains it and joins it.
+// Ownership: the fields under "shared" belong to mu_; the in-flight batches to retire_mu_; the
+// ring, the token bucket and the header buffer to the I/O thread; counters and the durable end
+// are atomics that anyone may read. With writer threads, a submitted batch's writes belong to
+// the writer that took it from jobs_ (under jobs_mu_); once they are done, that writer retires
+// what completed in order and runs the callbacks itself, and wakes the I/O thread (through the
+// eventfd appenders use) only when it has something to do: queued batches, a trim to persist,
+// a failure, closing. Lifecycle: start() launches the I/O thread (and the writers), close()
+// (or the destructor) drains them and joins them.
 //
 // Hand-offs: an appender reserves space in the open batch under mu_ and copies its frame
 // outside it. The I/O thread sleeps in io_uring; it is woken through an eventfd that it reads
@@ -132,14 +134,15 @@ class uring_wal final : public wal {
   [[nodiscard]] tl::expected<void, wal_error> init_ring();
   void run();
   void reap();
-  void finish_batches();
+  void finish_batches() EXCLUDES(retire_mu_);
+  void retire() REQUIRES(retire_mu_);
   void finish_header();
   void submit_batch(batch& b);
   void submit_header(const format::header_slot& slot, bool epoch_step);
   void header_failed();
   [[nodiscard]] format::header_slot begin_recovery() REQUIRES(mu_);
   void finish_recovery();
-  void remember_rewind(const batch& b);
+  void remember_rewind(const batch& b) REQUIRES(mu_);
   void arm_wake();
   void signal();
   void seal(batch& b) REQUIRES(mu_);
@@ -150,7 +153,7 @@ class uring_wal final : public wal {
   void stop_writers();
   void writer_run();
   void write_batch(batch& b);
-  [[nodiscard]] bool reap_writers();
+  void finish_written(batch& b);
   [[nodiscard]] io_uring_sqe* next_sqe();
 
   // Fixed after start().
@@ -194,6 +197,19 @@ class uring_wal final : public wal {
   bool recovery_abandoned_ GUARDED_BY(mu_) = false;  // a header write failed while closing
   bool stopped_ GUARDED_BY(mu_) = false;
   std::vector<aligned_buffer> free_buffers_ GUARDED_BY(mu_);
+  // Where writing resumes after a failure: the first failed batch's start, with the rewritten
+  // tail it began with (if any), which the first write of the new epoch must carry again.
+  std::optional<wal_position> rewind_start_ GUARDED_BY(mu_);
+  std::vector<uint8_t> rewind_tail_ GUARDED_BY(mu_);
+
+  // Submitted batches, retired in position order by whichever WAL thread sees the front one
+  // complete: the I/O thread (io_uring) or a writer. Callbacks run under retire_mu_, which
+  // keeps them in append order; it is taken before mu_, never while holding it.
+  base::mutex retire_mu_;
+  std::deque<std::unique_ptr<batch>> inflight_ GUARDED_BY(retire_mu_);  // in position order
+  bool io_failed_ GUARDED_BY(retire_mu_) = false;  // a retired batch failed: fail all after it
+  // inflight_.size(), for the I/O thread's decisions under mu_.
+  std::atomic<size_t> inflight_count_{0};
 
   // The I/O thread's.
   io_uring ring_{};
@@ -202,12 +218,6 @@ class uring_wal final : public wal {
   io_op wake_op_{};
   uint64_t wake_value_ = 0;
   bool wake_armed_ = false;
-  std::deque<std::unique_ptr<batch>> inflight_;  // in position order
-  bool io_failed_ = false;                       // a popped batch failed: fail all after it
-  // Where writing resumes after a failure: the first failed batch's start, with the rewritten
-  // tail it began with (if any), which the first write of the new epoch must carry again.
-  std::optional<wal_position> rewind_start_;
-  std::vector<uint8_t> rewind_tail_;
   int epoch_steps_ = 0;                // header slots still to write for a new epoch
   format::header_slot recovery_slot_;  // the new epoch's header (its sequence aside)
   clock_type::time_point retry_at_{};  // the next attempt at the new epoch's header
@@ -225,12 +235,10 @@ class uring_wal final : public wal {
   std::thread thread_;
   base::mutex close_mu_;  // serializes close()
 
-  // Writer threads (io_engine::threads): batches to write, in submission order, and batches
-  // written, for the I/O thread to reap.
+  // Writer threads (io_engine::threads): batches to write, in submission order.
   base::mutex jobs_mu_;
   std::condition_variable jobs_cv_;
   std::deque<batch*> jobs_ GUARDED_BY(jobs_mu_);
-  std::vector<batch*> finished_ GUARDED_BY(jobs_mu_);
   bool writers_stop_ GUARDED_BY(jobs_mu_) = false;
   std::vector<std::thread> writers_;
 

@@ -16,10 +16,11 @@
 // tries again every second.
 //
 // Threads: append() and trim() may be called from any thread. The WAL owns one I/O thread that
-// submits writes and reaps completions; callbacks run on it, in append order, and must be
-// short (hand work off). A callback may call trim() and try_append() but not append() (it
-// could wait for room that only the I/O thread can make) nor close() (which joins the I/O
-// thread). open() replays the durable records before the WAL accepts appends.
+// submits writes, and (io_engine::threads) writer threads that issue them; callbacks run on
+// one of these, one at a time, in append order, and must be short (hand work off). A callback
+// may call trim() and try_append() but not append() (it could wait for room that only the
+// WAL's threads can make) nor close() (which joins them). open() replays the durable records before
+// the WAL accepts appends.
 #pragma once
 
 #include <chrono>
