@@ -219,7 +219,7 @@ void producer_state::record(base::stream_id stream_id, const record_batch_header
 
 void producer_state::load_locked(base::stream_id stream_id, stream_producers& sp) {
   const auto offsets = store_.offsets(stream_id);
-  int64_t from = offsets.start_offset;
+  int64_t from = offsets.start_offset.value();
   auto blob = store_.producer_state(stream_id);
   if (blob && !blob->empty()) {
     cursor c(*blob);
@@ -252,7 +252,7 @@ void producer_state::load_locked(base::stream_id stream_id, stream_producers& sp
     }
   }
   // Replay the batch headers written after the snapshot.
-  scan_batches(store_, stream_id, from, [&](const protocol::record_batch& b) {
+  scan_batches(store_, stream_id, base::offset(from), [&](const protocol::record_batch& b) {
     if (b.header.producer_id >= 0) apply(sp.producers, b.header, b.header.base_offset);
     return true;
   });
@@ -275,7 +275,7 @@ tl::expected<void, std::string> producer_state::snapshot() {
         sp = streams_[stream_id].get();
       }
       if (!sp->loaded.load(std::memory_order_acquire) || !sp->dirty) continue;
-      const int64_t covered = store_.offsets(stream_id).end_offset;
+      const int64_t covered = store_.offsets(stream_id).end_offset.value();
       // Expire idle producers, as Kafka does after producer.id.expiration.ms.
       for (auto it = sp->producers.begin(); it != sp->producers.end();) {
         if (expiration_ms_ >= 0 && now - it->second.last_timestamp > expiration_ms_) {

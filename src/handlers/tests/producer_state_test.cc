@@ -79,8 +79,8 @@ class ProducerStateTest : public ::testing::Test {
     auto base = store_->append(stream, owner, *owner, [&](auto) { done.set_value(); });
     EXPECT_TRUE(base);
     done.get_future().wait();
-    state_->record(stream, h, *base);
-    return {c, *base};
+    state_->record(stream, h, base->value());
+    return {c, base->value()};
   }
 
   storage::wal::testing::test_dir dir_;
@@ -105,7 +105,7 @@ TEST_F(ProducerStateTest, RetriedBatchIsADuplicateWithItsFirstOffsets) {
   EXPECT_EQ(c.v, verdict::duplicate);
   EXPECT_EQ(c.duplicate.first_offset, 0);
   EXPECT_EQ(c.duplicate.last_offset, 2);
-  EXPECT_EQ(store_->offsets(sid(1)).end_offset, 5);  // not written twice
+  EXPECT_EQ(store_->offsets(sid(1)).end_offset, base::offset(5));  // not written twice
 }
 
 TEST_F(ProducerStateTest, GapIsOutOfOrder) {
