@@ -48,7 +48,7 @@ constexpr size_t max_decompressed_batch_bytes = size_t{64} << 20;
 
 void set_error(partition_response& p, error_code e, std::string message = {}) {
   p.error_code = static_cast<int16_t>(e);
-  p.base_offset = -1;
+  p.base_offset = no_offset;
   if (!message.empty()) p.error_message = std::move(message);
 }
 
@@ -229,7 +229,9 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
                    checked& c) {
   auto on_durable = [p, &ctx, i, stream = c.stream_id, idempotent = c.idempotent,
                      h = c.first](tl::expected<base::offset, storage::stream_error> r) {
-    if (idempotent) ctx.producers.finish(stream, h, r.has_value(), r ? r->value() : -1);
+    if (idempotent) {
+      ctx.producers.finish(stream, h, r ? std::optional<base::offset>(*r) : std::nullopt);
+    }
     p->outcomes[i].store(r ? outcome::durable : outcome::failed, std::memory_order_release);
     // Long polls of the stream, and retries waiting for this batch.
     ctx.waiters.notify(stream);
@@ -245,7 +247,7 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
         return attempt::done;
       case producer_state::verdict::duplicate:
         // Producer state holds durable batches only: the first write is acknowledged truly.
-        c.out->base_offset = verdict.duplicate.first_offset;
+        c.out->base_offset = verdict.duplicate.first_offset.value();
         return attempt::done;
       case producer_state::verdict::in_flight:
         return attempt::wait;
@@ -276,7 +278,7 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
         return attempt::done;
     }
   }
-  if (c.idempotent) ctx.producers.begin(c.stream_id, c.first, base->value());
+  if (c.idempotent) ctx.producers.begin(c.stream_id, c.first, *base);
   c.out->base_offset = base->value();
   return attempt::done;
 }
