@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   t = clock_type::now();
   size_t read_bytes = 0;
   for (int stream = 0; stream < streams; ++stream) {
-    int64_t offset = 0;
+    silt::base::offset offset(0);
     for (;;) {
       auto r = s.read(silt::base::stream_id(stream), offset, 1 << 20);
       if (!r) {

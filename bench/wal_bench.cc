@@ -114,7 +114,7 @@ std::optional<result> run_one(const config& cfg, io_engine engine, sync_mode syn
                                              std::chrono::duration<double>(cfg.seconds));
   wal_stats stats_from{};
   bool stats_taken = false;
-  for (int64_t offset = 0;; ++offset) {
+  for (silt::base::offset offset(0);; offset += 1) {
     const auto now = clock_type::now();
     if (now >= measure_to || failed.load()) break;
     if (!stats_taken && now >= measure_from) {

@@ -23,8 +23,9 @@ asio::awaitable<protocol::delete_records_response> handle_delete_records(
       }
       const base::stream_id stream = *found;
       const auto offs = ctx.store.offsets(stream);
-      const int64_t target = p.offset == -1 ? offs.end_offset : p.offset;
-      if (target < 0 || target > offs.end_offset) {
+      // -1 asks for the high watermark.
+      const base::offset target = p.offset == -1 ? offs.end_offset : base::offset(p.offset);
+      if (target < base::offset(0) || target > offs.end_offset) {
         rp.error_code = static_cast<int16_t>(error_code::offset_out_of_range);
         continue;
       }
@@ -34,7 +35,7 @@ asio::awaitable<protocol::delete_records_response> handle_delete_records(
           continue;
         }
       }
-      rp.low_watermark = ctx.store.offsets(stream).start_offset;
+      rp.low_watermark = ctx.store.offsets(stream).start_offset.value();
     }
   }
   co_return resp;

@@ -24,10 +24,10 @@ struct wanted {
   std::string topic;
   protocol::uuid topic_id;
   int32_t partition = 0;
-  int64_t fetch_offset = 0;
+  base::offset fetch_offset{};
   int32_t max_bytes = 0;
   int32_t current_leader_epoch = -1;
-  int64_t log_start_offset = -1;  // the client's
+  std::optional<base::offset> log_start_offset;  // the client's
 };
 
 struct gathered {
@@ -41,7 +41,7 @@ struct gathered {
 // object store runs on the blocking pool (the cache may have evicted the data since the
 // fetch looked at the stream's offsets: read_cached() decides under the store's lock).
 asio::awaitable<tl::expected<storage::read_result, storage::stream_error>> read(
-    context& ctx, base::stream_id stream, int64_t offset, size_t max_bytes) {
+    context& ctx, base::stream_id stream, base::offset offset, size_t max_bytes) {
   if (auto cached = ctx.store.read_cached(stream, offset, max_bytes)) co_return std::move(*cached);
   co_return co_await asio::co_spawn(
       ctx.blocking,
@@ -77,12 +77,12 @@ asio::awaitable<size_t> gather(context& ctx, std::vector<wanted>& ws, int32_t ma
     }
     g.found = true;
     g.stream_id = stream_id;
-    g.data.high_watermark = offs.end_offset;
-    g.data.last_stable_offset = offs.end_offset;
-    g.data.log_start_offset = offs.start_offset;
+    g.data.high_watermark = offs.end_offset.value();
+    g.data.last_stable_offset = offs.end_offset.value();
+    g.data.log_start_offset = offs.start_offset.value();
     if (w.fetch_offset < offs.start_offset || w.fetch_offset > offs.end_offset) {
       g.data.error_code = static_cast<int16_t>(error_code::offset_out_of_range);
-      g.data.high_watermark = offs.end_offset;
+      g.data.high_watermark = offs.end_offset.value();
       continue;
     }
     if (w.fetch_offset == offs.end_offset) continue;
@@ -150,9 +150,9 @@ fetch_plan plan_fetch(context& ctx, int16_t version, const protocol::fetch_reque
     for (const auto& t : req.topics) {
       for (const auto& p : t.partitions) {
         auto& sp = parts[{t.topic, p.partition}];
-        sp.fetch_offset = p.fetch_offset;
+        sp.fetch_offset = base::offset(p.fetch_offset);
         sp.max_bytes = p.partition_max_bytes;
-        sp.log_start_offset = p.log_start_offset;
+        sp.log_start_offset = known_offset(p.log_start_offset);
       }
     }
     session->size = parts.size();
@@ -174,8 +174,9 @@ fetch_plan plan_fetch(context& ctx, int16_t version, const protocol::fetch_reque
   }
   for (const auto& t : req.topics) {
     for (const auto& p : t.partitions) {
-      ws.push_back({t.topic, t.topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
-                    p.current_leader_epoch, p.log_start_offset});
+      ws.push_back({t.topic, t.topic_id, p.partition, base::offset(p.fetch_offset),
+                    p.partition_max_bytes, p.current_leader_epoch,
+                    known_offset(p.log_start_offset)});
     }
   }
   return plan;
@@ -197,11 +198,11 @@ bool record_answer(const fetch_plan& plan, const std::vector<gathered>& got,
     auto& sp = it->second;
     const auto& d = got[i].data;
     answer[i] = d.records.has_value() || d.error_code != 0 ||
-                d.high_watermark != sp.last_high_watermark ||
-                d.log_start_offset != sp.last_log_start;
+                known_offset(d.high_watermark) != sp.last_high_watermark ||
+                known_offset(d.log_start_offset) != sp.last_log_start;
     // After an error the partition is answered again once the error is gone.
-    sp.last_high_watermark = d.error_code != 0 ? -1 : d.high_watermark;
-    sp.last_log_start = d.log_start_offset;
+    sp.last_high_watermark = d.error_code != 0 ? std::nullopt : known_offset(d.high_watermark);
+    sp.last_log_start = known_offset(d.log_start_offset);
   }
   return true;
 }
@@ -213,8 +214,10 @@ int32_t open_session(context& ctx, const fetch_plan& plan, const std::vector<gat
   for (size_t i = 0; i < plan.partitions.size(); ++i) {
     const auto& w = plan.partitions[i];
     const auto& d = got[i].data;
-    parts[{w.topic, w.partition}] = {w.fetch_offset, w.max_bytes, w.log_start_offset,
-                                     d.error_code != 0 ? -1 : d.high_watermark, d.log_start_offset};
+    parts[{w.topic, w.partition}] = {
+        w.fetch_offset, w.max_bytes, w.log_start_offset,
+        d.error_code != 0 ? std::nullopt : known_offset(d.high_watermark),
+        known_offset(d.log_start_offset)};
   }
   auto s = ctx.sessions.create(std::move(parts), base::now_ms());
   return s ? s->id : 0;

@@ -27,23 +27,30 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
 
+#include "base/ids.h"
 #include "base/mutex.h"
 
 namespace silt::handlers {
 
 struct session_partition {
-  int64_t fetch_offset = 0;
+  base::offset fetch_offset{};
   int32_t max_bytes = 0;
-  int64_t log_start_offset = -1;  // the client's (unused by a single broker)
-  // What the last response said; -1: never answered, or an error (so that the partition is
-  // answered again once the error is gone).
-  int64_t last_high_watermark = -1;
-  int64_t last_log_start = -1;
+  std::optional<base::offset> log_start_offset;  // the client's (unused by a single broker)
+  // What the last response said; none: never answered, or an error (so that the partition is
+  // answered again once the error is gone), or no log start.
+  std::optional<base::offset> last_high_watermark;
+  std::optional<base::offset> last_log_start;
 };
+
+// An offset field of a Fetch request or response, where -1 (any negative value) says none.
+[[nodiscard]] inline std::optional<base::offset> known_offset(int64_t v) {
+  return v < 0 ? std::nullopt : std::optional<base::offset>(v);
+}
 
 using session_key = std::pair<std::string, int32_t>;  // (topic, partition)
 

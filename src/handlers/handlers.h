@@ -62,6 +62,10 @@ struct api_range {
 [[nodiscard]] std::span<const api_range> supported_apis();
 [[nodiscard]] const api_range* find_supported(int16_t key);
 
+// The offset a response field gives when there is none (Kafka's UNDEFINED_OFFSET): no record
+// found, no end for an unknown epoch, no base offset for a failed produce.
+inline constexpr int64_t no_offset = -1;
+
 // The error for a request's current leader epoch (-1: the client does not say) against the
 // partition's (its stream's epoch, bumped each time a broker takes it): newer than the
 // broker's means the client knows of a leader the broker does not, older means fenced.

@@ -4,6 +4,7 @@
 // the target. Timestamp searches scan the partition's batches on the blocking pool (there is
 // no time index yet; batches whose max timestamp is below the target are skipped unread).
 #include <map>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -21,7 +22,7 @@ namespace {
 using protocol::error_code;
 
 struct found {
-  int64_t offset = -1;
+  std::optional<base::offset> offset;  // none: no record matched
   int64_t timestamp = -1;
 };
 
@@ -29,19 +30,19 @@ struct found {
 // record with the largest timestamp (target == -3, the first one of equals).
 found scan(storage::stream_store& store, base::stream_id stream, int64_t target) {
   found best;
-  scan_batches(store, stream, 0, [&](const protocol::record_batch& b) {
+  scan_batches(store, stream, base::offset(0), [&](const protocol::record_batch& b) {
     const auto& h = b.header;
     const bool wanted = target >= 0 ? h.max_timestamp >= target : h.max_timestamp > best.timestamp;
     if (!wanted) return true;
     if (h.log_append_time()) {
       // Every record of a log-append-time batch carries the batch's max timestamp.
-      best = {h.base_offset, h.max_timestamp};
+      best = {base::offset(h.base_offset), h.max_timestamp};
       return target < 0;
     }
     auto records = protocol::decode_records(b);
     if (!records) return true;
     for (const auto& rec : *records) {
-      const int64_t o = h.base_offset + rec.offset_delta;
+      const base::offset o(h.base_offset + rec.offset_delta);
       const int64_t ts = h.base_timestamp + rec.timestamp_delta;
       if (target >= 0 && ts >= target) {
         best = {o, ts};
@@ -92,14 +93,14 @@ asio::awaitable<protocol::list_offsets_response> handle_list_offsets(
       rp.leader_epoch = offs.epoch.value();
       switch (p.timestamp) {
         case -1:  // latest
-          rp.offset = offs.end_offset;
+          rp.offset = offs.end_offset.value();
           break;
         case -2:  // earliest
         case -4:  // earliest local
-          rp.offset = offs.start_offset;
+          rp.offset = offs.start_offset.value();
           break;
         case -5:  // latest tiered: nothing is tiered in Kafka's sense
-          rp.offset = -1;
+          rp.offset = no_offset;
           rp.leader_epoch = -1;
           break;
         default: {
@@ -115,9 +116,9 @@ asio::awaitable<protocol::list_offsets_response> handle_list_offsets(
                 co_return scan(store, stream, target);
               },
               asio::use_awaitable);
-          rp.offset = f.offset;
+          rp.offset = f.offset ? f.offset->value() : no_offset;
           rp.timestamp = f.timestamp;
-          if (f.offset < 0) rp.leader_epoch = -1;
+          if (!f.offset) rp.leader_epoch = -1;
           break;
         }
       }

@@ -31,13 +31,13 @@ asio::awaitable<protocol::offset_for_leader_epoch_response> handle_offset_for_le
       }
       // Kafka answers an unknown epoch with UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET.
       rp.leader_epoch = -1;
-      rp.end_offset = -1;
+      rp.end_offset = no_offset;
       if (p.leader_epoch < 0) continue;
       const base::leader_epoch asked(p.leader_epoch);
       if (asked > offs.epoch) continue;
       if (asked == offs.epoch) {
         rp.leader_epoch = offs.epoch.value();
-        rp.end_offset = offs.end_offset;
+        rp.end_offset = offs.end_offset.value();
         continue;
       }
       auto epochs = ctx.store.epochs(stream);
@@ -55,10 +55,10 @@ asio::awaitable<protocol::offset_for_leader_epoch_response> handle_offset_for_le
       }
       if (higher == nullptr) {
         rp.leader_epoch = offs.epoch.value();
-        rp.end_offset = offs.end_offset;
+        rp.end_offset = offs.end_offset.value();
       } else {
         rp.leader_epoch = (floor != nullptr ? floor->epoch : asked).value();
-        rp.end_offset = higher->start_offset;
+        rp.end_offset = higher->start_offset.value();
       }
     }
   }

@@ -48,7 +48,7 @@ constexpr size_t max_decompressed_batch_bytes = size_t{64} << 20;
 
 void set_error(partition_response& p, error_code e, std::string message = {}) {
   p.error_code = static_cast<int16_t>(e);
-  p.base_offset = -1;
+  p.base_offset = no_offset;
   if (!message.empty()) p.error_message = std::move(message);
 }
 
@@ -228,8 +228,10 @@ enum class attempt : uint8_t { done, wait };
 attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pending>& p, size_t i,
                    checked& c) {
   auto on_durable = [p, &ctx, i, stream = c.stream_id, idempotent = c.idempotent,
-                     h = c.first](tl::expected<int64_t, storage::stream_error> r) {
-    if (idempotent) ctx.producers.finish(stream, h, r.has_value(), r ? *r : -1);
+                     h = c.first](tl::expected<base::offset, storage::stream_error> r) {
+    if (idempotent) {
+      ctx.producers.finish(stream, h, r ? std::optional<base::offset>(*r) : std::nullopt);
+    }
     p->outcomes[i].store(r ? outcome::durable : outcome::failed, std::memory_order_release);
     // Long polls of the stream, and retries waiting for this batch.
     ctx.waiters.notify(stream);
@@ -245,7 +247,7 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
         return attempt::done;
       case producer_state::verdict::duplicate:
         // Producer state holds durable batches only: the first write is acknowledged truly.
-        c.out->base_offset = verdict.duplicate.first_offset;
+        c.out->base_offset = verdict.duplicate.first_offset.value();
         return attempt::done;
       case producer_state::verdict::in_flight:
         return attempt::wait;
@@ -277,7 +279,7 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
     }
   }
   if (c.idempotent) ctx.producers.begin(c.stream_id, c.first, *base);
-  c.out->base_offset = *base;
+  c.out->base_offset = base->value();
   return attempt::done;
 }
 
@@ -418,9 +420,9 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
         break;
     }
     if (c.out->error_code == 0) {
-      c.out->log_start_offset = ctx.store.offsets(c.stream_id).start_offset;
+      c.out->log_start_offset = ctx.store.offsets(c.stream_id).start_offset.value();
     } else {
-      c.out->base_offset = -1;
+      c.out->base_offset = no_offset;
     }
   }
   co_return resp;

@@ -47,6 +47,12 @@ class cursor {
     pos_ += sizeof(T);
     return true;
   }
+  bool get(base::offset& v) {
+    int64_t raw = 0;
+    if (!get(raw)) return false;
+    v = base::offset(raw);
+    return true;
+  }
   [[nodiscard]] bool done() const { return pos_ == b_.size(); }
 
  private:
@@ -164,15 +170,16 @@ producer_state::check_result producer_state::check(base::stream_id stream_id,
 }
 
 void producer_state::begin(base::stream_id stream_id, const record_batch_header& h,
-                           int64_t base_offset) {
+                           base::offset base_offset) {
   auto& sp = stream_locked(stream_id);
   sp.in_flight[base::producer_id(h.producer_id)].push_back(
       {base::producer_epoch(h.producer_epoch),
        {h.base_sequence, last_sequence(h), base_offset, base_offset + h.last_offset_delta}});
 }
 
-void producer_state::finish(base::stream_id stream_id, const record_batch_header& h, bool durable,
-                            int64_t base_offset) {
+void producer_state::finish(base::stream_id stream_id, const record_batch_header& h,
+                            std::optional<base::offset> durable_at) {
+  const bool durable = durable_at.has_value();
   std::lock_guard lock(lock_for(stream_id));
   auto& sp = stream_locked(stream_id);
   auto fit = sp.in_flight.find(base::producer_id(h.producer_id));
@@ -192,13 +199,13 @@ void producer_state::finish(base::stream_id stream_id, const record_batch_header
     if (q.empty()) sp.in_flight.erase(fit);
   }
   if (durable) {
-    apply(sp.producers, h, base_offset);
+    apply(sp.producers, h, *durable_at);
     sp.dirty = true;
   }
 }
 
 void producer_state::apply(std::unordered_map<base::producer_id, producer_entry>& m,
-                           const record_batch_header& h, int64_t base_offset) {
+                           const record_batch_header& h, base::offset base_offset) {
   auto& e = m[base::producer_id(h.producer_id)];
   if (const base::producer_epoch epoch(h.producer_epoch); epoch != e.epoch) {
     e.epoch = epoch;
@@ -211,7 +218,7 @@ void producer_state::apply(std::unordered_map<base::producer_id, producer_entry>
 }
 
 void producer_state::record(base::stream_id stream_id, const record_batch_header& h,
-                            int64_t base_offset) {
+                            base::offset base_offset) {
   auto& sp = stream_locked(stream_id);
   apply(sp.producers, h, base_offset);
   sp.dirty = true;
@@ -219,12 +226,12 @@ void producer_state::record(base::stream_id stream_id, const record_batch_header
 
 void producer_state::load_locked(base::stream_id stream_id, stream_producers& sp) {
   const auto offsets = store_.offsets(stream_id);
-  int64_t from = offsets.start_offset;
+  base::offset from = offsets.start_offset;
   auto blob = store_.producer_state(stream_id);
   if (blob && !blob->empty()) {
     cursor c(*blob);
     uint8_t version = 0;
-    int64_t covered = 0;
+    base::offset covered{};
     uint32_t count = 0;
     std::unordered_map<base::producer_id, producer_entry> m;
     bool ok = c.get(version) && version == snapshot_version && c.get(covered) && c.get(count);
@@ -253,7 +260,9 @@ void producer_state::load_locked(base::stream_id stream_id, stream_producers& sp
   }
   // Replay the batch headers written after the snapshot.
   scan_batches(store_, stream_id, from, [&](const protocol::record_batch& b) {
-    if (b.header.producer_id >= 0) apply(sp.producers, b.header, b.header.base_offset);
+    if (b.header.producer_id >= 0) {
+      apply(sp.producers, b.header, base::offset(b.header.base_offset));
+    }
     return true;
   });
 }
@@ -275,7 +284,7 @@ tl::expected<void, std::string> producer_state::snapshot() {
         sp = streams_[stream_id].get();
       }
       if (!sp->loaded.load(std::memory_order_acquire) || !sp->dirty) continue;
-      const int64_t covered = store_.offsets(stream_id).end_offset;
+      const base::offset covered = store_.offsets(stream_id).end_offset;
       // Expire idle producers, as Kafka does after producer.id.expiration.ms.
       for (auto it = sp->producers.begin(); it != sp->producers.end();) {
         if (expiration_ms_ >= 0 && now - it->second.last_timestamp > expiration_ms_) {
@@ -285,7 +294,7 @@ tl::expected<void, std::string> producer_state::snapshot() {
         }
       }
       put<uint8_t>(out, snapshot_version);
-      put<int64_t>(out, covered);
+      put<int64_t>(out, covered.value());
       const size_t count_at = out.size();
       put<uint32_t>(out, 0);
       uint32_t count = 0;
@@ -308,8 +317,8 @@ tl::expected<void, std::string> producer_state::snapshot() {
         for (const auto& b : durable) {
           put<int32_t>(out, b.first_seq);
           put<int32_t>(out, b.last_seq);
-          put<int64_t>(out, b.first_offset);
-          put<int64_t>(out, b.last_offset);
+          put<int64_t>(out, b.first_offset.value());
+          put<int64_t>(out, b.last_offset.value());
         }
         ++count;
       }

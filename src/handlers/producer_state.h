@@ -23,6 +23,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -42,8 +43,8 @@ class producer_state {
   struct batch_meta {
     int32_t first_seq = 0;
     int32_t last_seq = 0;
-    int64_t first_offset = 0;
-    int64_t last_offset = 0;
+    base::offset first_offset{};
+    base::offset last_offset{};
   };
   struct producer_entry {
     base::producer_epoch epoch{-1};
@@ -81,15 +82,15 @@ class producer_state {
                                    const protocol::record_batch_header& h);
   // Records a durable batch at its assigned base offset. Caller holds lock_for().
   void record(base::stream_id stream_id, const protocol::record_batch_header& h,
-              int64_t base_offset);
+              base::offset base_offset);
   // Notes a batch appended at `base_offset` whose write is in flight. Caller holds lock_for().
   void begin(base::stream_id stream_id, const protocol::record_batch_header& h,
-             int64_t base_offset);
-  // The write of a begun batch ended: durable at `base_offset`, it is recorded; failed, it is
-  // forgotten with every batch of its producer begun after it (their writes fail too).
+             base::offset base_offset);
+  // The write of a begun batch ended: durable at `durable_at`, it is recorded; failed (none),
+  // it is forgotten with every batch of its producer begun after it (their writes fail too).
   // Takes lock_for().
-  void finish(base::stream_id stream_id, const protocol::record_batch_header& h, bool durable,
-              int64_t base_offset);
+  void finish(base::stream_id stream_id, const protocol::record_batch_header& h,
+              std::optional<base::offset> durable_at);
 
   // Stores the durable state of every stream touched since the last snapshot.
   [[nodiscard]] tl::expected<void, std::string> snapshot();
@@ -114,7 +115,7 @@ class producer_state {
   stream_producers& stream_locked(base::stream_id stream_id);  // loads on first use
   void load_locked(base::stream_id stream_id, stream_producers& sp);
   static void apply(std::unordered_map<base::producer_id, producer_entry>& m,
-                    const protocol::record_batch_header& h, int64_t base_offset);
+                    const protocol::record_batch_header& h, base::offset base_offset);
 
   metadata::topic_registry& registry_;
   storage::stream_store& store_;

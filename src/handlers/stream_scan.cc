@@ -2,10 +2,10 @@
 
 namespace silt::handlers {
 
-void scan_batches(storage::stream_store& store, base::stream_id stream_id, int64_t from,
+void scan_batches(storage::stream_store& store, base::stream_id stream_id, base::offset from,
                   const std::function<bool(const protocol::record_batch&)>& fn) {
-  const int64_t end = store.offsets(stream_id).end_offset;
-  int64_t offset = std::max(from, store.offsets(stream_id).start_offset);
+  const base::offset end = store.offsets(stream_id).end_offset;
+  base::offset offset = std::max(from, store.offsets(stream_id).start_offset);
   while (offset < end) {
     auto r = store.read(stream_id, offset, size_t{4} << 20);
     if (!r || r->chunks.empty()) return;
@@ -14,7 +14,7 @@ void scan_batches(storage::stream_store& store, base::stream_id stream_id, int64
       for (;;) {
         auto b = br.next();
         if (!b || !*b) break;
-        if ((*b)->header.last_offset() < offset) continue;
+        if (base::offset((*b)->header.last_offset()) < offset) continue;
         if (!fn(**b)) return;
       }
     }

@@ -38,6 +38,14 @@ int64_t i64(base::leader_epoch v) {
   return v.value();
 }
 
+int64_t i64(base::offset v) {
+  return v.value();
+}
+
+base::offset offset_at(const row& s, size_t col) {
+  return base::offset(s.integer(col));
+}
+
 base::node_id node_at(const row& s, size_t col) {
   return base::node_id(static_cast<int32_t>(s.integer(col)));
 }
@@ -66,7 +74,7 @@ tl::expected<void, catalog_error> commit_range(sql::connection& c, const stream_
   auto up = c.query(
       "UPDATE streams SET end_offset = ? WHERE stream_id = ? AND end_offset = ? AND owner = ? "
       "AND epoch = ?",
-      r.end_offset, i64(r.stream_id), r.start_offset, i64(r.owner), i64(r.epoch));
+      i64(r.end_offset), i64(r.stream_id), i64(r.start_offset), i64(r.owner), i64(r.epoch));
   if (!up) return fail(catalog_error::io);
   if (up->changes > 0) return {};
   auto get =
@@ -83,9 +91,9 @@ tl::expected<void, catalog_error> commit_range(sql::connection& c, const stream_
   if (r.owner != base::node_id(-1) || r.epoch != base::leader_epoch()) {
     return fail(catalog_error::fenced);
   }
-  if (r.start_offset != 0) return fail(catalog_error::discontinuous);
+  if (r.start_offset != base::offset(0)) return fail(catalog_error::discontinuous);
   if (!c.query("INSERT INTO streams(stream_id, start_offset, end_offset) VALUES(?,0,?)",
-               i64(r.stream_id), r.end_offset)) {
+               i64(r.stream_id), i64(r.end_offset))) {
     return fail(catalog_error::io);
   }
   return {};
@@ -119,7 +127,7 @@ bool insert_range(sql::connection& c, uint64_t object_id, const stream_range& r)
       .query(
           "INSERT INTO ranges(stream_id, start_offset, end_offset, object_id, max_timestamp, "
           "size) VALUES(?,?,?,?,?,?)",
-          i64(r.stream_id), r.start_offset, r.end_offset, i64(object_id), r.max_timestamp,
+          i64(r.stream_id), i64(r.start_offset), i64(r.end_offset), i64(object_id), r.max_timestamp,
           i64(r.size))
       .has_value();
 }
@@ -127,8 +135,8 @@ bool insert_range(sql::connection& c, uint64_t object_id, const stream_range& r)
 located_range located(const row& s) {
   located_range l;
   l.range.stream_id = stream_id_at(s, 0);
-  l.range.start_offset = s.integer(1);
-  l.range.end_offset = s.integer(2);
+  l.range.start_offset = offset_at(s, 1);
+  l.range.end_offset = offset_at(s, 2);
   l.range.max_timestamp = s.integer(3);
   l.range.size = static_cast<uint64_t>(s.integer(4));
   l.object_id = static_cast<uint64_t>(s.integer(5));
@@ -148,12 +156,13 @@ object_record object_row(const row& s) {
 
 // stream_id, start_offset, end_offset, max_timestamp, size.
 stream_range range_row(const row& s) {
-  return {stream_id_at(s, 0), s.integer(1), s.integer(2), s.integer(3),
+  return {stream_id_at(s, 0), offset_at(s, 1), offset_at(s, 2), s.integer(3),
           static_cast<uint64_t>(s.integer(4))};
 }
 
 stream_state state_row(const row& s, size_t first) {
-  return {s.integer(first), s.integer(first + 1), node_at(s, first + 2), epoch_at(s, first + 3)};
+  return {offset_at(s, first), offset_at(s, first + 1), node_at(s, first + 2),
+          epoch_at(s, first + 3)};
 }
 
 }  // namespace
@@ -234,8 +243,8 @@ tl::expected<void, catalog_error> stream_catalog::commit_object(
       // Checks continuity and ownership of each range's stream and locks its row.
       params.clear();
       for (const auto& r : chunk) {
-        params.insert(params.end(),
-                      {i64(r.stream_id), r.start_offset, r.end_offset, i64(r.owner), i64(r.epoch)});
+        params.insert(params.end(), {i64(r.stream_id), i64(r.start_offset), i64(r.end_offset),
+                                     i64(r.owner), i64(r.epoch)});
       }
       auto up = c_->run(
           "UPDATE streams SET end_offset = v.column3 FROM (VALUES " +
@@ -255,7 +264,7 @@ tl::expected<void, catalog_error> stream_catalog::commit_object(
     }
     params.clear();
     for (const auto& r : chunk) {
-      params.insert(params.end(), {i64(r.stream_id), r.start_offset, r.end_offset,
+      params.insert(params.end(), {i64(r.stream_id), i64(r.start_offset), i64(r.end_offset),
                                    i64(object.object_id), r.max_timestamp, i64(r.size)});
     }
     if (!c_->run("INSERT INTO ranges(stream_id, start_offset, end_offset, object_id, "
@@ -284,7 +293,7 @@ tl::expected<void, catalog_error> stream_catalog::replace(
     if (it == new_by_stream.end()) return fail(catalog_error::discontinuous);
     std::sort(olds.begin(), olds.end(),
               [](const auto& a, const auto& b) { return a.start_offset < b.start_offset; });
-    std::vector<std::pair<int64_t, int64_t>> runs;
+    std::vector<std::pair<base::offset, base::offset>> runs;
     for (const auto& o : olds) {
       if (!runs.empty() && runs.back().second == o.start_offset) {
         runs.back().second = o.end_offset;
@@ -308,7 +317,7 @@ tl::expected<void, catalog_error> stream_catalog::replace(
     // replaced: the whole compaction is refused.
     auto del =
         c_->query("DELETE FROM ranges WHERE stream_id = ? AND start_offset = ? AND end_offset = ?",
-                  i64(o.stream_id), o.start_offset, o.end_offset);
+                  i64(o.stream_id), i64(o.start_offset), i64(o.end_offset));
     if (!del) return fail(catalog_error::io);
     if (del->changes != 1) return fail(catalog_error::discontinuous);
   }
@@ -331,13 +340,13 @@ tl::expected<void, catalog_error> stream_catalog::mark_orphans_deleting_locked()
 }
 
 tl::expected<std::vector<located_range>, catalog_error> stream_catalog::find(
-    base::stream_id stream_id, int64_t offset, size_t limit) {
+    base::stream_id stream_id, base::offset offset, size_t limit) {
   base::lock_guard lock(mu_);
   auto r = c_->query(
       "SELECT r.stream_id, r.start_offset, r.end_offset, r.max_timestamp, r.size, "
       "r.object_id, o.key FROM ranges r JOIN objects o ON o.object_id = r.object_id "
       "WHERE r.stream_id = ? AND r.end_offset > ? ORDER BY r.start_offset LIMIT ?",
-      i64(stream_id), offset, static_cast<int64_t>(std::min<size_t>(limit, INT64_MAX)));
+      i64(stream_id), i64(offset), static_cast<int64_t>(std::min<size_t>(limit, INT64_MAX)));
   if (!r) return fail(catalog_error::io);
   std::vector<located_range> out;
   out.reserve(r->rows.size());
@@ -347,7 +356,7 @@ tl::expected<std::vector<located_range>, catalog_error> stream_catalog::find(
 
 tl::expected<std::vector<located_range>, catalog_error> stream_catalog::ranges(
     base::stream_id stream_id) {
-  return find(stream_id, INT64_MIN, SIZE_MAX >> 1);
+  return find(stream_id, base::offset(INT64_MIN), SIZE_MAX >> 1);
 }
 
 tl::expected<std::vector<stream_range>, catalog_error> stream_catalog::all_ranges() {
@@ -401,8 +410,8 @@ stream_catalog::stream_states() {
   return out;
 }
 
-tl::expected<void, catalog_error> stream_catalog::trim(base::stream_id stream_id, int64_t offset,
-                                                       base::node_id owner,
+tl::expected<void, catalog_error> stream_catalog::trim(base::stream_id stream_id,
+                                                       base::offset offset, base::node_id owner,
                                                        base::leader_epoch epoch) {
   base::lock_guard lock(mu_);
   sql::transaction tx(*c_);
@@ -411,15 +420,15 @@ tl::expected<void, catalog_error> stream_catalog::trim(base::stream_id stream_id
   auto up = c_->query(
       "UPDATE streams SET start_offset = CASE WHEN start_offset > ? THEN start_offset ELSE ? END "
       "WHERE stream_id = ?",
-      offset, offset, i64(stream_id));
+      i64(offset), i64(offset), i64(stream_id));
   if (!up) return fail(catalog_error::io);
   if (up->changes == 0 &&
       !c_->query("INSERT INTO streams(stream_id, start_offset, end_offset) VALUES(?, ?, 0)",
-                 i64(stream_id), offset)) {
+                 i64(stream_id), i64(offset))) {
     return fail(catalog_error::io);
   }
   if (!c_->query("DELETE FROM ranges WHERE stream_id = ? AND end_offset <= ?", i64(stream_id),
-                 offset)) {
+                 i64(offset))) {
     return fail(catalog_error::io);
   }
   if (!mark_orphans_deleting_locked()) return fail(catalog_error::io);
@@ -469,7 +478,7 @@ tl::expected<std::vector<base::leader_epoch>, catalog_error> stream_catalog::tak
       if (it == taken.end()) return fail(catalog_error::io);
       params.emplace_back(i64(t.stream_id));
       params.emplace_back(i64(it->second));
-      params.emplace_back(t.start_offset);
+      params.emplace_back(i64(t.start_offset));
     }
     if (!c_->run("INSERT INTO stream_epochs(stream_id, epoch, start_offset) VALUES " +
                      values_list(n, "(?, ?, ?)") + " ON CONFLICT DO NOTHING",
@@ -494,7 +503,7 @@ tl::expected<std::vector<epoch_start>, catalog_error> stream_catalog::epochs(
   std::vector<epoch_start> out;
   out.reserve(r->rows.size());
   for (const row& s : r->rows) {
-    out.push_back({epoch_at(s, 0), s.integer(1)});
+    out.push_back({epoch_at(s, 0), offset_at(s, 1)});
   }
   return out;
 }

@@ -44,8 +44,8 @@ enum class object_kind : uint8_t { stream_set = 0, stream = 1 };
 // Offsets [start_offset, end_offset) of one stream, stored in one object.
 struct stream_range {
   base::stream_id stream_id{};
-  int64_t start_offset = 0;
-  int64_t end_offset = 0;
+  base::offset start_offset{};
+  base::offset end_offset{};
   int64_t max_timestamp = -1;
   uint64_t size = 0;  // bytes of this range's blocks in the object
   // The owner and epoch the committing writer holds the stream at (not stored with the range).
@@ -70,22 +70,22 @@ struct located_range {
 };
 
 struct stream_state {
-  int64_t start_offset = 0;  // retention/trim point
-  int64_t end_offset = 0;    // end of the data committed in objects
-  base::node_id owner{-1};   // -1 until taken
+  base::offset start_offset{};  // retention/trim point
+  base::offset end_offset{};    // end of the data committed in objects
+  base::node_id owner{-1};      // -1 until taken
   base::leader_epoch epoch{};
 };
 
 // What a node takes a stream at: the offset its first epoch begins at.
 struct stream_take {
   base::stream_id stream_id{};
-  int64_t start_offset = 0;
+  base::offset start_offset{};
 };
 
 // One epoch of a stream and the offset it began at.
 struct epoch_start {
   base::leader_epoch epoch{};
-  int64_t start_offset = 0;
+  base::offset start_offset{};
 };
 
 class stream_catalog {
@@ -120,7 +120,7 @@ class stream_catalog {
 
   // Ranges of `stream_id` holding offsets from `offset` on, in offset order, at most `limit`.
   [[nodiscard]] tl::expected<std::vector<located_range>, catalog_error> find(
-      base::stream_id stream_id, int64_t offset, size_t limit = 16);
+      base::stream_id stream_id, base::offset offset, size_t limit = 16);
   // Every range of a stream, in offset order.
   [[nodiscard]] tl::expected<std::vector<located_range>, catalog_error> ranges(
       base::stream_id stream_id);
@@ -139,7 +139,8 @@ class stream_catalog {
   // Moves the start of a stream to `offset` (never backwards): ranges that end at or below it
   // are dropped, objects left with no ranges are marked for deletion. Fenced unless the
   // stream is at (owner, epoch).
-  [[nodiscard]] tl::expected<void, catalog_error> trim(base::stream_id stream_id, int64_t offset,
+  [[nodiscard]] tl::expected<void, catalog_error> trim(base::stream_id stream_id,
+                                                       base::offset offset,
                                                        base::node_id owner = base::node_id(-1),
                                                        base::leader_epoch epoch = {});
 

@@ -28,8 +28,8 @@ cold_reader::object_index(const std::string& key) {
   return shared;
 }
 
-tl::expected<read_result, stream_error> cold_reader::read(base::stream_id stream_id, int64_t offset,
-                                                          size_t max_bytes) {
+tl::expected<read_result, stream_error> cold_reader::read(base::stream_id stream_id,
+                                                          base::offset offset, size_t max_bytes) {
   auto ranges = catalog_.find(stream_id, offset, 1);
   if (!ranges) return fail(stream_error::catalog);
   if (ranges->empty() || (*ranges)[0].range.start_offset > offset) {

@@ -39,7 +39,7 @@ class cold_reader {
   // committed object holds it (trimmed meanwhile); object_store when the store failed (or the
   // object is gone: compaction or retention removed it since the catalog was read).
   [[nodiscard]] tl::expected<read_result, stream_error> read(base::stream_id stream_id,
-                                                             int64_t offset, size_t max_bytes);
+                                                             base::offset offset, size_t max_bytes);
   // Forgets what is cached of a deleted object.
   void forget(const std::string& key);
 

@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -18,7 +19,8 @@ namespace {
 
 // One stream's data in an object read back for compaction: whole blocks, viewed in `object`.
 struct piece {
-  int64_t start, end, max_timestamp;
+  base::offset start, end;
+  int64_t max_timestamp;
   metadata::stream_range range;  // the committed range the block belongs to
   std::shared_ptr<const std::vector<uint8_t>> object;
   std::span<const uint8_t> batches;
@@ -271,7 +273,7 @@ tl::expected<void, std::string> compactor::apply_retention() {
       max_bytes = st.retention_bytes == -2 ? options_.retention_bytes : st.retention_bytes;
     }
     if (ms < 0 && max_bytes < 0) continue;
-    int64_t new_start = -1;
+    std::optional<base::offset> new_start;
     for (const auto& r : ranges) {
       const bool expired = ms >= 0 && r.max_timestamp >= 0 && r.max_timestamp < now - ms;
       // As Kafka's size retention: a range goes only if what remains is still at least
@@ -282,7 +284,7 @@ tl::expected<void, std::string> compactor::apply_retention() {
       new_start = r.end_offset;
       total -= r.size;
     }
-    if (new_start < 0) continue;
+    if (!new_start) continue;
     // The start moves first: a reader that then finds nothing in the catalog below it knows
     // the offset is gone, and one that checked the start before still finds its data.
     base::node_id owner;
@@ -290,11 +292,11 @@ tl::expected<void, std::string> compactor::apply_retention() {
     {
       base::lock_guard lock(st.mu);
       if (st.fenced) continue;
-      st.start_offset = std::max(st.start_offset, new_start);
+      st.start_offset = std::max(st.start_offset, *new_start);
       owner = st.owner;
       epoch = st.epoch;
     }
-    if (auto r = catalog_.trim(id, new_start, owner, epoch); !r) {
+    if (auto r = catalog_.trim(id, *new_start, owner, epoch); !r) {
       if (r.error() == metadata::catalog_error::fenced) {
         if (auto now = catalog_.stream(id)) (void)cache_.fenced_by(id, *now);
         continue;

@@ -126,7 +126,7 @@ void log_cache::evict() {
 }
 
 std::optional<tl::expected<read_result, stream_error>> log_cache::read(base::stream_id stream_id,
-                                                                       int64_t offset,
+                                                                       base::offset offset,
                                                                        size_t max_bytes) {
   auto& st = stream(stream_id);
   base::lock_guard lock(st.mu);
@@ -137,10 +137,11 @@ std::optional<tl::expected<read_result, stream_error>> log_cache::read(base::str
   read_result out;
   out.next_offset = offset;
   if (offset == st.durable_end) return out;
-  const int64_t cache_start = st.cache.empty() ? st.durable_end : st.cache.front()->base_offset;
+  const base::offset cache_start =
+      st.cache.empty() ? st.durable_end : st.cache.front()->base_offset;
   if (offset < cache_start) return std::nullopt;
   auto it = std::upper_bound(st.cache.begin(), st.cache.end(), offset,
-                             [](int64_t o, const auto& e) { return o < e->end_offset; });
+                             [](base::offset o, const auto& e) { return o < e->end_offset; });
   size_t bytes = 0;
   bool full = false;
   for (; it != st.cache.end() && (*it)->durable && !full && bytes < max_bytes; ++it) {

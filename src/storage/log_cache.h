@@ -36,8 +36,8 @@ namespace silt::storage {
 // A run of batches appended together: the log cache's unit, and the WAL's record.
 struct entry {
   base::stream_id stream_id{};
-  int64_t base_offset = 0;
-  int64_t end_offset = 0;
+  base::offset base_offset{};
+  base::offset end_offset{};
   int64_t max_timestamp = -1;
   std::shared_ptr<const void> owner;  // keeps `data` alive (a request frame, a WAL replay copy)
   std::span<const uint8_t> data;
@@ -48,15 +48,16 @@ struct entry {
 
 struct cached_stream {
   base::mutex mu;
-  int64_t start_offset = 0;                  // guarded by mu (and the rest below)
-  int64_t next_offset = 0;                   // assigned to appends (durable or not)
-  int64_t durable_end = 0;                   // readers see offsets below this
-  int64_t committed_end = 0;                 // in objects (catalog)
+  base::offset start_offset{};               // guarded by mu (and the rest below)
+  base::offset next_offset{};                // assigned to appends (durable or not)
+  base::offset durable_end{};                // readers see offsets below this
+  base::offset committed_end{};              // in objects (catalog)
   std::deque<std::shared_ptr<entry>> cache;  // offset order; everything above committed_end
   int64_t retention_ms = -2;                 // -2: the store's default
   int64_t retention_bytes = -2;
-  int64_t last_cold_end = -1;  // where the last cold read stopped (read-ahead detection)
-  base::node_id owner{-1};     // owner and epoch as this store holds the stream
+  // Where the last cold read stopped (read-ahead detection); none before the first.
+  std::optional<base::offset> last_cold_end;
+  base::node_id owner{-1};  // owner and epoch as this store holds the stream
   base::leader_epoch epoch{};
   bool fenced = false;  // a commit found a newer owner: no appends, reads or uploads here
 };
@@ -100,7 +101,7 @@ class log_cache {
 
   // Readers: from the cache, or nullopt when the offset is below it (needs I/O).
   [[nodiscard]] std::optional<tl::expected<read_result, stream_error>> read(
-      base::stream_id stream_id, int64_t offset, size_t max_bytes);
+      base::stream_id stream_id, base::offset offset, size_t max_bytes);
   [[nodiscard]] stream_offsets offsets(base::stream_id stream_id);
 
   [[nodiscard]] wal::wal_position durable_wal_end() const {

@@ -53,8 +53,8 @@ bool all_zero(std::span<const uint8_t> bytes) {
 
 void append_entry(std::vector<uint8_t>& out, const block_entry& e) {
   append_be<uint64_t>(out, e.stream_id.value());
-  append_be<int64_t>(out, e.start_offset);
-  append_be<int64_t>(out, e.end_offset);
+  append_be<int64_t>(out, e.start_offset.value());
+  append_be<int64_t>(out, e.end_offset.value());
   append_be<uint64_t>(out, e.position);
   append_be<uint32_t>(out, e.size);
   append_be<int64_t>(out, e.max_timestamp);
@@ -63,8 +63,8 @@ void append_entry(std::vector<uint8_t>& out, const block_entry& e) {
 block_entry load_entry(const uint8_t* p) {
   block_entry e;
   e.stream_id = base::stream_id(base::load_be<uint64_t>(p));
-  e.start_offset = base::load_be<int64_t>(p + 8);
-  e.end_offset = base::load_be<int64_t>(p + 16);
+  e.start_offset = base::offset(base::load_be<int64_t>(p + 8));
+  e.end_offset = base::offset(base::load_be<int64_t>(p + 16));
   e.position = base::load_be<uint64_t>(p + 24);
   e.size = base::load_be<uint32_t>(p + 32);
   e.max_timestamp = base::load_be<int64_t>(p + 36);
@@ -73,8 +73,8 @@ block_entry load_entry(const uint8_t* p) {
 
 // An entry that is well-formed on its own and lies in the data region [0, data_end).
 bool entry_is_valid(const block_entry& e, uint64_t data_end) {
-  return e.start_offset >= 0 && e.end_offset > e.start_offset && e.size > block_trailer_size &&
-         e.position <= data_end && e.size <= data_end - e.position;
+  return e.start_offset >= base::offset(0) && e.end_offset > e.start_offset &&
+         e.size > block_trailer_size && e.position <= data_end && e.size <= data_end - e.position;
 }
 
 // Whether `e` may follow `prev` in an index: sorted by (stream_id, start_offset), no offset
@@ -115,7 +115,8 @@ std::vector<uint8_t> object_parts::concatenate() const {
 }
 
 tl::expected<void, object_format_error> object_writer::add(base::stream_id stream_id,
-                                                           int64_t start_offset, int64_t end_offset,
+                                                           base::offset start_offset,
+                                                           base::offset end_offset,
                                                            int64_t max_timestamp,
                                                            std::span<const uint8_t> batches) {
   if (batches.empty()) return fail(object_format_error::invalid_argument);
@@ -125,9 +126,9 @@ tl::expected<void, object_format_error> object_writer::add(base::stream_id strea
 }
 
 tl::expected<void, object_format_error> object_writer::add_view(
-    base::stream_id stream_id, int64_t start_offset, int64_t end_offset, int64_t max_timestamp,
-    std::span<const uint8_t> batches, std::shared_ptr<const void> owner) {
-  if (batches.empty() || start_offset < 0 || end_offset <= start_offset ||
+    base::stream_id stream_id, base::offset start_offset, base::offset end_offset,
+    int64_t max_timestamp, std::span<const uint8_t> batches, std::shared_ptr<const void> owner) {
+  if (batches.empty() || start_offset < base::offset(0) || end_offset <= start_offset ||
       batches.size() > max_block_batch_bytes) {
     return fail(object_format_error::invalid_argument);
   }
@@ -313,7 +314,7 @@ tl::expected<std::span<const uint8_t>, object_format_error> open_block(
 }
 
 std::span<const block_entry> find_blocks(const std::vector<block_entry>& index,
-                                         base::stream_id stream_id, int64_t offset,
+                                         base::stream_id stream_id, base::offset offset,
                                          size_t max_bytes) {
   // Within a stream, end offsets ascend with start offsets (blocks do not overlap), so this
   // finds the first block of the stream that ends after `offset`.

@@ -40,8 +40,8 @@ enum class object_format_error : uint8_t {
 // One data block's index entry: offsets [start_offset, end_offset) of stream_id.
 struct block_entry {
   base::stream_id stream_id{};
-  int64_t start_offset = 0;
-  int64_t end_offset = 0;      // exclusive
+  base::offset start_offset{};
+  base::offset end_offset{};   // exclusive
   uint64_t position = 0;       // of the block in the object
   uint32_t size = 0;           // of the block in bytes (its batches plus its checksum)
   int64_t max_timestamp = -1;  // largest batch max_timestamp in the block (for time retention)
@@ -93,8 +93,8 @@ class object_writer {
   // in this object may start anywhere; later ones must start at the end of the one before
   // (out_of_order otherwise). A failed add changes nothing. The bytes are copied.
   [[nodiscard]] tl::expected<void, object_format_error> add(base::stream_id stream_id,
-                                                            int64_t start_offset,
-                                                            int64_t end_offset,
+                                                            base::offset start_offset,
+                                                            base::offset end_offset,
                                                             int64_t max_timestamp,
                                                             std::span<const uint8_t> batches);
   // The same without a copy: the writer keeps a view of `batches`, which `owner` keeps alive
@@ -102,8 +102,9 @@ class object_writer {
   // no owner the caller keeps the bytes alive and unchanged until it is done with what
   // finish() or finish_parts() returns.
   [[nodiscard]] tl::expected<void, object_format_error> add_view(
-      base::stream_id stream_id, int64_t start_offset, int64_t end_offset, int64_t max_timestamp,
-      std::span<const uint8_t> batches, std::shared_ptr<const void> owner = {});
+      base::stream_id stream_id, base::offset start_offset, base::offset end_offset,
+      int64_t max_timestamp, std::span<const uint8_t> batches,
+      std::shared_ptr<const void> owner = {});
   // Bytes of blocks so far, checksums included (the object is this plus index and footer).
   [[nodiscard]] size_t size() const { return size_; }
   // The finished object in one buffer; the writer is then empty again, ready for the next.
@@ -163,11 +164,11 @@ struct object_footer {
 // At least one block when one holds `offset`; none when none does. `index` is a parsed (sorted)
 // index; the result points into it.
 [[nodiscard]] std::span<const block_entry> find_blocks(const std::vector<block_entry>& index,
-                                                       base::stream_id stream_id, int64_t offset,
-                                                       size_t max_bytes);
+                                                       base::stream_id stream_id,
+                                                       base::offset offset, size_t max_bytes);
 // The result would point into a temporary.
 std::span<const block_entry> find_blocks(std::vector<block_entry>&& index,
-                                         base::stream_id stream_id, int64_t offset,
+                                         base::stream_id stream_id, base::offset offset,
                                          size_t max_bytes) = delete;
 
 // Object keys: `objects/` and the object id as 16 lower-case hex digits, then `.set` for a

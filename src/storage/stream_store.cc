@@ -40,7 +40,7 @@ tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
   std::string replay_error;
   auto w = wal::wal::open(options.wal, [&](const wal::replayed_record& rec) {
     auto& st = s->cache_.stream(rec.stream_id);
-    int64_t next;
+    base::offset next;
     {
       base::lock_guard lock(st.mu);
       // Uploaded before the crash, WAL not trimmed.
@@ -50,8 +50,8 @@ tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
     if (rec.offset != next) {
       if (replay_error.empty()) {
         replay_error = "WAL record of stream " + std::to_string(rec.stream_id.value()) +
-                       " at offset " + std::to_string(rec.offset) +
-                       " does not continue the stream at " + std::to_string(st.next_offset);
+                       " at offset " + std::to_string(rec.offset.value()) +
+                       " does not continue the stream at " + std::to_string(next.value());
       }
       return;
     }
@@ -119,10 +119,10 @@ void stream_store::set_room_listener(std::function<void()> listener) {
   room_listener_ = std::move(listener);
 }
 
-tl::expected<int64_t, stream_error> stream_store::append(base::stream_id stream_id,
-                                                         std::shared_ptr<const void> owner,
-                                                         std::span<uint8_t> batches,
-                                                         append_callback done) {
+tl::expected<base::offset, stream_error> stream_store::append(base::stream_id stream_id,
+                                                              std::shared_ptr<const void> owner,
+                                                              std::span<uint8_t> batches,
+                                                              append_callback done) {
   auto e = std::make_shared<entry>();
   auto& st = cache_.stream(stream_id);
   // The stream's mutex is held until the WAL has the batches: offsets of a stream are
@@ -130,12 +130,12 @@ tl::expected<int64_t, stream_error> stream_store::append(base::stream_id stream_
   base::lock_guard lock(st.mu);
   {
     if (st.fenced) return fail(stream_error::fenced);
-    int64_t next = st.next_offset;
+    base::offset next = st.next_offset;
     int64_t max_ts = -1;
     // Assign offsets and the leader epoch in place: both are outside the batch CRC.
     const bool ok = !batches.empty() && batch::for_each(batches, [&](const batch::view& b) {
       auto* p = const_cast<uint8_t*>(b.bytes.data());
-      base::store_be<int64_t>(p, next);
+      base::store_be<int64_t>(p, next.value());
       base::store_be<int32_t>(p + batch::leader_epoch_offset, st.epoch.value());
       next += b.end_offset - b.base_offset;
       max_ts = std::max(max_ts, b.max_timestamp);
@@ -149,7 +149,7 @@ tl::expected<int64_t, stream_error> stream_store::append(base::stream_id stream_
     e->data = batches;
     cache_.push_locked(st, e);
   }
-  const int64_t base = e->base_offset;
+  const base::offset first = e->base_offset;
   auto queued = wal_->try_append(
       stream_id, e->base_offset, e->data,
       [this, e, done = std::move(done)](tl::expected<wal::wal_position, wal::wal_error> r) {
@@ -168,7 +168,7 @@ tl::expected<int64_t, stream_error> stream_store::append(base::stream_id stream_
         return fail(stream_error::wal_failed);
     }
   }
-  return base;
+  return first;
 }
 
 void stream_store::on_durable(const std::shared_ptr<entry>& e,
@@ -197,12 +197,12 @@ stream_offsets stream_store::offsets(base::stream_id stream_id) {
 }
 
 std::optional<tl::expected<read_result, stream_error>> stream_store::read_cached(
-    base::stream_id stream_id, int64_t offset, size_t max_bytes) {
+    base::stream_id stream_id, base::offset offset, size_t max_bytes) {
   return cache_.read(stream_id, offset, max_bytes);
 }
 
 tl::expected<read_result, stream_error> stream_store::read(base::stream_id stream_id,
-                                                           int64_t offset, size_t max_bytes) {
+                                                           base::offset offset, size_t max_bytes) {
   for (int attempt = 0;; ++attempt) {
     if (auto r = cache_.read(stream_id, offset, max_bytes)) return *r;
     auto cold = cold_.read(stream_id, offset, max_bytes);
@@ -222,7 +222,8 @@ tl::expected<read_result, stream_error> stream_store::read(base::stream_id strea
   }
 }
 
-tl::expected<void, stream_error> stream_store::trim(base::stream_id stream_id, int64_t offset) {
+tl::expected<void, stream_error> stream_store::trim(base::stream_id stream_id,
+                                                    base::offset offset) {
   base::node_id owner;
   base::leader_epoch epoch;
   {

@@ -117,7 +117,7 @@ struct stream_store_stats {
 
 class stream_store {
  public:
-  using append_callback = std::function<void(tl::expected<int64_t, stream_error>)>;
+  using append_callback = std::function<void(tl::expected<base::offset, stream_error>)>;
 
   // Opens the catalog and the WAL, replays the WAL's durable records above what the catalog
   // already holds into the log cache, and starts the background thread. `store` must outlive
@@ -137,10 +137,10 @@ class stream_store {
   // append is left). Never waits for the WAL: wal_full when it has no room now. If the
   // WAL write fails later, `done` gets wal_failed and the append leaves no trace: its offsets
   // are given to the next append (every append after it in the WAL fails too).
-  [[nodiscard]] tl::expected<int64_t, stream_error> append(base::stream_id stream_id,
-                                                           std::shared_ptr<const void> owner,
-                                                           std::span<uint8_t> batches,
-                                                           append_callback done);
+  [[nodiscard]] tl::expected<base::offset, stream_error> append(base::stream_id stream_id,
+                                                                std::shared_ptr<const void> owner,
+                                                                std::span<uint8_t> batches,
+                                                                append_callback done);
   // Called (on the WAL's thread; keep it short) when an append refused with wal_full or
   // wal_failed may succeed now. Set before appends start.
   void set_room_listener(std::function<void()> listener);
@@ -148,16 +148,17 @@ class stream_store {
   // Reads batches from `offset` (the batch holding it first), up to about max_bytes but at
   // least one batch when there is one. Empty at the end of the stream.
   [[nodiscard]] tl::expected<read_result, stream_error> read(base::stream_id stream_id,
-                                                             int64_t offset, size_t max_bytes);
+                                                             base::offset offset, size_t max_bytes);
   // read() when it needs no I/O (the offset is in the log cache, at the end or out of range);
   // std::nullopt when it would read the catalog or the object store. For threads that must not
   // block on I/O: they hand the read to one that may.
   [[nodiscard]] std::optional<tl::expected<read_result, stream_error>> read_cached(
-      base::stream_id stream_id, int64_t offset, size_t max_bytes);
+      base::stream_id stream_id, base::offset offset, size_t max_bytes);
 
   [[nodiscard]] stream_offsets offsets(base::stream_id stream_id);
   // Moves a stream's start offset forward (DeleteRecords); whole objects are freed later.
-  [[nodiscard]] tl::expected<void, stream_error> trim(base::stream_id stream_id, int64_t offset);
+  [[nodiscard]] tl::expected<void, stream_error> trim(base::stream_id stream_id,
+                                                      base::offset offset);
   // Takes streams for this node (options.node_id) at their next epoch, each beginning at the
   // stream's current end. A catalog transaction on the calling thread; appends go on.
   [[nodiscard]] tl::expected<void, stream_error> take(

@@ -41,7 +41,7 @@ std::vector<uint8_t> read_result::concatenate() const {
 
 namespace batch {
 
-bool add_to(read_result& out, size_t& bytes, std::span<const uint8_t> data, int64_t offset,
+bool add_to(read_result& out, size_t& bytes, std::span<const uint8_t> data, base::offset offset,
             size_t max_bytes, bool& full) {
   return for_each(data, [&](const view& b) {
     if (full || b.end_offset <= offset) return;

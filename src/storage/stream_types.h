@@ -38,15 +38,15 @@ enum class stream_error : uint8_t {
 struct read_result {
   std::vector<std::span<const uint8_t>> chunks;
   std::vector<std::shared_ptr<const void>> owners;
-  int64_t next_offset = 0;  // the offset after the last batch returned
+  base::offset next_offset{};  // the offset after the last batch returned
   [[nodiscard]] size_t bytes() const;
   // The chunks concatenated (for tests and small reads).
   [[nodiscard]] std::vector<uint8_t> concatenate() const;
 };
 
 struct stream_offsets {
-  int64_t start_offset = 0;
-  int64_t end_offset = 0;      // durable end: the next offset an append gets once all are durable
+  base::offset start_offset{};
+  base::offset end_offset{};   // durable end: the next offset an append gets once all are durable
   base::leader_epoch epoch{};  // the stream's epoch (Kafka's leader epoch)
   bool fenced = false;         // another node took the stream
 };
@@ -62,8 +62,8 @@ constexpr size_t max_timestamp_offset = 35;
 
 struct view {
   std::span<const uint8_t> bytes;
-  int64_t base_offset;
-  int64_t end_offset;  // exclusive
+  base::offset base_offset;
+  base::offset end_offset;  // exclusive
   int64_t max_timestamp;
 };
 
@@ -81,9 +81,9 @@ bool for_each(std::span<const uint8_t> data, F&& f) {
     }
     const int32_t last_delta = base::load_be<int32_t>(p + last_delta_offset);
     if (last_delta < 0) return false;
-    const int64_t base = base::load_be<int64_t>(p);
+    const base::offset first(base::load_be<int64_t>(p));
     const size_t size = static_cast<size_t>(length) + 12;
-    f(view{data.subspan(pos, size), base, base + last_delta + 1,
+    f(view{data.subspan(pos, size), first, first + last_delta + 1,
            base::load_be<int64_t>(p + max_timestamp_offset)});
     pos += size;
   }
@@ -93,7 +93,7 @@ bool for_each(std::span<const uint8_t> data, F&& f) {
 // Adds the batches of `data` that end after `offset` to `out`, while they fit in max_bytes
 // (the first batch of a read always fits). `bytes` counts what `out` holds. Returns false when
 // `data` is not whole batches; sets `full` when a batch did not fit.
-bool add_to(read_result& out, size_t& bytes, std::span<const uint8_t> data, int64_t offset,
+bool add_to(read_result& out, size_t& bytes, std::span<const uint8_t> data, base::offset offset,
             size_t max_bytes, bool& full);
 
 }  // namespace batch

@@ -19,6 +19,10 @@ base::stream_id sid(uint64_t v) {
   return base::stream_id(v);
 }
 
+base::offset off(int64_t v) {
+  return base::offset(v);
+}
+
 using protocol::error_code;
 using verdict = producer_state::verdict;
 
@@ -68,12 +72,12 @@ class ProducerStateTest : public ::testing::Test {
     objects_.reset();
   }
   // Checks and, when new, appends and records a batch; returns the verdict and base offset.
-  std::pair<producer_state::check_result, int64_t> produce(base::stream_id stream,
-                                                           std::vector<uint8_t> b) {
+  std::pair<producer_state::check_result, base::offset> produce(base::stream_id stream,
+                                                                std::vector<uint8_t> b) {
     const auto h = header_of(b);
     std::lock_guard lock(state_->lock_for(stream));
     auto c = state_->check(stream, h);
-    if (c.v != verdict::append) return {c, -1};
+    if (c.v != verdict::append) return {c, off(-1)};
     std::promise<void> done;
     auto owner = std::make_shared<std::vector<uint8_t>>(std::move(b));
     auto base = store_->append(stream, owner, *owner, [&](auto) { done.set_value(); });
@@ -92,9 +96,9 @@ class ProducerStateTest : public ::testing::Test {
 
 TEST_F(ProducerStateTest, SequencesInOrderAreAppended) {
   open();
-  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 0, 3)).second, 0);
-  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 3, 2)).second, 3);
-  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 5, 1)).second, 5);
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 0, 3)).second, off(0));
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 3, 2)).second, off(3));
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 5, 1)).second, off(5));
 }
 
 TEST_F(ProducerStateTest, RetriedBatchIsADuplicateWithItsFirstOffsets) {
@@ -103,9 +107,9 @@ TEST_F(ProducerStateTest, RetriedBatchIsADuplicateWithItsFirstOffsets) {
   produce(sid(1), idempotent_batch(7, 0, 3, 2));
   auto [c, base] = produce(sid(1), idempotent_batch(7, 0, 0, 3));
   EXPECT_EQ(c.v, verdict::duplicate);
-  EXPECT_EQ(c.duplicate.first_offset, 0);
-  EXPECT_EQ(c.duplicate.last_offset, 2);
-  EXPECT_EQ(store_->offsets(sid(1)).end_offset, 5);  // not written twice
+  EXPECT_EQ(c.duplicate.first_offset, off(0));
+  EXPECT_EQ(c.duplicate.last_offset, off(2));
+  EXPECT_EQ(store_->offsets(sid(1)).end_offset, off(5));  // not written twice
 }
 
 TEST_F(ProducerStateTest, GapIsOutOfOrder) {
@@ -149,10 +153,10 @@ TEST_F(ProducerStateTest, StateSurvivesARestartFromSnapshotAndReplay) {
   open();
   auto [c1, b1] = produce(sid(1), idempotent_batch(7, 0, 2, 2));
   EXPECT_EQ(c1.v, verdict::duplicate);
-  EXPECT_EQ(c1.duplicate.first_offset, 2);
+  EXPECT_EQ(c1.duplicate.first_offset, off(2));
   EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 0, 2)).first.v, verdict::duplicate);
   EXPECT_EQ(produce(sid(2), idempotent_batch(8, 0, 0, 1)).first.v, verdict::duplicate);
-  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 4, 1)).second, 4);
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 4, 1)).second, off(4));
   close();
 }
 
@@ -170,7 +174,7 @@ TEST_F(ProducerStateTest, CorruptSnapshotIsRebuiltFromTheStream) {
   }
   open();
   EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 0, 2)).first.v, verdict::duplicate);
-  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 2, 1)).second, 2);
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 2, 1)).second, off(2));
   close();
 }
 
@@ -181,20 +185,20 @@ TEST_F(ProducerStateTest, ABatchInFlightIsNotProducerStateUntilItIsDurable) {
   const auto b1 = header_of(idempotent_batch(7, 0, 3, 2));
   std::unique_lock lock(state_->lock_for(sid(1)));
   ASSERT_EQ(state_->check(sid(1), b0).v, verdict::append);
-  state_->begin(sid(1), b0, 0);
+  state_->begin(sid(1), b0, off(0));
   // A retry of it waits for its write; the next batch may follow it at once (pipelining).
   EXPECT_EQ(state_->check(sid(1), b0).v, verdict::in_flight);
   ASSERT_EQ(state_->check(sid(1), b1).v, verdict::append);
-  state_->begin(sid(1), b1, 3);
+  state_->begin(sid(1), b1, off(3));
   lock.unlock();
-  state_->finish(sid(1), b0, true, 0);
+  state_->finish(sid(1), b0, off(0));
   lock.lock();
   auto c = state_->check(sid(1), b0);
   EXPECT_EQ(c.v, verdict::duplicate);
-  EXPECT_EQ(c.duplicate.first_offset, 0);
+  EXPECT_EQ(c.duplicate.first_offset, off(0));
   EXPECT_EQ(state_->check(sid(1), b1).v, verdict::in_flight);
   lock.unlock();
-  state_->finish(sid(1), b1, true, 3);
+  state_->finish(sid(1), b1, off(3));
   lock.lock();
   EXPECT_EQ(state_->check(sid(1), b1).v, verdict::duplicate);
   EXPECT_EQ(state_->check(sid(1), header_of(idempotent_batch(7, 0, 5, 1))).v, verdict::append);
@@ -207,24 +211,24 @@ TEST_F(ProducerStateTest, AFailedWriteLeavesNoTraceAndItsRetryIsAppended) {
   const auto b2 = header_of(idempotent_batch(7, 0, 5, 1));
   std::unique_lock lock(state_->lock_for(sid(1)));
   ASSERT_EQ(state_->check(sid(1), b0).v, verdict::append);
-  state_->begin(sid(1), b0, 0);
+  state_->begin(sid(1), b0, off(0));
   lock.unlock();
-  state_->finish(sid(1), b0, true, 0);
+  state_->finish(sid(1), b0, off(0));
   lock.lock();
   ASSERT_EQ(state_->check(sid(1), b1).v, verdict::append);
-  state_->begin(sid(1), b1, 3);
+  state_->begin(sid(1), b1, off(3));
   ASSERT_EQ(state_->check(sid(1), b2).v, verdict::append);
-  state_->begin(sid(1), b2, 5);
+  state_->begin(sid(1), b2, off(5));
   lock.unlock();
   // b1's write fails, and with it b2's (written after it).
-  state_->finish(sid(1), b1, false, -1);
+  state_->finish(sid(1), b1, std::nullopt);
   lock.lock();
   EXPECT_EQ(state_->check(sid(1), b1).v, verdict::append);  // not a duplicate: never written
   const auto c2 = state_->check(sid(1), b2);
   EXPECT_EQ(c2.v, verdict::reject);  // b1 must come first
   EXPECT_EQ(c2.error, error_code::out_of_order_sequence_number);
   lock.unlock();
-  state_->finish(sid(1), b2, false, -1);  // its own failure changes nothing more
+  state_->finish(sid(1), b2, std::nullopt);  // its own failure changes nothing more
   lock.lock();
   EXPECT_EQ(state_->check(sid(1), b1).v, verdict::append);
   EXPECT_EQ(state_->check(sid(1), b0).v, verdict::duplicate);

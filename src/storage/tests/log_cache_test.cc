@@ -10,21 +10,25 @@ base::stream_id sid(uint64_t v) {
   return base::stream_id(v);
 }
 
+base::offset off(int64_t v) {
+  return base::offset(v);
+}
+
 TEST(LogCache, AWriteMadeStaleByTheStoresOwnTakeIsNotAFence) {
   log_cache cache(1 << 20);
-  cache.load(sid(7), {0, 10, base::node_id(1),
+  cache.load(sid(7), {off(0), off(10), base::node_id(1),
                       base::leader_epoch(3)});  // this node (1) holds stream 7 at epoch 3
   // The catalog says the same owner and epoch: the refused write carried an older epoch.
   EXPECT_FALSE(cache.fenced_by(
-      sid(7), metadata::stream_state{0, 10, base::node_id(1), base::leader_epoch(3)}));
+      sid(7), metadata::stream_state{off(0), off(10), base::node_id(1), base::leader_epoch(3)}));
   EXPECT_FALSE(cache.offsets(sid(7)).fenced);
   // Another node took it.
   EXPECT_TRUE(cache.fenced_by(
-      sid(7), metadata::stream_state{0, 10, base::node_id(2), base::leader_epoch(4)}));
+      sid(7), metadata::stream_state{off(0), off(10), base::node_id(2), base::leader_epoch(4)}));
   EXPECT_TRUE(cache.offsets(sid(7)).fenced);
-  EXPECT_EQ(cache.read(sid(7), 0, 100)->error(), stream_error::fenced);
+  EXPECT_EQ(cache.read(sid(7), off(0), 100)->error(), stream_error::fenced);
   // A stream never taken, whose row the catalog has lost, is fenced too.
-  cache.load(sid(8), {0, 0, base::node_id(1), base::leader_epoch(0)});
+  cache.load(sid(8), {off(0), off(0), base::node_id(1), base::leader_epoch(0)});
   EXPECT_TRUE(cache.fenced_by(sid(8), std::nullopt));
 }
 

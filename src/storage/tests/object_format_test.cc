@@ -22,6 +22,10 @@ base::stream_id sid(uint64_t v) {
   return base::stream_id(v);
 }
 
+base::offset off(int64_t v) {
+  return base::offset(v);
+}
+
 using bytes = std::vector<uint8_t>;
 
 bytes random_bytes(std::mt19937_64& rng, size_t n) {
@@ -62,8 +66,8 @@ bytes encode_index(const std::vector<block_entry>& entries, index_options o = {}
                    static_cast<uint32_t>(static_cast<int64_t>(entries.size()) + o.count_delta));
   for (const block_entry& e : entries) {
     put_be<uint64_t>(out, e.stream_id.value());
-    put_be<int64_t>(out, e.start_offset);
-    put_be<int64_t>(out, e.end_offset);
+    put_be<int64_t>(out, e.start_offset.value());
+    put_be<int64_t>(out, e.end_offset.value());
     put_be<uint64_t>(out, e.position);
     put_be<uint32_t>(out, e.size);
     put_be<int64_t>(out, e.max_timestamp);
@@ -141,7 +145,8 @@ parsed_object small_object() {
   for (uint64_t stream : {3u, 1u, 2u}) {
     int64_t offset = 100;
     for (int i = 0; i < 5; ++i) {
-      EXPECT_TRUE(w.add(sid(stream), offset, offset + 4, 1000 + i, random_bytes(rng, 90)));
+      EXPECT_TRUE(
+          w.add(sid(stream), off(offset), off(offset + 4), 1000 + i, random_bytes(rng, 90)));
       offset += 4;
     }
   }
@@ -154,8 +159,8 @@ parsed_object small_object() {
 
 // Random adds to many streams, remembering what each stream got.
 struct stream_expectation {
-  int64_t start = 0;
-  int64_t end = 0;
+  base::offset start{};
+  base::offset end{};
   int64_t max_timestamp = -1;
   bytes data;
 };
@@ -172,7 +177,7 @@ TEST(ObjectFormat, RoundTripsManyStreamsAndBlocks) {
     const int64_t timestamp = static_cast<int64_t>(rng() % 1'000'000'000'000);
     auto [it, inserted] = expected.try_emplace(stream);
     stream_expectation& s = it->second;
-    if (inserted) s.start = s.end = static_cast<int64_t>(rng() % 1'000'000);
+    if (inserted) s.start = s.end = off(static_cast<int64_t>(rng() % 1'000'000));
     const bytes data = random_bytes(rng, n);
     ASSERT_TRUE(w.add(sid(stream), s.end, s.end + count, timestamp, data));
     s.end += count;
@@ -217,21 +222,21 @@ TEST(ObjectFormat, MatchesTheDocumentedLayout) {
   object_writer w(1024);
   const bytes a = filled(10, 0xaa);
   const bytes b = filled(7, 0xbb);
-  ASSERT_TRUE(w.add(sid(9), 50, 52, 1700, a));
-  ASSERT_TRUE(w.add(sid(4), 0, 3, 1600, b));
+  ASSERT_TRUE(w.add(sid(9), off(50), off(52), 1700, a));
+  ASSERT_TRUE(w.add(sid(4), off(0), off(3), 1600, b));
   const bytes object = w.finish();
 
   // Stream 4's block comes first: blocks are in (stream, offset) order, not add order.
   const std::vector<block_entry> entries = {
       {.stream_id = sid(4),
-       .start_offset = 0,
-       .end_offset = 3,
+       .start_offset = off(0),
+       .end_offset = off(3),
        .position = 0,
        .size = 11,
        .max_timestamp = 1600},
       {.stream_id = sid(9),
-       .start_offset = 50,
-       .end_offset = 52,
+       .start_offset = off(50),
+       .end_offset = off(52),
        .position = 11,
        .size = 14,
        .max_timestamp = 1700},
@@ -251,7 +256,7 @@ TEST(ObjectFormat, MatchesTheDocumentedLayout) {
 TEST(ObjectFormat, MatchesTheExampleInTheFormatDocument) {
   object_writer w;
   const bytes batches = {1, 2, 3, 4, 5, 6};
-  ASSERT_TRUE(w.add(sid(7), 100, 103, 1700000000000, batches));
+  ASSERT_TRUE(w.add(sid(7), off(100), off(103), 1700000000000, batches));
   const bytes want = {
       0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x4f, 0x4d, 0xfb, 0xab,        // block
       0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,                    // index header
@@ -301,33 +306,34 @@ std::vector<uint32_t> batch_sizes(const object_writer& w) {
 
 TEST(ObjectWriter, MergesConsecutiveAddsOfAStreamUpToBlockSize) {
   object_writer w(100);
-  for (int64_t i = 0; i < 7; ++i) ASSERT_TRUE(w.add(sid(1), i * 10, i * 10 + 10, i, filled(30, 1)));
+  for (int64_t i = 0; i < 7; ++i)
+    ASSERT_TRUE(w.add(sid(1), off(i * 10), off(i * 10 + 10), i, filled(30, 1)));
   (void)w.finish();
   EXPECT_EQ(batch_sizes(w), (std::vector<uint32_t>{90, 90, 30}));
   ASSERT_EQ(w.index().size(), 3u);
-  EXPECT_EQ(w.index()[0].start_offset, 0);
-  EXPECT_EQ(w.index()[0].end_offset, 30);
-  EXPECT_EQ(w.index()[1].start_offset, 30);
-  EXPECT_EQ(w.index()[1].end_offset, 60);
-  EXPECT_EQ(w.index()[2].start_offset, 60);
-  EXPECT_EQ(w.index()[2].end_offset, 70);
+  EXPECT_EQ(w.index()[0].start_offset, off(0));
+  EXPECT_EQ(w.index()[0].end_offset, off(30));
+  EXPECT_EQ(w.index()[1].start_offset, off(30));
+  EXPECT_EQ(w.index()[1].end_offset, off(60));
+  EXPECT_EQ(w.index()[2].start_offset, off(60));
+  EXPECT_EQ(w.index()[2].end_offset, off(70));
 }
 
 TEST(ObjectWriter, BlockThatReachesBlockSizeTakesNoMoreAdds) {
   object_writer w(100);
-  ASSERT_TRUE(w.add(sid(1), 0, 1, 0, filled(50, 1)));
-  ASSERT_TRUE(w.add(sid(1), 1, 2, 0, filled(50, 2)));
-  ASSERT_TRUE(w.add(sid(1), 2, 3, 0, filled(1, 3)));
+  ASSERT_TRUE(w.add(sid(1), off(0), off(1), 0, filled(50, 1)));
+  ASSERT_TRUE(w.add(sid(1), off(1), off(2), 0, filled(50, 2)));
+  ASSERT_TRUE(w.add(sid(1), off(2), off(3), 0, filled(1, 3)));
   (void)w.finish();
   EXPECT_EQ(batch_sizes(w), (std::vector<uint32_t>{100, 1}));
 }
 
 TEST(ObjectWriter, AddLargerThanBlockSizeIsABlockOfItsOwn) {
   object_writer w(100);
-  ASSERT_TRUE(w.add(sid(1), 0, 1, 0, filled(10, 1)));
-  ASSERT_TRUE(w.add(sid(1), 1, 2, 0, filled(250, 2)));
-  ASSERT_TRUE(w.add(sid(1), 2, 3, 0, filled(10, 3)));
-  ASSERT_TRUE(w.add(sid(1), 3, 4, 0, filled(10, 4)));
+  ASSERT_TRUE(w.add(sid(1), off(0), off(1), 0, filled(10, 1)));
+  ASSERT_TRUE(w.add(sid(1), off(1), off(2), 0, filled(250, 2)));
+  ASSERT_TRUE(w.add(sid(1), off(2), off(3), 0, filled(10, 3)));
+  ASSERT_TRUE(w.add(sid(1), off(3), off(4), 0, filled(10, 4)));
   const bytes object = w.finish();
   EXPECT_EQ(batch_sizes(w), (std::vector<uint32_t>{10, 250, 20}));
   const auto blocks = read_object(object);
@@ -337,10 +343,10 @@ TEST(ObjectWriter, AddLargerThanBlockSizeIsABlockOfItsOwn) {
 
 TEST(ObjectWriter, BlocksNeverMixStreamsAndAreLaidOutByStream) {
   object_writer w(100);
-  ASSERT_TRUE(w.add(sid(2), 0, 1, 0, filled(10, 0x21)));
-  ASSERT_TRUE(w.add(sid(1), 5, 6, 0, filled(10, 0x11)));
-  ASSERT_TRUE(w.add(sid(2), 1, 2, 0, filled(10, 0x22)));
-  ASSERT_TRUE(w.add(sid(1), 6, 7, 0, filled(10, 0x12)));
+  ASSERT_TRUE(w.add(sid(2), off(0), off(1), 0, filled(10, 0x21)));
+  ASSERT_TRUE(w.add(sid(1), off(5), off(6), 0, filled(10, 0x11)));
+  ASSERT_TRUE(w.add(sid(2), off(1), off(2), 0, filled(10, 0x22)));
+  ASSERT_TRUE(w.add(sid(1), off(6), off(7), 0, filled(10, 0x12)));
   const bytes object = w.finish();
   const auto blocks = read_object(object);
   ASSERT_TRUE(blocks);
@@ -358,10 +364,10 @@ TEST(ObjectWriter, BlocksNeverMixStreamsAndAreLaidOutByStream) {
 
 TEST(ObjectWriter, BlockMaxTimestampIsTheLargestOfItsAdds) {
   object_writer w(100);
-  ASSERT_TRUE(w.add(sid(1), 0, 1, 500, filled(10, 1)));
-  ASSERT_TRUE(w.add(sid(1), 1, 2, 900, filled(10, 1)));
-  ASSERT_TRUE(w.add(sid(1), 2, 3, 700, filled(10, 1)));
-  ASSERT_TRUE(w.add(sid(2), 0, 1, -1, filled(10, 1)));
+  ASSERT_TRUE(w.add(sid(1), off(0), off(1), 500, filled(10, 1)));
+  ASSERT_TRUE(w.add(sid(1), off(1), off(2), 900, filled(10, 1)));
+  ASSERT_TRUE(w.add(sid(1), off(2), off(3), 700, filled(10, 1)));
+  ASSERT_TRUE(w.add(sid(2), off(0), off(1), -1, filled(10, 1)));
   (void)w.finish();
   ASSERT_EQ(w.index().size(), 2u);
   EXPECT_EQ(w.index()[0].max_timestamp, 900);
@@ -371,11 +377,11 @@ TEST(ObjectWriter, BlockMaxTimestampIsTheLargestOfItsAdds) {
 TEST(ObjectWriter, SizeCountsBatchesAndBlockChecksums) {
   object_writer w(100);
   EXPECT_EQ(w.size(), 0u);
-  ASSERT_TRUE(w.add(sid(1), 0, 1, 0, filled(60, 1)));
+  ASSERT_TRUE(w.add(sid(1), off(0), off(1), 0, filled(60, 1)));
   EXPECT_EQ(w.size(), 64u);
-  ASSERT_TRUE(w.add(sid(1), 1, 2, 0, filled(30, 1)));  // same block
+  ASSERT_TRUE(w.add(sid(1), off(1), off(2), 0, filled(30, 1)));  // same block
   EXPECT_EQ(w.size(), 94u);
-  ASSERT_TRUE(w.add(sid(1), 2, 3, 0, filled(30, 1)));  // a new block
+  ASSERT_TRUE(w.add(sid(1), off(2), off(3), 0, filled(30, 1)));  // a new block
   EXPECT_EQ(w.size(), 128u);
   const bytes object = w.finish();
   EXPECT_EQ(object.size(), 128 + 8 + 2 * 44 + 4 + object_footer_size);
@@ -383,14 +389,14 @@ TEST(ObjectWriter, SizeCountsBatchesAndBlockChecksums) {
 
 TEST(ObjectWriter, FinishStartsANewObject) {
   object_writer w(100);
-  ASSERT_TRUE(w.add(sid(1), 10, 20, 0, filled(10, 1)));
+  ASSERT_TRUE(w.add(sid(1), off(10), off(20), 0, filled(10, 1)));
   const bytes first = w.finish();
   EXPECT_EQ(w.size(), 0u);
   // A stream's offsets are checked within one object only.
-  ASSERT_TRUE(w.add(sid(1), 0, 5, 0, filled(10, 2)));
+  ASSERT_TRUE(w.add(sid(1), off(0), off(5), 0, filled(10, 2)));
   const bytes second = w.finish();
   ASSERT_EQ(w.index().size(), 1u);
-  EXPECT_EQ(w.index()[0].start_offset, 0);
+  EXPECT_EQ(w.index()[0].start_offset, off(0));
   const auto blocks = read_object(second);
   ASSERT_TRUE(blocks);
   EXPECT_EQ((*blocks)[0].batches, filled(10, 2));
@@ -399,34 +405,41 @@ TEST(ObjectWriter, FinishStartsANewObject) {
 
 TEST(ObjectWriter, RejectsAddsThatDoNotContinueTheStream) {
   object_writer w(100);
-  ASSERT_TRUE(w.add(sid(1), 10, 20, 0, filled(10, 1)));
-  ASSERT_TRUE(w.add(sid(2), 0, 5, 0, filled(10, 2)));
+  ASSERT_TRUE(w.add(sid(1), off(10), off(20), 0, filled(10, 1)));
+  ASSERT_TRUE(w.add(sid(2), off(0), off(5), 0, filled(10, 2)));
   const size_t size = w.size();
-  EXPECT_EQ(w.add(sid(1), 21, 30, 0, filled(10, 3)).error(), object_format_error::out_of_order)
+  EXPECT_EQ(w.add(sid(1), off(21), off(30), 0, filled(10, 3)).error(),
+            object_format_error::out_of_order)
       << "a gap";
-  EXPECT_EQ(w.add(sid(1), 19, 30, 0, filled(10, 3)).error(), object_format_error::out_of_order)
+  EXPECT_EQ(w.add(sid(1), off(19), off(30), 0, filled(10, 3)).error(),
+            object_format_error::out_of_order)
       << "an overlap";
-  EXPECT_EQ(w.add(sid(1), 10, 20, 0, filled(10, 3)).error(), object_format_error::out_of_order)
+  EXPECT_EQ(w.add(sid(1), off(10), off(20), 0, filled(10, 3)).error(),
+            object_format_error::out_of_order)
       << "a repeat";
-  EXPECT_EQ(w.add(sid(1), 0, 10, 0, filled(10, 3)).error(), object_format_error::out_of_order)
+  EXPECT_EQ(w.add(sid(1), off(0), off(10), 0, filled(10, 3)).error(),
+            object_format_error::out_of_order)
       << "data before the stream's start";
   EXPECT_EQ(w.size(), size) << "a failed add changes nothing";
-  ASSERT_TRUE(w.add(sid(1), 20, 30, 0, filled(10, 4)));
+  ASSERT_TRUE(w.add(sid(1), off(20), off(30), 0, filled(10, 4)));
   const auto blocks = read_object(w.finish());
   ASSERT_TRUE(blocks);
   ASSERT_EQ(blocks->size(), 2u);
   bytes want = filled(10, 1);
   want.resize(20, 4);
   EXPECT_EQ((*blocks)[0].batches, want);
-  EXPECT_EQ((*blocks)[0].entry.end_offset, 30);
+  EXPECT_EQ((*blocks)[0].entry.end_offset, off(30));
 }
 
 TEST(ObjectWriter, RejectsEmptyAndNegativeRanges) {
   object_writer w(100);
-  EXPECT_EQ(w.add(sid(1), 0, 1, 0, {}).error(), object_format_error::invalid_argument);
-  EXPECT_EQ(w.add(sid(1), 5, 5, 0, filled(1, 1)).error(), object_format_error::invalid_argument);
-  EXPECT_EQ(w.add(sid(1), 5, 4, 0, filled(1, 1)).error(), object_format_error::invalid_argument);
-  EXPECT_EQ(w.add(sid(1), -1, 4, 0, filled(1, 1)).error(), object_format_error::invalid_argument);
+  EXPECT_EQ(w.add(sid(1), off(0), off(1), 0, {}).error(), object_format_error::invalid_argument);
+  EXPECT_EQ(w.add(sid(1), off(5), off(5), 0, filled(1, 1)).error(),
+            object_format_error::invalid_argument);
+  EXPECT_EQ(w.add(sid(1), off(5), off(4), 0, filled(1, 1)).error(),
+            object_format_error::invalid_argument);
+  EXPECT_EQ(w.add(sid(1), off(-1), off(4), 0, filled(1, 1)).error(),
+            object_format_error::invalid_argument);
   EXPECT_EQ(w.size(), 0u);
   const auto blocks = read_object(w.finish());
   ASSERT_TRUE(blocks);
@@ -443,8 +456,8 @@ void add_random(object_writer& w, std::mt19937_64& rng, std::vector<bytes>& data
     const int64_t start = ends[stream];
     const int64_t count = 1 + static_cast<int64_t>(rng() % 9);
     data.push_back(random_bytes(rng, 1 + rng() % 3000));
-    const auto r = views ? w.add_view(sid(stream), start, start + count, i, data.back())
-                         : w.add(sid(stream), start, start + count, i, data.back());
+    const auto r = views ? w.add_view(sid(stream), off(start), off(start + count), i, data.back())
+                         : w.add(sid(stream), off(start), off(start + count), i, data.back());
     ASSERT_TRUE(r);
     ends[stream] = start + count;
   }
@@ -490,9 +503,9 @@ TEST(ObjectWriter, FinishPartsHandsOnTheOwners) {
   {
     auto a = std::make_shared<const bytes>(filled(100, 1));
     auto b = std::make_shared<const bytes>(filled(30, 2));
-    ASSERT_TRUE(w.add_view(sid(1), 0, 1, 0, *a, a));
-    ASSERT_TRUE(w.add_view(sid(2), 0, 1, 0, std::span(*b).first(10), b));
-    ASSERT_TRUE(w.add_view(sid(2), 1, 2, 0, std::span(*b).subspan(10), b));
+    ASSERT_TRUE(w.add_view(sid(1), off(0), off(1), 0, *a, a));
+    ASSERT_TRUE(w.add_view(sid(2), off(0), off(1), 0, std::span(*b).first(10), b));
+    ASSERT_TRUE(w.add_view(sid(2), off(1), off(2), 0, std::span(*b).subspan(10), b));
     EXPECT_EQ(a.use_count(), 2) << "the writer holds the owner";
   }
   // The writer's owners are all that keep the bytes alive now (ASan checks the reads).
@@ -525,8 +538,8 @@ std::vector<block_entry> sample_index() {
   uint64_t position = 0;
   auto add = [&](uint64_t stream, int64_t start, int64_t end, uint32_t size) {
     index.push_back({.stream_id = sid(stream),
-                     .start_offset = start,
-                     .end_offset = end,
+                     .start_offset = off(start),
+                     .end_offset = off(end),
                      .position = position,
                      .size = size,
                      .max_timestamp = -1});
@@ -543,7 +556,8 @@ std::vector<block_entry> sample_index() {
 
 std::vector<std::pair<int64_t, int64_t>> ranges(std::span<const block_entry> blocks) {
   std::vector<std::pair<int64_t, int64_t>> out;
-  for (const block_entry& e : blocks) out.emplace_back(e.start_offset, e.end_offset);
+  for (const block_entry& e : blocks)
+    out.emplace_back(e.start_offset.value(), e.end_offset.value());
   return out;
 }
 
@@ -551,45 +565,47 @@ using range_list = std::vector<std::pair<int64_t, int64_t>>;
 
 TEST(FindBlocks, StartsAtTheBlockHoldingTheOffset) {
   const auto index = sample_index();
-  EXPECT_EQ(ranges(find_blocks(index, sid(1), 0, 1)), (range_list{{0, 10}}));
-  EXPECT_EQ(ranges(find_blocks(index, sid(1), 9, 1)), (range_list{{0, 10}}));
-  EXPECT_EQ(ranges(find_blocks(index, sid(1), 10, 1)), (range_list{{10, 20}}));
-  EXPECT_EQ(ranges(find_blocks(index, sid(1), 29, 1)), (range_list{{20, 30}}));
-  EXPECT_EQ(ranges(find_blocks(index, sid(2), 7, 1)), (range_list{{5, 8}}));
-  EXPECT_EQ(ranges(find_blocks(index, sid(3), 115, 1)), (range_list{{110, 120}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), off(0), 1)), (range_list{{0, 10}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), off(9), 1)), (range_list{{0, 10}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), off(10), 1)), (range_list{{10, 20}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), off(29), 1)), (range_list{{20, 30}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(2), off(7), 1)), (range_list{{5, 8}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(3), off(115), 1)), (range_list{{110, 120}}));
 }
 
 TEST(FindBlocks, ReturnsOneBlockEvenWhenItExceedsMaxBytes) {
   const auto index = sample_index();
-  EXPECT_EQ(ranges(find_blocks(index, sid(1), 15, 0)), (range_list{{10, 20}}));
-  EXPECT_EQ(ranges(find_blocks(index, sid(1), 15, 99)), (range_list{{10, 20}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), off(15), 0)), (range_list{{10, 20}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), off(15), 99)), (range_list{{10, 20}}));
 }
 
 TEST(FindBlocks, AddsBlocksUntilMaxBytesIsReached) {
   const auto index = sample_index();
-  EXPECT_EQ(ranges(find_blocks(index, sid(1), 0, 100)), (range_list{{0, 10}}));
-  EXPECT_EQ(ranges(find_blocks(index, sid(1), 0, 101)), (range_list{{0, 10}, {10, 20}}));
-  EXPECT_EQ(ranges(find_blocks(index, sid(1), 0, 200)), (range_list{{0, 10}, {10, 20}}));
-  EXPECT_EQ(ranges(find_blocks(index, sid(1), 5, 201)), (range_list{{0, 10}, {10, 20}, {20, 30}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), off(0), 100)), (range_list{{0, 10}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), off(0), 101)), (range_list{{0, 10}, {10, 20}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), off(0), 200)), (range_list{{0, 10}, {10, 20}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), off(5), 201)),
+            (range_list{{0, 10}, {10, 20}, {20, 30}}));
 }
 
 TEST(FindBlocks, NeverCrossesIntoAnotherStream) {
   const auto index = sample_index();
-  EXPECT_EQ(ranges(find_blocks(index, sid(1), 15, 1 << 30)), (range_list{{10, 20}, {20, 30}}));
-  EXPECT_EQ(ranges(find_blocks(index, sid(2), 5, 1 << 30)), (range_list{{5, 8}}));
-  EXPECT_EQ(ranges(find_blocks(index, sid(3), 100, 1 << 30)), (range_list{{100, 110}, {110, 120}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(1), off(15), 1 << 30)), (range_list{{10, 20}, {20, 30}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(2), off(5), 1 << 30)), (range_list{{5, 8}}));
+  EXPECT_EQ(ranges(find_blocks(index, sid(3), off(100), 1 << 30)),
+            (range_list{{100, 110}, {110, 120}}));
 }
 
 TEST(FindBlocks, FindsNothingForOffsetsTheObjectDoesNotHold) {
   const auto index = sample_index();
-  EXPECT_TRUE(find_blocks(index, sid(1), 30, 1000).empty()) << "the stream's end";
-  EXPECT_TRUE(find_blocks(index, sid(1), -1, 1000).empty());
-  EXPECT_TRUE(find_blocks(index, sid(2), 4, 1000).empty()) << "before the stream's start";
-  EXPECT_TRUE(find_blocks(index, sid(2), 8, 1000).empty());
-  EXPECT_TRUE(find_blocks(index, sid(0), 0, 1000).empty()) << "a stream before all";
-  EXPECT_TRUE(find_blocks(index, sid(4), 0, 1000).empty()) << "a stream after all";
+  EXPECT_TRUE(find_blocks(index, sid(1), off(30), 1000).empty()) << "the stream's end";
+  EXPECT_TRUE(find_blocks(index, sid(1), off(-1), 1000).empty());
+  EXPECT_TRUE(find_blocks(index, sid(2), off(4), 1000).empty()) << "before the stream's start";
+  EXPECT_TRUE(find_blocks(index, sid(2), off(8), 1000).empty());
+  EXPECT_TRUE(find_blocks(index, sid(0), off(0), 1000).empty()) << "a stream before all";
+  EXPECT_TRUE(find_blocks(index, sid(4), off(0), 1000).empty()) << "a stream after all";
   const std::vector<block_entry> empty;
-  EXPECT_TRUE(find_blocks(empty, sid(1), 0, 1000).empty());
+  EXPECT_TRUE(find_blocks(empty, sid(1), off(0), 1000).empty());
 }
 
 TEST(FindBlocks, PointsIntoTheIndexOfARealObject) {
@@ -600,7 +616,8 @@ TEST(FindBlocks, PointsIntoTheIndexOfARealObject) {
     const uint64_t stream = rng() % 10;
     int64_t& end = ends[stream];
     const int64_t count = 1 + static_cast<int64_t>(rng() % 20);
-    ASSERT_TRUE(w.add(sid(stream), end, end + count, 0, random_bytes(rng, 1 + rng() % 2000)));
+    ASSERT_TRUE(
+        w.add(sid(stream), off(end), off(end + count), 0, random_bytes(rng, 1 + rng() % 2000)));
     end += count;
   }
   const bytes object = w.finish();
@@ -611,18 +628,18 @@ TEST(FindBlocks, PointsIntoTheIndexOfARealObject) {
   ASSERT_TRUE(index);
   for (const auto& [stream, end] : ends) {
     for (int64_t offset = 0; offset < end; ++offset) {
-      const auto found = find_blocks(*index, sid(stream), offset, 10000);
+      const auto found = find_blocks(*index, sid(stream), off(offset), 10000);
       ASSERT_FALSE(found.empty());
       EXPECT_EQ(found.front().stream_id, sid(stream));
-      EXPECT_LE(found.front().start_offset, offset);
-      EXPECT_GT(found.front().end_offset, offset);
+      EXPECT_LE(found.front().start_offset, off(offset));
+      EXPECT_GT(found.front().end_offset, off(offset));
       // The blocks found are adjacent in the object: one ranged read fetches them.
       for (size_t i = 1; i < found.size(); ++i) {
         EXPECT_EQ(found[i].position, found[i - 1].position + found[i - 1].size);
         EXPECT_EQ(found[i].start_offset, found[i - 1].end_offset);
       }
     }
-    EXPECT_TRUE(find_blocks(*index, sid(stream), end, 10000).empty());
+    EXPECT_TRUE(find_blocks(*index, sid(stream), off(end), 10000).empty());
   }
 }
 
@@ -739,8 +756,8 @@ TEST(ObjectCorruption, FooterWithAValidChecksumIsStillChecked) {
 
 block_entry entry(uint64_t stream, int64_t start, int64_t end, uint64_t position, uint32_t size) {
   return {.stream_id = sid(stream),
-          .start_offset = start,
-          .end_offset = end,
+          .start_offset = off(start),
+          .end_offset = off(end),
           .position = position,
           .size = size,
           .max_timestamp = 0};
@@ -799,7 +816,7 @@ TEST(ObjectCorruption, IndexWithAValidChecksumIsStillChecked) {
 void expect_valid_index(const std::vector<block_entry>& index, uint64_t data_end) {
   for (size_t i = 0; i < index.size(); ++i) {
     const block_entry& e = index[i];
-    ASSERT_GE(e.start_offset, 0);
+    ASSERT_GE(e.start_offset, off(0));
     ASSERT_LT(e.start_offset, e.end_offset);
     ASSERT_GT(e.size, 4u);
     ASSERT_LE(e.position + e.size, data_end);
@@ -848,7 +865,7 @@ TEST(ObjectFuzz, RandomFootersNeverCrash) {
 std::vector<block_entry> random_entries(std::mt19937_64& rng) {
   std::vector<block_entry> entries(rng() % 12);
   uint64_t stream = rng() % 3;
-  int64_t offset = static_cast<int64_t>(rng() % 100);
+  base::offset offset = off(static_cast<int64_t>(rng() % 100));
   uint64_t position = 0;
   for (block_entry& e : entries) {
     const auto small = [&](uint64_t n) { return rng() % n; };
@@ -867,10 +884,10 @@ std::vector<block_entry> random_entries(std::mt19937_64& rng) {
           e.stream_id = sid(rng());
           break;
         case 1:
-          e.start_offset = static_cast<int64_t>(rng());
+          e.start_offset = off(static_cast<int64_t>(rng()));
           break;
         case 2:
-          e.end_offset = static_cast<int64_t>(rng());
+          e.end_offset = off(static_cast<int64_t>(rng()));
           break;
         case 3:
           e.position = rng();
@@ -879,7 +896,7 @@ std::vector<block_entry> random_entries(std::mt19937_64& rng) {
           e.size = static_cast<uint32_t>(rng());
           break;
         default:
-          e.start_offset = std::numeric_limits<int64_t>::min();
+          e.start_offset = off(std::numeric_limits<int64_t>::min());
           break;
       }
     }

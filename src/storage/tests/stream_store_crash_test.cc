@@ -26,6 +26,10 @@ base::stream_id sid(uint64_t v) {
   return base::stream_id(v);
 }
 
+base::offset off(int64_t v) {
+  return base::offset(v);
+}
+
 namespace fs = std::filesystem;
 
 // Reads every stream of `acked_end` from 0 and checks that it reaches the acknowledged end
@@ -34,9 +38,9 @@ void check_streams(stream_store& store, const std::map<uint64_t, int64_t>& acked
                    const std::string& where) {
   for (const auto& [s, end] : acked_end) {
     const auto offsets = store.offsets(sid(s));
-    ASSERT_GE(offsets.end_offset, end) << where << " stream " << s;
+    ASSERT_GE(offsets.end_offset, off(end)) << where << " stream " << s;
     // Read everything back: each record's value names its stream and offset.
-    int64_t offset = 0;
+    base::offset offset(0);
     while (offset < offsets.end_offset) {
       auto r = store.read(sid(s), offset, 64 << 10);
       ASSERT_TRUE(r) << where << " stream " << s << " offset " << offset << ": "

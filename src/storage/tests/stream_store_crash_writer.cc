@@ -88,19 +88,19 @@ int main(int argc, char** argv) {
       const auto stream = base::stream_id(static_cast<uint64_t>(t));
       std::mt19937 rng(static_cast<unsigned>(std::atoi(argv[2]) * 31 + t));
       // Values carry their offset; continue where the stream ends.
-      int64_t next = (*store)->offsets(stream).end_offset;
+      base::offset next = (*store)->offsets(stream).end_offset;
       for (;;) {
         const int count = 1 + static_cast<int>(rng() % 5);
         std::mutex m;
         std::condition_variable cv;
         bool done = false;
         bool ok = false;
-        (*store)->append(stream, batch(stream.value(), next, count), [&](auto r) {
+        (*store)->append(stream, batch(stream.value(), next.value(), count), [&](auto r) {
           ok = r.has_value();
           if (r) {
             std::lock_guard lock(out_mu);
             std::printf("%llu %lld %d\n", static_cast<unsigned long long>(stream.value()),
-                        static_cast<long long>(*r), count);
+                        static_cast<long long>(r->value()), count);
             std::fflush(stdout);
           }
           std::lock_guard lock(m);

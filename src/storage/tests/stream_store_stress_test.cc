@@ -26,6 +26,10 @@ base::stream_id sid(uint64_t v) {
   return base::stream_id(v);
 }
 
+base::offset off(int64_t v) {
+  return base::offset(v);
+}
+
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
@@ -47,17 +51,17 @@ std::vector<uint8_t> batch(int count, int64_t timestamp) {
 }
 
 // The base offset and end of the first batch of a read.
-std::pair<int64_t, int64_t> first_batch(const read_result& r) {
+std::pair<base::offset, base::offset> first_batch(const read_result& r) {
   const auto bytes = r.concatenate();
   protocol::batch_reader batches(bytes);
   auto b = batches.next();
-  if (!b || !b->has_value()) return {-1, -1};
-  return {(*b)->header.base_offset, (*b)->header.last_offset() + 1};
+  if (!b || !b->has_value()) return {off(-1), off(-1)};
+  return {off((*b)->header.base_offset), off((*b)->header.last_offset() + 1)};
 }
 
 struct refusal {
   base::stream_id stream;
-  int64_t offset, start_before, start_after, end;
+  base::offset offset, start_before, start_after, end;
   std::string error;
 };
 
@@ -119,7 +123,7 @@ TEST_F(StreamStoreStress, ReadersNeverSeeAnInRangeOffsetRefusedAcrossBackgroundT
       const int64_t ts = stream == base::stream_id(4) ? wall_ms() - 2 * 3600 * 1000 : wall_ms();
       std::promise<void> durable;
       s.append(stream, batch(1 + static_cast<int>(rng() % 40), ts),
-               [&](const tl::expected<int64_t, stream_error>& r) {
+               [&](const tl::expected<base::offset, stream_error>& r) {
                  EXPECT_TRUE(r.has_value());
                  durable.set_value();
                });
@@ -146,10 +150,11 @@ TEST_F(StreamStoreStress, ReadersNeverSeeAnInRangeOffsetRefusedAcrossBackgroundT
       while (!stop) {
         const base::stream_id stream(1 + rng() % streams);
         const auto range = s.offsets(stream);
-        for (int64_t offset = range.start_offset; offset < range.end_offset && !stop; ++offset) {
+        for (base::offset offset = range.start_offset; offset < range.end_offset && !stop;
+             offset += 1) {
           auto r = s.read(stream, offset, 1 + rng() % 8192);
           ++reads;
-          const int64_t start_after = s.offsets(stream).start_offset;
+          const base::offset start_after = s.offsets(stream).start_offset;
           if (!r) {
             if (r.error() == stream_error::offset_out_of_range && offset < start_after) {
               ++legit_refusals;
@@ -160,12 +165,12 @@ TEST_F(StreamStoreStress, ReadersNeverSeeAnInRangeOffsetRefusedAcrossBackgroundT
                                std::string(stream_error_name(r.error()))});
             continue;
           }
-          const auto [base, end] = first_batch(*r);
-          if (base > offset || end <= offset) {
+          const auto [first, end] = first_batch(*r);
+          if (first > offset || end <= offset) {
             std::lock_guard lock(mu);
             refused.push_back({stream, offset, range.start_offset, start_after, range.end_offset,
-                               "read returned batch [" + std::to_string(base) + ", " +
-                                   std::to_string(end) + ")"});
+                               "read returned batch [" + std::to_string(first.value()) + ", " +
+                                   std::to_string(end.value()) + ")"});
           }
         }
       }
@@ -194,9 +199,9 @@ TEST_F(StreamStoreStress, ReadersNeverSeeAnInRangeOffsetRefusedAcrossBackgroundT
   EXPECT_GT(st.compactions, 0u);
   EXPECT_GT(st.deleted_objects, 0u);
   EXPECT_GT(st.cold_reads, 100u);
-  EXPECT_GT(s.offsets(sid(1)).start_offset, 0);
-  EXPECT_GT(s.offsets(sid(2)).start_offset, 0);
-  EXPECT_GT(s.offsets(sid(4)).start_offset, 0);
+  EXPECT_GT(s.offsets(sid(1)).start_offset, off(0));
+  EXPECT_GT(s.offsets(sid(2)).start_offset, off(0));
+  EXPECT_GT(s.offsets(sid(4)).start_offset, off(0));
   std::printf(
       "appends %llu, task rounds %llu, reads %llu (%llu cold), refused below the start %llu\n",
       static_cast<unsigned long long>(appends.load()),

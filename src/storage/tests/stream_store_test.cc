@@ -26,6 +26,10 @@ base::stream_id sid(uint64_t v) {
   return base::stream_id(v);
 }
 
+base::offset off(int64_t v) {
+  return base::offset(v);
+}
+
 namespace fs = std::filesystem;
 
 // A scratch directory on a file system that takes O_DIRECT (the build tree's).
@@ -57,7 +61,7 @@ std::vector<uint8_t> batch(uint64_t stream, int first, int count, int64_t timest
 }
 
 // Every record value of a read, in order, checking offsets are dense from `from`.
-std::vector<std::string> values(const read_result& r, int64_t from) {
+std::vector<std::string> values(const read_result& r, base::offset from) {
   std::vector<std::string> out;
   const auto bytes = r.concatenate();
   protocol::batch_reader batches(bytes);
@@ -75,7 +79,7 @@ std::vector<std::string> values(const read_result& r, int64_t from) {
     EXPECT_TRUE(records.has_value());
     if (!records) break;
     for (const auto& rec : records->records()) {
-      const int64_t offset = b.header.base_offset + rec.offset_delta;
+      const base::offset offset(b.header.base_offset + rec.offset_delta);
       if (offset < from) continue;
       out.emplace_back(rec.value->begin(), rec.value->end());
     }
@@ -110,18 +114,18 @@ class StreamStore : public ::testing::Test {
     return s ? std::move(*s) : nullptr;
   }
   // Appends and waits for durability; returns the base offset.
-  static int64_t append(stream_store& s, base::stream_id stream, std::vector<uint8_t> data) {
-    std::promise<tl::expected<int64_t, stream_error>> p;
+  static base::offset append(stream_store& s, base::stream_id stream, std::vector<uint8_t> data) {
+    std::promise<tl::expected<base::offset, stream_error>> p;
     s.append(stream, std::move(data), [&](auto r) { p.set_value(r); });
     auto r = p.get_future().get();
     EXPECT_TRUE(r.has_value());
-    return r ? *r : -1;
+    return r ? *r : off(-1);
   }
   // Reads a whole stream from `from` with reads of at most max_bytes.
-  static std::vector<std::string> read_all(stream_store& s, base::stream_id stream, int64_t from,
-                                           size_t max_bytes = 1 << 20) {
+  static std::vector<std::string> read_all(stream_store& s, base::stream_id stream,
+                                           base::offset from, size_t max_bytes = 1 << 20) {
     std::vector<std::string> out;
-    for (int64_t offset = from;;) {
+    for (base::offset offset = from;;) {
       auto r = s.read(stream, offset, max_bytes);
       EXPECT_TRUE(r.has_value()) << (r ? "" : stream_error_name(r.error()));
       if (!r || r->chunks.empty()) break;
@@ -144,24 +148,24 @@ class StreamStore : public ::testing::Test {
 
 TEST_F(StreamStore, AppendsGetDenseOffsetsAndReadBackFromTheCache) {
   auto s = open(options());
-  EXPECT_EQ(append(*s, sid(1), batch(1, 0, 5)), 0);
-  EXPECT_EQ(append(*s, sid(2), batch(2, 0, 3)), 0);
-  EXPECT_EQ(append(*s, sid(1), batch(1, 5, 7)), 5);
-  EXPECT_EQ(s->offsets(sid(1)).end_offset, 12);
-  EXPECT_EQ(s->offsets(sid(2)).end_offset, 3);
-  EXPECT_EQ(read_all(*s, sid(1), 0), expected(1, 0, 12));
-  EXPECT_EQ(read_all(*s, sid(1), 7), expected(1, 7, 12));  // from inside a batch
-  EXPECT_EQ(read_all(*s, sid(2), 0), expected(2, 0, 3));
-  EXPECT_EQ(s->read(sid(1), 13, 100).error(), stream_error::offset_out_of_range);
-  EXPECT_TRUE(s->read(sid(1), 12, 100)->chunks.empty());
+  EXPECT_EQ(append(*s, sid(1), batch(1, 0, 5)), off(0));
+  EXPECT_EQ(append(*s, sid(2), batch(2, 0, 3)), off(0));
+  EXPECT_EQ(append(*s, sid(1), batch(1, 5, 7)), off(5));
+  EXPECT_EQ(s->offsets(sid(1)).end_offset, off(12));
+  EXPECT_EQ(s->offsets(sid(2)).end_offset, off(3));
+  EXPECT_EQ(read_all(*s, sid(1), off(0)), expected(1, 0, 12));
+  EXPECT_EQ(read_all(*s, sid(1), off(7)), expected(1, 7, 12));  // from inside a batch
+  EXPECT_EQ(read_all(*s, sid(2), off(0)), expected(2, 0, 3));
+  EXPECT_EQ(s->read(sid(1), off(13), 100).error(), stream_error::offset_out_of_range);
+  EXPECT_TRUE(s->read(sid(1), off(12), 100)->chunks.empty());
 }
 
 TEST_F(StreamStore, InvalidBatchesAreRefused) {
   auto s = open(options());
-  std::promise<tl::expected<int64_t, stream_error>> p;
+  std::promise<tl::expected<base::offset, stream_error>> p;
   s->append(sid(1), std::vector<uint8_t>(100, 7), [&](auto r) { p.set_value(r); });
   EXPECT_EQ(p.get_future().get().error(), stream_error::invalid_batch);
-  EXPECT_EQ(s->offsets(sid(1)).end_offset, 0);
+  EXPECT_EQ(s->offsets(sid(1)).end_offset, off(0));
 }
 
 TEST_F(StreamStore, UploadCommitsObjectsTrimsTheWalAndColdReadsReturnTheSameData) {
@@ -184,8 +188,8 @@ TEST_F(StreamStore, UploadCommitsObjectsTrimsTheWalAndColdReadsReturnTheSameData
   auto listed = objects().list("objects/");
   ASSERT_TRUE(listed);
   EXPECT_EQ(listed->size(), 1u);
-  EXPECT_EQ(read_all(*s, sid(1), 0, 3000), expected(1, 0, 200));
-  EXPECT_EQ(read_all(*s, sid(2), 55, 3000), expected(2, 55, 200));
+  EXPECT_EQ(read_all(*s, sid(1), off(0), 3000), expected(1, 0, 200));
+  EXPECT_EQ(read_all(*s, sid(2), off(55), 3000), expected(2, 55, 200));
   EXPECT_GT(s->stats().cold_reads, 0u);
 }
 
@@ -208,7 +212,7 @@ TEST_F(StreamStore, SequentialColdReadsReadAhead) {
   for (int i = 0; i < 100; ++i) append(*s, sid(1), batch(1, i * 10, 10));
   ASSERT_TRUE(s->run_upload_once());
   // Reads of about one block: without read-ahead, one GET each.
-  const auto values_read = read_all(*s, sid(1), 0, 3000);
+  const auto values_read = read_all(*s, sid(1), off(0), 3000);
   EXPECT_EQ(values_read, expected(1, 0, 1000));
   const auto st = s->stats();
   EXPECT_LT(st.object_gets * 2, st.cold_reads)
@@ -226,14 +230,14 @@ TEST_F(StreamStore, RecoveryReplaysTheWalAboveWhatObjectsHold) {
     s->close();
   }
   auto s = open(o);
-  EXPECT_EQ(s->offsets(sid(1)).end_offset, 150);
-  EXPECT_EQ(s->offsets(sid(3)).end_offset, 4);
-  EXPECT_EQ(read_all(*s, sid(1), 0), expected(1, 0, 150));
-  EXPECT_EQ(read_all(*s, sid(3), 0), expected(3, 0, 4));
-  EXPECT_EQ(append(*s, sid(1), batch(1, 150, 1)), 150);
+  EXPECT_EQ(s->offsets(sid(1)).end_offset, off(150));
+  EXPECT_EQ(s->offsets(sid(3)).end_offset, off(4));
+  EXPECT_EQ(read_all(*s, sid(1), off(0)), expected(1, 0, 150));
+  EXPECT_EQ(read_all(*s, sid(3), off(0)), expected(3, 0, 4));
+  EXPECT_EQ(append(*s, sid(1), batch(1, 150, 1)), off(150));
   // Uploading again after recovery continues the streams in the catalog.
   ASSERT_TRUE(s->run_upload_once());
-  EXPECT_EQ(read_all(*s, sid(1), 140), expected(1, 140, 151));
+  EXPECT_EQ(read_all(*s, sid(1), off(140)), expected(1, 140, 151));
 }
 
 // Small streams are merged into one stream-set object, never one object each; a stream with
@@ -265,9 +269,9 @@ TEST_F(StreamStore, CompactionMergesSmallStreamsAndGivesBigOnesTheirOwnObject) {
   }
   EXPECT_EQ(sets, 1);
   EXPECT_EQ(streams, 1);
-  EXPECT_EQ(read_all(*s, sid(1), 0, 2000), expected(1, 0, 400));
+  EXPECT_EQ(read_all(*s, sid(1), off(0), 2000), expected(1, 0, 400));
   for (uint64_t stream = 2; stream <= 40; ++stream) {
-    EXPECT_EQ(read_all(*s, sid(stream), 0, 2000), expected(stream, 0, 8));
+    EXPECT_EQ(read_all(*s, sid(stream), off(0), 2000), expected(stream, 0, 8));
   }
   // A lone stream-set object is not rewritten again and again.
   ASSERT_TRUE(s->run_compaction_once());
@@ -295,7 +299,7 @@ TEST_F(StreamStore, CompactionMergesSmallStreamObjects) {
   ASSERT_TRUE(listed);
   ASSERT_EQ(listed->size(), 1u);
   EXPECT_TRUE(listed->front().key.ends_with(".stream"));
-  EXPECT_EQ(read_all(*s, sid(1), 0, 3000), expected(1, 0, 500));
+  EXPECT_EQ(read_all(*s, sid(1), off(0), 3000), expected(1, 0, 500));
 }
 
 TEST_F(StreamStore, ConcurrentReaderSeesNoGapOrDuplicateDuringCompaction) {
@@ -311,7 +315,7 @@ TEST_F(StreamStore, ConcurrentReaderSeesNoGapOrDuplicateDuringCompaction) {
   std::atomic<int> passes{0};
   std::thread reader([&] {
     while (!stop) {
-      EXPECT_EQ(read_all(*s, sid(1), 0, 1500), expected(1, 0, 300));
+      EXPECT_EQ(read_all(*s, sid(1), off(0), 1500), expected(1, 0, 300));
       ++passes;
     }
   });
@@ -337,25 +341,25 @@ TEST_F(StreamStore, RetentionBySizeAndTimeRemovesWholeRanges) {
   }
   s->set_retention(sid(1), 24 * hour, -1);  // by time: the two ranges of two days ago go
   ASSERT_TRUE(s->run_retention_once());
-  EXPECT_EQ(s->offsets(sid(1)).start_offset, 20);
-  EXPECT_EQ(s->read(sid(1), 5, 100).error(), stream_error::offset_out_of_range);
-  EXPECT_EQ(read_all(*s, sid(1), 20), expected(1, 20, 50));
-  const auto one_range = s->read(sid(1), 20, 1 << 20)->bytes();
+  EXPECT_EQ(s->offsets(sid(1)).start_offset, off(20));
+  EXPECT_EQ(s->read(sid(1), off(5), 100).error(), stream_error::offset_out_of_range);
+  EXPECT_EQ(read_all(*s, sid(1), off(20)), expected(1, 20, 50));
+  const auto one_range = s->read(sid(1), off(20), 1 << 20)->bytes();
   s->set_retention(sid(1), -1, static_cast<int64_t>(one_range));  // by size: keep one range
   ASSERT_TRUE(s->run_retention_once());
-  EXPECT_EQ(s->offsets(sid(1)).start_offset, 40);
+  EXPECT_EQ(s->offsets(sid(1)).start_offset, off(40));
   ASSERT_TRUE(s->run_deletions_once());
   EXPECT_EQ(s->stats().deleted_objects, 4u);
-  EXPECT_EQ(read_all(*s, sid(1), 40), expected(1, 40, 50));
+  EXPECT_EQ(read_all(*s, sid(1), off(40)), expected(1, 40, 50));
 }
 
 TEST_F(StreamStore, TrimMovesTheStartForward) {
   auto s = open(options());
   append(*s, sid(1), batch(1, 0, 10));
-  ASSERT_TRUE(s->trim(sid(1), 4));
-  EXPECT_EQ(s->offsets(sid(1)).start_offset, 4);
-  EXPECT_EQ(s->read(sid(1), 3, 100).error(), stream_error::offset_out_of_range);
-  EXPECT_EQ(s->trim(sid(1), 11).error(), stream_error::offset_out_of_range);
+  ASSERT_TRUE(s->trim(sid(1), off(4)));
+  EXPECT_EQ(s->offsets(sid(1)).start_offset, off(4));
+  EXPECT_EQ(s->read(sid(1), off(3), 100).error(), stream_error::offset_out_of_range);
+  EXPECT_EQ(s->trim(sid(1), off(11)).error(), stream_error::offset_out_of_range);
 }
 
 TEST_F(StreamStore, UploadsRetryThroughAFaultyObjectStoreWithoutLosingData) {
@@ -382,16 +386,16 @@ TEST_F(StreamStore, UploadsRetryThroughAFaultyObjectStoreWithoutLosingData) {
   for (int attempt = 0; attempt < 100 && !s.run_compaction_once(); ++attempt) {
   }
   flaky.set_options(faulty_store_options{});
-  EXPECT_EQ(read_all(s, sid(1), 0, 2000), expected(1, 0, 100));
-  EXPECT_EQ(read_all(s, sid(2), 0, 2000), expected(2, 0, 100));
+  EXPECT_EQ(read_all(s, sid(1), off(0), 2000), expected(1, 0, 100));
+  EXPECT_EQ(read_all(s, sid(2), off(0), 2000), expected(2, 0, 100));
 }
 
 // Appends until one is durable, retrying the same batch after a failed WAL write (as a client
 // retries); returns the base offset and counts the failures.
-int64_t append_retrying(stream_store& s, base::stream_id stream, const std::vector<uint8_t>& data,
-                        int& failures) {
+base::offset append_retrying(stream_store& s, base::stream_id stream,
+                             const std::vector<uint8_t>& data, int& failures) {
   for (int attempt = 0; attempt < 1000; ++attempt) {
-    std::promise<tl::expected<int64_t, stream_error>> p;
+    std::promise<tl::expected<base::offset, stream_error>> p;
     s.append(stream, data, [&](auto r) { p.set_value(r); });
     auto r = p.get_future().get();
     if (r) return *r;
@@ -400,7 +404,7 @@ int64_t append_retrying(stream_store& s, base::stream_id stream, const std::vect
     std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the WAL recovers
   }
   ADD_FAILURE() << "never durable";
-  return -1;
+  return off(-1);
 }
 
 TEST_F(StreamStore, FailedWalWritesLeaveNoTraceAndTheirOffsetsAreReused) {
@@ -411,37 +415,37 @@ TEST_F(StreamStore, FailedWalWritesLeaveNoTraceAndTheirOffsetsAreReused) {
   {
     auto s = open(o);
     faults->fail_next(1);
-    std::promise<tl::expected<int64_t, stream_error>> p;
+    std::promise<tl::expected<base::offset, stream_error>> p;
     s->append(sid(1), batch(1, 0, 5), [&](auto r) { p.set_value(r); });
     auto first = p.get_future().get();
     ASSERT_FALSE(first);
     EXPECT_EQ(first.error(), stream_error::wal_failed);
-    EXPECT_EQ(s->offsets(sid(1)).end_offset, 0);
+    EXPECT_EQ(s->offsets(sid(1)).end_offset, off(0));
     // The retry gets the same offsets, and the store goes on appending.
-    EXPECT_EQ(append_retrying(*s, sid(1), batch(1, 0, 5), failures), 0);
+    EXPECT_EQ(append_retrying(*s, sid(1), batch(1, 0, 5), failures), off(0));
     faults->set_options({.seed = 3, .fail_probability = 0.3});
     int next = 5;
     for (int i = 0; i < 60; ++i) {
       const uint64_t stream = 1 + i % 3;
       const int first_value = stream == 1 ? next : i * 10;
       auto data = batch(stream, first_value, 5);
-      const int64_t base = append_retrying(*s, sid(stream), data, failures);
+      const base::offset first_offset = append_retrying(*s, sid(stream), data, failures);
       if (stream == 1) {
-        EXPECT_EQ(base, next);
+        EXPECT_EQ(first_offset, off(next));
         next += 5;
       }
     }
     EXPECT_GT(failures, 5);
-    EXPECT_EQ(read_all(*s, sid(1), 0), expected(1, 0, next));
-    EXPECT_EQ(s->offsets(sid(1)).end_offset, next);
+    EXPECT_EQ(read_all(*s, sid(1), off(0)), expected(1, 0, next));
+    EXPECT_EQ(s->offsets(sid(1)).end_offset, off(next));
     faults->set_options({});
     ASSERT_TRUE(s->run_upload_once());
-    EXPECT_EQ(read_all(*s, sid(1), 0), expected(1, 0, next));
+    EXPECT_EQ(read_all(*s, sid(1), off(0)), expected(1, 0, next));
     s->close();
     o.wal.faults = nullptr;
     auto again = open(o);
-    EXPECT_EQ(read_all(*again, sid(1), 0), expected(1, 0, next));
-    EXPECT_EQ(again->offsets(sid(2)).end_offset, 20 * 5);
+    EXPECT_EQ(read_all(*again, sid(1), off(0)), expected(1, 0, next));
+    EXPECT_EQ(again->offsets(sid(2)).end_offset, off(20 * 5));
   }
 }
 
@@ -463,10 +467,10 @@ TEST_F(StreamStore, AppendTooLargeForTheWalFailsAloneAndAFullWalRefusesUntilUplo
   auto refused = s->append(sid(1), owner, *owner, [](auto) { ADD_FAILURE() << "called back"; });
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error(), stream_error::too_large);
-  EXPECT_EQ(append(*s, sid(1), batch(1, 0, 3)), 0);  // the store still takes appends
+  EXPECT_EQ(append(*s, sid(1), batch(1, 0, 3)), off(0));  // the store still takes appends
   // Fill the ring; the next append is refused at once, without waiting.
   int value = 3;
-  tl::expected<int64_t, stream_error> r;
+  tl::expected<base::offset, stream_error> r;
   for (int i = 0; i < 1000; ++i) {
     auto data = std::make_shared<std::vector<uint8_t>>(batch(1, value, 50));
     std::promise<void> durable;
@@ -477,15 +481,15 @@ TEST_F(StreamStore, AppendTooLargeForTheWalFailsAloneAndAFullWalRefusesUntilUplo
   }
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error(), stream_error::wal_full);
-  EXPECT_EQ(s->offsets(sid(1)).end_offset, value);  // the refused append took no offsets
+  EXPECT_EQ(s->offsets(sid(1)).end_offset, off(value));  // the refused append took no offsets
   EXPECT_EQ(room.load(), 0);
   ASSERT_TRUE(s->run_upload_once());  // commits the data, then trims the WAL
   for (int i = 0; i < 500 && room.load() == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_GE(room.load(), 1);
-  EXPECT_EQ(append(*s, sid(1), batch(1, value, 50)), value);
-  EXPECT_EQ(read_all(*s, sid(1), 0), expected(1, 0, value + 50));
+  EXPECT_EQ(append(*s, sid(1), batch(1, value, 50)), off(value));
+  EXPECT_EQ(read_all(*s, sid(1), off(0)), expected(1, 0, value + 50));
 }
 
 // The sweep, on the local directory store and (when SILT_S3_ENDPOINT, SILT_S3_ACCESS_KEY and
@@ -585,7 +589,7 @@ TEST_P(StreamStoreSweep, ObjectWhosePutReplyWasLostIsDeletedAfterTheGracePeriodO
   EXPECT_EQ(after.size(), 2 + foreign.size());
   for (const auto& key : foreign) EXPECT_TRUE(has(after, key)) << key;
   EXPECT_TRUE(has(after, committed_first[0]));
-  EXPECT_EQ(read_all(s, sid(1), 0), expected(1, 0, 20));
+  EXPECT_EQ(read_all(s, sid(1), off(0)), expected(1, 0, 20));
   // Nothing more to do.
   ASSERT_TRUE(s.run_sweep_once());
   EXPECT_EQ(s.stats().swept_objects, 1u);
@@ -609,7 +613,7 @@ TEST_P(StreamStoreSweep, ObjectWhoseCommitWasRefusedAndWhoseRemoveFailedIsDelete
     ASSERT_TRUE(id);
     ASSERT_TRUE((*other)->commit_object(
         {*id, "elsewhere/" + std::to_string(*id), 1, metadata::object_kind::stream_set, 0},
-        {{sid(1), 0, 5, -1, 1}}));
+        {{sid(1), off(0), off(5), -1, 1}}));
   }
   flaky.script(store_operation::remove, {fault::io});
   ASSERT_FALSE(s.run_upload_once());
@@ -650,7 +654,7 @@ TEST_P(StreamStoreSweep, UploadBetweenItsPutAndItsCommitIsNotSwept) {
   EXPECT_TRUE(sweep_done);
   EXPECT_EQ(store->stats().swept_objects, 0u);
   EXPECT_TRUE(has(keys(), put_key));
-  EXPECT_EQ(read_all(*store, sid(1), 0), expected(1, 0, 10));
+  EXPECT_EQ(read_all(*store, sid(1), off(0)), expected(1, 0, 10));
 }
 
 }  // namespace
@@ -688,8 +692,8 @@ TEST_P(StreamStoreOwnership, TheStaleOwnerIsFencedAndTheNewOwnerLosesNothing) {
   auto b = open(node(2, *db));
   ASSERT_TRUE(b->take({sid(1)}));
   EXPECT_EQ(b->offsets(sid(1)).epoch, base::leader_epoch(1));
-  EXPECT_EQ(b->offsets(sid(1)).end_offset, 5);  // the committed end
-  EXPECT_EQ(append(*b, sid(1), batch(1, 100, 4)), 5);
+  EXPECT_EQ(b->offsets(sid(1)).end_offset, off(5));  // the committed end
+  EXPECT_EQ(append(*b, sid(1), batch(1, 100, 4)), off(5));
   ASSERT_TRUE(b->run_upload_once());
 
   // Node 1's upload holds streams 1 and 2: refused whole, then retried without stream 1.
@@ -698,11 +702,11 @@ TEST_P(StreamStoreOwnership, TheStaleOwnerIsFencedAndTheNewOwnerLosesNothing) {
   EXPECT_FALSE(a->offsets(sid(2)).fenced);
   append(*a, sid(2), batch(2, 5, 1));
   ASSERT_TRUE(a->run_upload_once());
-  std::promise<tl::expected<int64_t, stream_error>> refused;
+  std::promise<tl::expected<base::offset, stream_error>> refused;
   a->append(sid(1), batch(1, 8, 1), [&](auto r) { refused.set_value(r); });
   EXPECT_EQ(refused.get_future().get().error(), stream_error::fenced);
-  EXPECT_EQ(a->read(sid(1), 0, 1000).error(), stream_error::fenced);
-  EXPECT_EQ(a->trim(sid(1), 2).error(), stream_error::fenced);
+  EXPECT_EQ(a->read(sid(1), off(0), 1000).error(), stream_error::fenced);
+  EXPECT_EQ(a->trim(sid(1), off(2)).error(), stream_error::fenced);
   EXPECT_EQ(a->put_producer_state(sid(1), {1}).error(), stream_error::fenced);
 
   // Everything node 2 serves: node 1's committed records, then node 2's.
@@ -711,13 +715,13 @@ TEST_P(StreamStoreOwnership, TheStaleOwnerIsFencedAndTheNewOwnerLosesNothing) {
   a.reset();
   b.reset();
   auto c = open(node(2, *db));
-  EXPECT_EQ(read_all(*c, sid(1), 0), want);
-  EXPECT_EQ(read_all(*c, sid(2), 0), expected(2, 0, 6));
+  EXPECT_EQ(read_all(*c, sid(1), off(0)), want);
+  EXPECT_EQ(read_all(*c, sid(2), off(0)), expected(2, 0, 6));
   auto epochs = c->epochs(sid(1));
   ASSERT_TRUE(epochs);
   ASSERT_EQ(epochs->size(), 2u);
   EXPECT_EQ((*epochs)[1].epoch, base::leader_epoch(1));
-  EXPECT_EQ((*epochs)[1].start_offset, 5);
+  EXPECT_EQ((*epochs)[1].start_offset, off(5));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StreamStoreOwnership,

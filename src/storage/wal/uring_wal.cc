@@ -107,12 +107,12 @@ tl::expected<void, wal_error> uring_wal::init_ring() {
   return {};
 }
 
-void uring_wal::append(base::stream_id stream_id, int64_t offset, std::span<const uint8_t> payload,
-                       append_callback done) {
+void uring_wal::append(base::stream_id stream_id, base::offset offset,
+                       std::span<const uint8_t> payload, append_callback done) {
   if (auto r = enqueue(stream_id, offset, payload, done, true); !r) done(tl::unexpected(r.error()));
 }
 
-tl::expected<void, wal_error> uring_wal::try_append(base::stream_id stream_id, int64_t offset,
+tl::expected<void, wal_error> uring_wal::try_append(base::stream_id stream_id, base::offset offset,
                                                     std::span<const uint8_t> payload,
                                                     append_callback done) {
   return enqueue(stream_id, offset, payload, done, false);
@@ -123,7 +123,7 @@ void uring_wal::set_room_callback(std::function<void()> callback) {
   room_callback_ = std::move(callback);
 }
 
-tl::expected<void, wal_error> uring_wal::enqueue(base::stream_id stream_id, int64_t offset,
+tl::expected<void, wal_error> uring_wal::enqueue(base::stream_id stream_id, base::offset offset,
                                                  std::span<const uint8_t> payload,
                                                  append_callback& done, bool wait) {
   const uint64_t frame = format::frame_header_size + payload.size();

@@ -65,10 +65,11 @@ class uring_wal final : public wal {
   uring_wal& operator=(const uring_wal&) = delete;
   ~uring_wal() override;
 
-  [[nodiscard]] tl::expected<void, wal_error> try_append(base::stream_id stream_id, int64_t offset,
+  [[nodiscard]] tl::expected<void, wal_error> try_append(base::stream_id stream_id,
+                                                         base::offset offset,
                                                          std::span<const uint8_t> payload,
                                                          append_callback done) override;
-  void append(base::stream_id stream_id, int64_t offset, std::span<const uint8_t> payload,
+  void append(base::stream_id stream_id, base::offset offset, std::span<const uint8_t> payload,
               append_callback done) override;
   void set_room_callback(std::function<void()> callback) override;
   void trim(wal_position position) override;
@@ -128,7 +129,8 @@ class uring_wal final : public wal {
 
   uring_wal(ring_file file, const wal_options& options, const initial_state& state);
 
-  [[nodiscard]] tl::expected<void, wal_error> enqueue(base::stream_id stream_id, int64_t offset,
+  [[nodiscard]] tl::expected<void, wal_error> enqueue(base::stream_id stream_id,
+                                                      base::offset offset,
                                                       std::span<const uint8_t> payload,
                                                       append_callback& done, bool wait);
   [[nodiscard]] tl::expected<void, wal_error> init_ring();

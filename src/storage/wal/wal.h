@@ -129,7 +129,7 @@ struct replayed_record {
   wal_position position;  // where the record starts
   wal_position end;       // where the next one starts
   base::stream_id stream_id;
-  int64_t offset;  // the stream offset the caller gave to append()
+  base::offset offset;  // the stream offset the caller gave to append()
   std::span<const uint8_t> payload;
 };
 
@@ -171,13 +171,13 @@ class wal {
   // (no room before the trim point, or too many writes waiting: try again when the room
   // callback runs), closed, or io while the WAL recovers from a failed write.
   [[nodiscard]] virtual tl::expected<void, wal_error> try_append(base::stream_id stream_id,
-                                                                 int64_t offset,
+                                                                 base::offset offset,
                                                                  std::span<const uint8_t> payload,
                                                                  append_callback done) = 0;
   // The same, but waits while the ring has no room (backpressure), and a refusal goes to
   // `done`, on the calling thread.
-  virtual void append(base::stream_id stream_id, int64_t offset, std::span<const uint8_t> payload,
-                      append_callback done) = 0;
+  virtual void append(base::stream_id stream_id, base::offset offset,
+                      std::span<const uint8_t> payload, append_callback done) = 0;
   // Called on the I/O thread when room may have appeared after try_append() refused with
   // `full`, or the WAL has recovered from a failed write. Set before the first append.
   virtual void set_room_callback(std::function<void()> callback) = 0;

@@ -43,7 +43,7 @@ void store_frame_header(const frame_header& h, uint8_t* out) {
   store_be<uint16_t>(out + frame_type_at, static_cast<uint16_t>(h.type));
   store_be<uint16_t>(out + frame_reserved, 0);
   store_be<uint64_t>(out + frame_stream_id, h.stream_id.value());
-  store_be<int64_t>(out + frame_offset, h.offset);
+  store_be<int64_t>(out + frame_offset, h.offset.value());
 }
 
 // The checksum covers the header after the checksum field, then (for records) the payload.
@@ -125,7 +125,7 @@ std::optional<frame_header> decode_frame_header(const uint8_t* in) {
   h.position = load_be<uint64_t>(in + frame_position);
   h.epoch = load_be<uint32_t>(in + frame_epoch);
   h.stream_id = base::stream_id(load_be<uint64_t>(in + frame_stream_id));
-  h.offset = load_be<int64_t>(in + frame_offset);
+  h.offset = base::offset(load_be<int64_t>(in + frame_offset));
   return h;
 }
 

@@ -75,7 +75,7 @@ struct frame_header {
   wal_position position = 0;
   uint32_t epoch = 0;
   base::stream_id stream_id{};
-  int64_t offset = 0;
+  base::offset offset{};
 };
 
 // Writes a record frame (header and payload) to `out`, which holds 40 + payload.size() bytes.

@@ -77,12 +77,13 @@ tl::expected<wal_position, wal_error> append_and_wait(wal& w, uint64_t stream, i
   std::condition_variable cv;
   bool done = false;
   tl::expected<wal_position, wal_error> result = tl::unexpected(wal_error::closed);
-  w.append(base::stream_id(stream), offset, payload, [&](tl::expected<wal_position, wal_error> r) {
-    std::lock_guard lock(mu);
-    result = r;
-    done = true;
-    cv.notify_one();
-  });
+  w.append(base::stream_id(stream), base::offset(offset), payload,
+           [&](tl::expected<wal_position, wal_error> r) {
+             std::lock_guard lock(mu);
+             result = r;
+             done = true;
+             cv.notify_one();
+           });
   std::unique_lock lock(mu);
   cv.wait(lock, [&] { return done; });
   return result;

@@ -32,6 +32,10 @@ class test_dir {
   std::string dir_;
 };
 
+inline base::offset off(int64_t v) {
+  return base::offset(v);
+}
+
 // Bytes that depend only on (stream, offset, size), so a replayed payload can be checked.
 [[nodiscard]] std::vector<uint8_t> payload_for(uint64_t stream, int64_t offset, size_t size);
 
@@ -47,7 +51,7 @@ struct replayed {
   wal_position position = 0;
   wal_position end = 0;
   base::stream_id stream_id{};
-  int64_t offset = 0;
+  base::offset offset{};
   std::vector<uint8_t> payload;
 };
 

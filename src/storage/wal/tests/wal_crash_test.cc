@@ -92,16 +92,18 @@ TEST(WalCrash, AcknowledgedRecordsSurviveSigkillAtRandomMoments) {
       previous_end = r.end;
       ASSERT_GE(r.stream_id.value(), 1u);
       ASSERT_LT(r.stream_id.value(), first_stream + writer_threads) << "a stream never written";
-      ASSERT_EQ(r.payload, payload_for(r.stream_id.value(), r.offset,
-                                       crash_record_size(r.stream_id.value(), r.offset)))
-          << "corrupt payload of stream " << r.stream_id.value() << " offset " << r.offset;
+      // Keyed by plain numbers, as the writer's acknowledgements print them.
+      const int64_t offset = r.offset.value();
+      ASSERT_EQ(r.payload, payload_for(r.stream_id.value(), offset,
+                                       crash_record_size(r.stream_id.value(), offset)))
+          << "corrupt payload of stream " << r.stream_id.value() << " offset " << offset;
       // Per stream, what is replayed is a run of consecutive offsets: no gaps, no reordering.
       auto it = next_offset.find(r.stream_id.value());
       if (it != next_offset.end()) {
-        ASSERT_EQ(r.offset, it->second) << "stream " << r.stream_id.value();
+        ASSERT_EQ(offset, it->second) << "stream " << r.stream_id.value();
       }
-      next_offset[r.stream_id.value()] = r.offset + 1;
-      found[{r.stream_id.value(), r.offset}] = r.end;
+      next_offset[r.stream_id.value()] = offset + 1;
+      found[{r.stream_id.value(), offset}] = r.end;
     }
     for (const auto& a : acked) {
       if (a.end <= trim) continue;  // trimmed: committed elsewhere, as far as the WAL knows

@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
       auto slots = std::make_unique<std::counting_semaphore<window>>(window);
       for (int64_t offset = 0;; ++offset) {
         slots->acquire();
-        w.append(silt::base::stream_id(stream), offset,
+        w.append(silt::base::stream_id(stream), silt::base::offset(offset),
                  payload_for(stream, offset, crash_record_size(stream, offset)),
                  [&, stream, offset, s = slots.get()](tl::expected<wal_position, wal_error> r) {
                    if (!r) ::_exit(5);

@@ -18,6 +18,7 @@ namespace {
 using testing::append_and_wait;
 using testing::file_offset;
 using testing::flip_byte;
+using testing::off;
 using testing::open_wal;
 using testing::payload_for;
 using testing::read_bytes;
@@ -58,7 +59,7 @@ void expect_offsets(const std::vector<testing::replayed>& records, int64_t first
                     size_t size = 1500) {
   ASSERT_EQ(records.size(), static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
-    EXPECT_EQ(records[i].offset, first + i);
+    EXPECT_EQ(records[i].offset, off(first + i));
     EXPECT_EQ(records[i].payload, payload_for(9, first + i, size));
   }
 }

@@ -17,6 +17,7 @@ namespace silt::storage::wal {
 namespace {
 
 using testing::append_and_wait;
+using testing::off;
 using testing::open_wal;
 using testing::payload_for;
 using testing::test_dir;
@@ -89,7 +90,7 @@ TEST_P(WalRing, WrapsAroundSeveralLapsWithTrimsAndReplaysWhatIsLeft) {
     }
     ASSERT_EQ(o.records.size(), expected.size()) << "round " << round;
     for (size_t i = 0; i < expected.size(); ++i) {
-      EXPECT_EQ(o.records[i].offset, expected[i].offset);
+      EXPECT_EQ(o.records[i].offset, off(expected[i].offset));
       EXPECT_EQ(o.records[i].end, expected[i].end);
       EXPECT_EQ(o.records[i].payload,
                 payload_for(expected[i].stream, expected[i].offset, expected[i].size));
@@ -141,7 +142,7 @@ TEST_P(WalRing, TryAppendRefusesWhenFullAndTheRoomCallbackFollowsTheTrim) {
   auto first = append_and_wait(w, 1, 0, payload);
   ASSERT_TRUE(first);
   bool called = false;
-  auto refused = w.try_append(base::stream_id(1), 1, payload, [&](auto) { called = true; });
+  auto refused = w.try_append(base::stream_id(1), off(1), payload, [&](auto) { called = true; });
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error(), wal_error::full);
   EXPECT_EQ(room_calls.load(), 0);
@@ -151,7 +152,8 @@ TEST_P(WalRing, TryAppendRefusesWhenFullAndTheRoomCallbackFollowsTheTrim) {
   }
   EXPECT_EQ(room_calls.load(), 1);
   std::promise<tl::expected<wal_position, wal_error>> written;
-  ASSERT_TRUE(w.try_append(base::stream_id(1), 1, payload, [&](auto r) { written.set_value(r); }));
+  ASSERT_TRUE(
+      w.try_append(base::stream_id(1), off(1), payload, [&](auto r) { written.set_value(r); }));
   auto r = written.get_future().get();
   EXPECT_TRUE(r);
   EXPECT_FALSE(called);  // a refused append's callback never runs
@@ -196,7 +198,7 @@ TEST_P(WalRing, TrimPointIsPersistedAcrossReopen) {
   ASSERT_TRUE(o.log);
   EXPECT_EQ((*o.log)->trim_point(), ends[4]);
   ASSERT_EQ(o.records.size(), 5u);
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(o.records[i].offset, 5 + i);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(o.records[i].offset, off(5 + i));
 }
 
 TEST_P(WalRing, StaleRecordsFromAPreviousLapAreNotReplayed) {
@@ -224,7 +226,7 @@ TEST_P(WalRing, StaleRecordsFromAPreviousLapAreNotReplayed) {
   ASSERT_EQ(o.records.size(), 6u);
   for (int i = 0; i < 6; ++i) {
     EXPECT_EQ(o.records[i].stream_id.value(), 2u);
-    EXPECT_EQ(o.records[i].offset, i);
+    EXPECT_EQ(o.records[i].offset, off(i));
   }
 }
 

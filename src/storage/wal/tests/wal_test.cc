@@ -28,6 +28,7 @@ namespace {
 
 using testing::append_and_wait;
 using testing::callback_counter;
+using testing::off;
 using testing::open_wal;
 using testing::payload_for;
 using testing::test_dir;
@@ -115,7 +116,7 @@ TEST_P(Wal, AppendedRecordsAreReplayedInOrderAfterReopen) {
   for (size_t i = 0; i < sizes.size(); ++i) {
     const auto& r = o.records[i];
     EXPECT_EQ(r.stream_id.value(), i % 3);
-    EXPECT_EQ(r.offset, static_cast<int64_t>(i));
+    EXPECT_EQ(r.offset, off(static_cast<int64_t>(i)));
     EXPECT_EQ(r.end, ends[i]);
     EXPECT_EQ(r.end - r.position, format::frame_header_size + sizes[i]);
     EXPECT_EQ(r.payload, payload_for(i % 3, static_cast<int64_t>(i), sizes[i]));
@@ -138,7 +139,7 @@ void expect_callbacks_in_append_order(uint32_t iodepth) {
   std::mt19937 rng(iodepth);
   for (int i = 0; i < n; ++i) {
     const size_t size = rng() % 3000;
-    w.append(base::stream_id(1), i, payload_for(1, i, size),
+    w.append(base::stream_id(1), off(i), payload_for(1, i, size),
              [&, i](tl::expected<wal_position, wal_error> r) {
                // Callbacks run one at a time on the I/O thread.
                order.push_back(i);
@@ -181,7 +182,7 @@ TEST_P(Wal, CallbacksOfManyAppendingThreadsFireInPositionOrder) {
   for (int t = 0; t < threads; ++t) {
     appenders.emplace_back([&, t] {
       for (int i = 0; i < per_thread; ++i) {
-        w.append(base::stream_id(t), i, payload_for(t, i, 500),
+        w.append(base::stream_id(t), off(i), payload_for(t, i, 500),
                  [&, t, i](tl::expected<wal_position, wal_error> r) {
                    ends.push_back(r.value_or(0));
                    seen[t].push_back(i);
@@ -213,7 +214,7 @@ TEST_P(Wal, AppendsQueuedDuringAWriteAreCoalescedIntoOneWrite) {
   constexpr int n = 2000;
   callback_counter counter;
   for (int i = 0; i < n; ++i) {
-    w.append(base::stream_id(7), i, payload_for(7, i, 100), [&](auto r) {
+    w.append(base::stream_id(7), off(i), payload_for(7, i, 100), [&](auto r) {
       EXPECT_TRUE(r);
       counter.add();
     });
@@ -295,7 +296,7 @@ TEST_P(Wal, CloseWaitsForQueuedAppends) {
     auto o = open_wal(options);
     ASSERT_TRUE(o.log);
     for (int i = 0; i < n; ++i) {
-      (*o.log)->append(base::stream_id(2), i, payload_for(2, i, 700), [&](auto r) {
+      (*o.log)->append(base::stream_id(2), off(i), payload_for(2, i, 700), [&](auto r) {
         if (r) ok.fetch_add(1);
       });
     }
@@ -315,7 +316,7 @@ TEST_P(Wal, CloseIsIdempotentAndTheDestructorCloses) {
     auto o = open_wal(options);
     ASSERT_TRUE(o.log);
     for (int i = 0; i < 100; ++i) {
-      (*o.log)->append(base::stream_id(2), i, payload_for(2, i, 50), [&](auto r) {
+      (*o.log)->append(base::stream_id(2), off(i), payload_for(2, i, 50), [&](auto r) {
         if (r) ok.fetch_add(1);
       });
     }
@@ -382,7 +383,7 @@ TEST_P(Wal, FailedWriteFailsItsCallbacksAndTheWalRecoversWhenTheDiskDoes) {
   ASSERT_TRUE(o.log);
   ASSERT_EQ(o.records.size(), 2u);
   for (int64_t i = 0; i < 2; ++i) {
-    EXPECT_EQ(o.records[i].offset, i);
+    EXPECT_EQ(o.records[i].offset, off(i));
     EXPECT_EQ(o.records[i].payload, payload_for(1, i, 100));
   }
 }
@@ -449,7 +450,7 @@ TEST_P(Wal, InjectedWriteFailuresLoseNoDurableRecordAndReplayNoFailedOne) {
   ASSERT_EQ(o.records.size(), durable.size());
   for (size_t i = 0; i < durable.size(); ++i) {
     EXPECT_EQ(o.records[i].stream_id.value(), durable[i].stream);
-    EXPECT_EQ(o.records[i].offset, durable[i].offset);
+    EXPECT_EQ(o.records[i].offset, off(durable[i].offset));
     EXPECT_EQ(o.records[i].end, durable[i].end);
     EXPECT_EQ(o.records[i].payload,
               payload_for(durable[i].stream, durable[i].offset, durable[i].size));
@@ -475,7 +476,7 @@ TEST_P(Wal, IopsCapPacesWrites) {
       continue;
     }
     outstanding.fetch_add(1);
-    w.append(base::stream_id(3), appended, payload_for(3, appended, 200), [&](auto r) {
+    w.append(base::stream_id(3), off(appended), payload_for(3, appended, 200), [&](auto r) {
       EXPECT_TRUE(r);
       outstanding.fetch_sub(1);
       counter.add();
