@@ -41,6 +41,44 @@ class delaying_handler : public request_handler {
   }
 };
 
+// A client socket connected to the server on `port`, with a 5 s receive timeout.
+int connect_to(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+// An ApiVersions v0 request frame (header v1, client id "t").
+std::vector<uint8_t> frame(int32_t correlation_id) {
+  std::vector<uint8_t> f(4 + 2 + 2 + 4 + 2 + 1);
+  base::store_be<int32_t>(f.data(), static_cast<int32_t>(f.size() - 4));
+  base::store_be<int16_t>(f.data() + 4, 18);
+  base::store_be<int16_t>(f.data() + 6, 0);
+  base::store_be<int32_t>(f.data() + 8, correlation_id);
+  base::store_be<int16_t>(f.data() + 12, 1);
+  f[14] = 't';
+  return f;
+}
+void send_all(int fd, const std::vector<uint8_t>& b) {
+  ASSERT_EQ(::send(fd, b.data(), b.size(), MSG_NOSIGNAL), static_cast<ssize_t>(b.size()));
+}
+// The next response's correlation id, or -1 when the connection closed.
+int32_t read_response(int fd) {
+  uint8_t buf[8];
+  size_t got = 0;
+  while (got < sizeof buf) {
+    const ssize_t n = ::recv(fd, buf + got, sizeof buf - got, 0);
+    if (n <= 0) return -1;
+    got += static_cast<size_t>(n);
+  }
+  return base::load_be<int32_t>(buf + 4);
+}
+
 class ServerTest : public ::testing::Test {
  protected:
   void start(server_options o = {}) {
@@ -57,42 +95,7 @@ class ServerTest : public ::testing::Test {
       thread_.join();
     }
   }
-  int connect_client() const {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port_);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    timeval tv{5, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    return fd;
-  }
-  // An ApiVersions v0 request frame (header v1, client id "t").
-  static std::vector<uint8_t> frame(int32_t correlation_id) {
-    std::vector<uint8_t> f(4 + 2 + 2 + 4 + 2 + 1);
-    base::store_be<int32_t>(f.data(), static_cast<int32_t>(f.size() - 4));
-    base::store_be<int16_t>(f.data() + 4, 18);
-    base::store_be<int16_t>(f.data() + 6, 0);
-    base::store_be<int32_t>(f.data() + 8, correlation_id);
-    base::store_be<int16_t>(f.data() + 12, 1);
-    f[14] = 't';
-    return f;
-  }
-  static void send_all(int fd, const std::vector<uint8_t>& b) {
-    ASSERT_EQ(::send(fd, b.data(), b.size(), MSG_NOSIGNAL), static_cast<ssize_t>(b.size()));
-  }
-  // The next response's correlation id, or -1 when the connection closed.
-  static int32_t read_response(int fd) {
-    uint8_t buf[8];
-    size_t got = 0;
-    while (got < sizeof buf) {
-      const ssize_t n = ::recv(fd, buf + got, sizeof buf - got, 0);
-      if (n <= 0) return -1;
-      got += static_cast<size_t>(n);
-    }
-    return base::load_be<int32_t>(buf + 4);
-  }
+  int connect_client() const { return connect_to(port_); }
 
   asio::io_context io_;
   delaying_handler handler_;
@@ -231,51 +234,20 @@ TEST(ServerWorkers, ConnectionsOnWorkerContextsAreAnsweredAndStopped) {
   ASSERT_TRUE(port) << port.error();
   srv->start();
   std::thread runner([&] { pool.run([] {}); });
-  auto frame = [](int32_t i) {
-    std::vector<uint8_t> f(4 + 2 + 2 + 4 + 2 + 1);
-    base::store_be<int32_t>(f.data(), static_cast<int32_t>(f.size() - 4));
-    base::store_be<int16_t>(f.data() + 4, 18);
-    base::store_be<int32_t>(f.data() + 8, i);
-    base::store_be<int16_t>(f.data() + 12, 1);
-    f[14] = 't';
-    return f;
-  };
   std::vector<int> fds;
-  for (int c = 0; c < 4; ++c) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(*port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    timeval tv{5, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    fds.push_back(fd);
-  }
-  auto read_id = [](int fd) {
-    uint8_t buf[8];
-    size_t got = 0;
-    while (got < sizeof buf) {
-      const ssize_t n = ::recv(fd, buf + got, sizeof buf - got, 0);
-      if (n <= 0) return -1;
-      got += static_cast<size_t>(n);
-    }
-    return base::load_be<int32_t>(buf + 4);
-  };
+  for (int c = 0; c < 4; ++c) fds.push_back(connect_to(*port));
   for (int fd : fds) {
     for (int i = 0; i < 10; ++i) {
-      const auto f = frame(i);
-      ASSERT_EQ(::send(fd, f.data(), f.size(), MSG_NOSIGNAL), static_cast<ssize_t>(f.size()));
+      send_all(fd, frame(i));
     }
   }
   for (int fd : fds) {
-    for (int i = 0; i < 10; ++i) EXPECT_EQ(read_id(fd), i);
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(read_response(fd), i);
   }
   EXPECT_EQ(srv->stats().connections_accepted, 4u);
   // One request (50 ms) in flight on every connection when the server stops.
   for (int fd : fds) {
-    const auto f = frame(0);
-    ASSERT_EQ(::send(fd, f.data(), f.size(), MSG_NOSIGNAL), static_cast<ssize_t>(f.size()));
+    send_all(fd, frame(0));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
   srv->stop([&] { pool.finish(std::chrono::seconds(10)); });
@@ -284,8 +256,8 @@ TEST(ServerWorkers, ConnectionsOnWorkerContextsAreAnsweredAndStopped) {
   // The contexts ran dry rather than being stopped at the end of the grace period.
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
   for (int fd : fds) {
-    EXPECT_EQ(read_id(fd), 0);   // answered
-    EXPECT_EQ(read_id(fd), -1);  // then closed
+    EXPECT_EQ(read_response(fd), 0);   // answered
+    EXPECT_EQ(read_response(fd), -1);  // then closed
     ::close(fd);
   }
   srv.reset();
