@@ -121,10 +121,11 @@ struct connection : std::enable_shared_from_this<connection> {
     clock::time_point handled;                      // the handler's end
   };
 
-  connection(std::shared_ptr<server::impl> srv, asio::io_context& ctx, tcp::socket s, uint64_t id,
-             std::string peer)
+  // Runs on `ex`, the context `s` was opened on.
+  connection(std::shared_ptr<server::impl> srv, const asio::io_context::executor_type& ex,
+             tcp::socket s, uint64_t id, std::string peer)
       : srv(std::move(srv)),
-        strand(asio::make_strand(ctx)),
+        strand(asio::make_strand(ex)),
         sock(std::move(s)),
         id(id),
         peer(std::move(peer)),
@@ -397,8 +398,9 @@ void server::start() {
         impl_->strand,
         [srv = impl_, a = acc.get()]() -> asio::awaitable<void> {
           while (!srv->stopping) {
-            asio::io_context& ctx = srv->next_context();
-            auto [ec, sock] = co_await a->async_accept(ctx, use_tuple);
+            // The connection's socket is opened on the context it will run on.
+            const auto ex = srv->next_context().get_executor();
+            auto [ec, sock] = co_await a->async_accept(ex, use_tuple);
             if (srv->stopping) break;
             if (ec) {
               if (ec == asio::error::operation_aborted) break;
@@ -419,7 +421,8 @@ void server::start() {
                 continue;
               }
               const uint64_t id = srv->next_id++;
-              c = std::make_shared<connection>(srv, ctx, std::move(sock), id, std::move(peer));
+              c = std::make_shared<connection>(srv, ex, tcp::socket(std::move(sock)), id,
+                                               std::move(peer));
               srv->conns.emplace(id, c);
               ++srv->stats.connections_accepted;
               ++srv->stats.connections_open;

@@ -234,8 +234,8 @@ TEST(ServerWorkers, ConnectionsOnWorkerContextsAreAnsweredAndStopped) {
   ASSERT_TRUE(port) << port.error();
   srv->start();
   std::thread runner([&] { pool.run([] {}); });
-  std::vector<int> fds;
-  for (int c = 0; c < 4; ++c) fds.push_back(connect_to(*port));
+  std::vector<int> fds(4);
+  for (int& fd : fds) fd = connect_to(*port);
   for (int fd : fds) {
     for (int i = 0; i < 10; ++i) {
       send_all(fd, frame(i));
