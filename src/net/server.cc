@@ -398,9 +398,7 @@ void server::start() {
         impl_->strand,
         [srv = impl_, a = acc.get()]() -> asio::awaitable<void> {
           while (!srv->stopping) {
-            // The connection's socket is opened on the context it will run on.
-            const auto ex = srv->next_context().get_executor();
-            auto [ec, sock] = co_await a->async_accept(ex, use_tuple);
+            auto [ec, accepted] = co_await a->async_accept(use_tuple);
             if (srv->stopping) break;
             if (ec) {
               if (ec == asio::error::operation_aborted) break;
@@ -410,6 +408,20 @@ void server::start() {
               continue;
             }
             boost::system::error_code ignored;
+            // The connection runs on the next worker context: its descriptor moves there.
+            const auto ex = srv->next_context().get_executor();
+            tcp::socket sock(ex);
+            {
+              const auto protocol = accepted.local_endpoint(ignored).protocol();
+              boost::system::error_code moved;
+              const auto fd = accepted.release(moved);
+              if (!moved) sock.assign(protocol, fd, moved);
+              if (moved) {
+                if (fd >= 0 && !sock.is_open()) ::close(fd);
+                accepted.close(ignored);
+                continue;
+              }
+            }
             sock.set_option(tcp::no_delay(true), ignored);
             auto remote = sock.remote_endpoint(ignored);
             std::string peer = remote.address().to_string() + ":" + std::to_string(remote.port());
@@ -421,8 +433,7 @@ void server::start() {
                 continue;
               }
               const uint64_t id = srv->next_id++;
-              c = std::make_shared<connection>(srv, ex, tcp::socket(std::move(sock)), id,
-                                               std::move(peer));
+              c = std::make_shared<connection>(srv, ex, std::move(sock), id, std::move(peer));
               srv->conns.emplace(id, c);
               ++srv->stats.connections_accepted;
               ++srv->stats.connections_open;
