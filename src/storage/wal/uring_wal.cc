@@ -64,7 +64,6 @@ uring_wal::uring_wal(ring_file file, const wal_options& options, const initial_s
           std::min<uint64_t>(format::align_down(options.max_write_bytes), state.header.capacity)),
       fdatasync_(options.sync == sync_mode::fdatasync),
       threaded_(options.engine == io_engine::threads),
-      writer_count_(threaded_ ? iodepth_ : 0),
       wake_bytes_(std::min<uint64_t>(wake_batch_bytes, standard_buffer_)),
       faults_(options.faults),
       bucket_(options.iops, clock::now()),
@@ -376,8 +375,8 @@ void uring_wal::submit_batch(batch& b) {
 }
 
 void uring_wal::start_writers() {
-  writers_.reserve(writer_count_);
-  for (uint32_t i = 0; i < writer_count_; ++i) {
+  writers_.reserve(iodepth_);  // one writer per write in flight
+  for (uint32_t i = 0; i < iodepth_; ++i) {
     writers_.emplace_back([this] {
       (void)base::set_scheduler_slice(short_slice);
       writer_run();

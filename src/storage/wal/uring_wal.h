@@ -164,8 +164,7 @@ class uring_wal final : public wal {
   const uint32_t iodepth_;
   const uint64_t standard_buffer_;
   const bool fdatasync_;
-  const bool threaded_;          // io_engine::threads
-  const uint32_t writer_count_;  // writer threads (threads), and so writes in flight at most
+  const bool threaded_;  // io_engine::threads
   const uint64_t wake_bytes_;
   const std::shared_ptr<write_faults> faults_;
   std::function<void()> room_callback_;  // set before the first append
