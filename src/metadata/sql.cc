@@ -81,6 +81,33 @@ INSERT INTO producer_states(stream_id, data)
   SELECT CAST(substr(key, 11) AS {int}), value FROM registry_blobs WHERE key LIKE 'producers/%';
 DELETE FROM registry_blobs WHERE key LIKE 'producers/%';
 )sql"},
+    // Consumer groups (group_store.h): each coordinator shard's owner and epoch, fenced like a
+    // stream's; committed offsets and each group's durable state, kept under the group's shard
+    // so that a node loads the shards it takes.
+    {3, R"sql(
+CREATE TABLE coordinator_shards(
+  shard {int} PRIMARY KEY,
+  owner {int} NOT NULL,
+  epoch {int} NOT NULL);
+CREATE TABLE group_offsets(
+  group_id TEXT NOT NULL,
+  topic TEXT NOT NULL,
+  partition {int} NOT NULL,
+  shard {int} NOT NULL,
+  committed_offset {int} NOT NULL,
+  leader_epoch {int} NOT NULL,
+  metadata TEXT NOT NULL,
+  commit_ms {int} NOT NULL,
+  expire_ms {int} NOT NULL,
+  PRIMARY KEY(group_id, topic, partition));
+CREATE INDEX group_offsets_by_shard ON group_offsets(shard);
+CREATE INDEX group_offsets_by_topic ON group_offsets(topic);
+CREATE TABLE consumer_groups(
+  group_id TEXT PRIMARY KEY,
+  shard {int} NOT NULL,
+  data {blob} NOT NULL);
+CREATE INDEX consumer_groups_by_shard ON consumer_groups(shard);
+)sql"},
 };
 
 std::string expand(std::string_view sql, dialect d) {

@@ -45,11 +45,17 @@ class sqlite_connection final : public connection {
       if (std::holds_alternative<int64_t>(p)) {
         sqlite3_bind_int64(stmt, i, std::get<int64_t>(p));
       } else if (std::holds_alternative<std::string_view>(p)) {
+        // An empty view may have no data pointer, which SQLite would bind as NULL.
         const auto s = std::get<std::string_view>(p);
-        sqlite3_bind_text(stmt, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+        sqlite3_bind_text(stmt, i, s.empty() ? "" : s.data(), static_cast<int>(s.size()),
+                          SQLITE_TRANSIENT);
       } else if (std::holds_alternative<bytes_view>(p)) {
         const auto b = std::get<bytes_view>(p).data;
-        sqlite3_bind_blob(stmt, i, b.data(), static_cast<int>(b.size()), SQLITE_TRANSIENT);
+        if (b.empty()) {
+          sqlite3_bind_zeroblob(stmt, i, 0);  // not NULL: an empty vector has no data pointer
+        } else {
+          sqlite3_bind_blob(stmt, i, b.data(), static_cast<int>(b.size()), SQLITE_TRANSIENT);
+        }
       } else {
         sqlite3_bind_null(stmt, i);
       }
