@@ -584,6 +584,25 @@ std::vector<setting> make_settings() {
                       INT32_MAX,
                       "How long the group coordinator waits for more members to join a new "
                       "(empty) classic consumer group before its first rebalance."));
+  t.push_back(integer("group.min.session.timeout.ms", &bc::group_min_session_timeout_ms, 0,
+                      INT32_MAX, "The shortest session timeout a group member may ask for."));
+  t.push_back(integer("group.max.session.timeout.ms", &bc::group_max_session_timeout_ms, 0,
+                      INT32_MAX, "The longest session timeout a group member may ask for."));
+  t.push_back(integer("group.max.size", &bc::group_max_size, 1, INT32_MAX,
+                      "Members a classic group may have at most."));
+  t.push_back(integer("offsets.topic.num.partitions", &bc::offsets_topic_num_partitions, 1,
+                      INT32_MAX,
+                      "Coordinator shards: a group belongs to the shard of its id's hash (the "
+                      "partition of `__consumer_offsets` Kafka would give it). Shards are the "
+                      "unit a cluster spreads coordinators by; keep it fixed once groups exist."));
+  t.push_back(integer("offsets.retention.minutes", &bc::offsets_retention_minutes, 1, kMax / 60000,
+                      "The committed offsets of a group that has had no members for this long "
+                      "are deleted."));
+  t.push_back(integer("offsets.retention.check.interval.ms",
+                      &bc::offsets_retention_check_interval_ms, 1, kMax,
+                      "How often expired committed offsets are looked for."));
+  t.push_back(integer("offset.metadata.max.bytes", &bc::offset_metadata_max_bytes, 0, INT32_MAX,
+                      "The longest metadata string a committed offset may carry."));
   return t;
 }
 

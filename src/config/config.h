@@ -88,6 +88,14 @@ struct broker_config {
   int32_t max_incremental_fetch_session_cache_slots = 1000;
   // max.incremental.fetch.session.cache.slots
   int32_t group_initial_rebalance_delay_ms = 3000;  // group.initial.rebalance.delay.ms
+  int32_t group_min_session_timeout_ms = 6000;      // group.min.session.timeout.ms
+  int32_t group_max_session_timeout_ms = 1800000;   // group.max.session.timeout.ms
+  int32_t group_max_size = INT32_MAX;               // group.max.size
+  int32_t offsets_topic_num_partitions = 50;        // offsets.topic.num.partitions
+  int64_t offsets_retention_minutes = 10080;        // offsets.retention.minutes
+  int64_t offsets_retention_check_interval_ms = 600000;
+  // offsets.retention.check.interval.ms
+  int32_t offset_metadata_max_bytes = 4096;  // offset.metadata.max.bytes
   // Every setting as given or defaulted, by name (DescribeConfigs on the broker resource).
   // Settings that only stand in for another (log.retention.hours, log.retention.minutes,
   // log.dirs, log.dir, broker.id) appear only when given; their effect is in the setting they

@@ -68,7 +68,6 @@ std::vector<group> groups() {
         {"broker.rack", text}}},
       {"Silt keeps no internal topics",
        {{"offsets.topic.replication.factor", int16},
-        {"offsets.topic.num.partitions", int32},
         {"offsets.topic.segment.bytes", int32},
         {"offsets.topic.compression.codec", int32},
         {"offsets.load.buffer.size", int32},

@@ -13,11 +13,20 @@ namespace {
 // below 3 (message format v0/v1) are refused at request time with UNSUPPORTED_VERSION... by
 // closing the connection, as Kafka 4 does. Fetch and Produce stop before the versions that
 // name topics by id only (Produce 13, Fetch 13).
-constexpr std::array<api_range, 16> apis = {{
+constexpr std::array<api_range, 27> apis = {{
     {0, 0, 11},  // Produce
     {1, 4, 12},  // Fetch
     {2, 1, 10},  // ListOffsets
     {3, 0, 12},  // Metadata
+    {8, 2, 9},   // OffsetCommit
+    {9, 1, 9},   // OffsetFetch
+    {10, 0, 5},  // FindCoordinator
+    {11, 0, 9},  // JoinGroup
+    {12, 0, 4},  // Heartbeat
+    {13, 0, 5},  // LeaveGroup
+    {14, 0, 5},  // SyncGroup
+    {15, 0, 5},  // DescribeGroups
+    {16, 0, 5},  // ListGroups
     {18, 0, 4},  // ApiVersions
     {19, 2, 7},  // CreateTopics
     {20, 1, 6},  // DeleteTopics
@@ -27,7 +36,9 @@ constexpr std::array<api_range, 16> apis = {{
     {32, 1, 4},  // DescribeConfigs
     {33, 0, 2},  // AlterConfigs
     {37, 0, 3},  // CreatePartitions
+    {42, 0, 2},  // DeleteGroups
     {44, 0, 1},  // IncrementalAlterConfigs
+    {47, 0, 0},  // OffsetDelete
     {60, 0, 1},  // DescribeCluster
     {75, 0, 0},  // DescribeTopicPartitions
 }};

@@ -188,6 +188,23 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   b->ctx_ = std::make_unique<context>(b->config_, *cluster_id, *b->store_, *b->registry_,
                                       *b->producers_, b->blocking_);
   for (const auto& t : b->registry_->all()) b->ctx_->refresh(t);
+  auto group_store = metadata::group_store::open(*db, base::node_id(config.node_id));
+  if (!group_store) return tl::make_unexpected(group_store.error());
+  b->group_store_ = std::move(*group_store);
+  coordinator::coordinator_options co;
+  co.limits.initial_rebalance_delay_ms = config.group_initial_rebalance_delay_ms;
+  co.limits.min_session_timeout_ms = config.group_min_session_timeout_ms;
+  co.limits.max_session_timeout_ms = config.group_max_session_timeout_ms;
+  co.limits.max_size = config.group_max_size;
+  co.shards = config.offsets_topic_num_partitions;
+  co.offsets_retention_ms = config.offsets_retention_minutes * 60 * 1000;
+  co.retention_check_interval_ms = config.offsets_retention_check_interval_ms;
+  co.max_metadata_bytes = config.offset_metadata_max_bytes;
+  auto groups =
+      coordinator::group_coordinator::open(co, *b->group_store_, b->blocking_.get_executor());
+  if (!groups) return tl::make_unexpected(groups.error() + " in " + (*db)->describe());
+  b->groups_ = std::move(*groups);
+  b->ctx_->set_groups(b->groups_.get());
   // A produce waiting for room in the WAL tries again.
   b->store_->set_room_listener(
       [ctx = b->ctx_.get()] { ctx->waiters.notify(data_waiters::wal_room); });
@@ -195,6 +212,7 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
 }
 
 void broker::start_background(std::chrono::milliseconds period) {
+  groups_->start(blocking_.get_executor());
   snapshot_timer_ = std::make_unique<asio::steady_timer>(blocking_.get_executor());
   asio::co_spawn(
       blocking_.get_executor(),
@@ -213,6 +231,8 @@ void broker::start_background(std::chrono::milliseconds period) {
 
 void broker::begin_shutdown() {
   ctx_->stopping = true;
+  // Joins and syncs waiting for other members are answered (NOT_COORDINATOR).
+  groups_->close();
   ctx_->waiters.notify_all();
   // Nothing waits on an unreachable object store at shutdown: cold reads in progress fail
   // (the fetch answers KAFKA_STORAGE_ERROR) and so does an upload (its data stays in the WAL
@@ -319,6 +339,28 @@ asio::awaitable<net::response> broker::handle(net::request req) {
     case protocol::describe_topic_partitions_request::api_key:
       co_return co_await serve<protocol::describe_topic_partitions_request>(
           c, req, handle_describe_topic_partitions);
+    case protocol::offset_commit_request::api_key:
+      co_return co_await serve<protocol::offset_commit_request>(c, req, handle_offset_commit);
+    case protocol::offset_fetch_request::api_key:
+      co_return co_await serve<protocol::offset_fetch_request>(c, req, handle_offset_fetch);
+    case protocol::find_coordinator_request::api_key:
+      co_return co_await serve<protocol::find_coordinator_request>(c, req, handle_find_coordinator);
+    case protocol::join_group_request::api_key:
+      co_return co_await serve<protocol::join_group_request>(c, req, handle_join_group);
+    case protocol::heartbeat_request::api_key:
+      co_return co_await serve<protocol::heartbeat_request>(c, req, handle_heartbeat);
+    case protocol::leave_group_request::api_key:
+      co_return co_await serve<protocol::leave_group_request>(c, req, handle_leave_group);
+    case protocol::sync_group_request::api_key:
+      co_return co_await serve<protocol::sync_group_request>(c, req, handle_sync_group);
+    case protocol::describe_groups_request::api_key:
+      co_return co_await serve<protocol::describe_groups_request>(c, req, handle_describe_groups);
+    case protocol::list_groups_request::api_key:
+      co_return co_await serve<protocol::list_groups_request>(c, req, handle_list_groups);
+    case protocol::delete_groups_request::api_key:
+      co_return co_await serve<protocol::delete_groups_request>(c, req, handle_delete_groups);
+    case protocol::offset_delete_request::api_key:
+      co_return co_await serve<protocol::offset_delete_request>(c, req, handle_offset_delete);
     default:
       co_return net::response::close_connection();
   }

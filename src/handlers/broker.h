@@ -13,7 +13,9 @@
 #include <tl/expected.hpp>
 
 #include "config/config.h"
+#include "coordinator/coordinator.h"
 #include "handlers/context.h"
+#include "metadata/group_store.h"
 #include "net/server.h"
 #include "storage/object/object_store.h"
 
@@ -50,6 +52,8 @@ class broker final : public net::request_handler {
   std::unique_ptr<metadata::topic_registry> registry_;
   std::unique_ptr<producer_state> producers_;
   boost::asio::thread_pool blocking_;
+  std::unique_ptr<metadata::group_store> group_store_;
+  std::unique_ptr<coordinator::group_coordinator> groups_;
   std::unique_ptr<context> ctx_;
   std::unique_ptr<boost::asio::steady_timer> snapshot_timer_;
   bool closed_ = false;

@@ -20,6 +20,7 @@
 #include "base/mutex.h"
 #include "config/config.h"
 #include "config/topic_config.h"
+#include "coordinator/coordinator.h"
 #include "handlers/data_waiters.h"
 #include "handlers/fetch_sessions.h"
 #include "handlers/produce_order.h"
@@ -71,7 +72,12 @@ class context {
   produce_order order;  // a connection's produces append in arrival order
   std::atomic<bool> stopping{false};
 
+  // The group coordinator, set by the broker before it serves (null in tests without groups).
+  [[nodiscard]] coordinator::group_coordinator& groups() const { return *groups_; }
+  void set_groups(coordinator::group_coordinator* groups) { groups_ = groups; }
+
  private:
+  coordinator::group_coordinator* groups_ = nullptr;
   mutable base::mutex mu_;
   // Ordered with a transparent comparator: the request path looks names up without copying.
   std::map<std::string, topic_entry_ptr, std::less<>> by_name_ GUARDED_BY(mu_);

@@ -105,6 +105,14 @@ asio::awaitable<create_topics_response> handle_create_topics(context& ctx,
       resp.topics.push_back(error_result(t.name, e));
       continue;
     }
+    if (t.name == "__consumer_offsets") {
+      // The groups' internal topic is the coordinator's (coordinator.h), there from its first
+      // use on.
+      ctx.groups().note_offsets_topic();
+      resp.topics.push_back(error_result(
+          t.name, {error_code::topic_already_exists, "Topic '" + t.name + "' already exists."}));
+      continue;
+    }
     if (ctx.registry.find(t.name)) {
       resp.topics.push_back(error_result(
           t.name, {error_code::topic_already_exists, "Topic '" + t.name + "' already exists."}));

@@ -130,6 +130,8 @@ asio::awaitable<delete_topics_response> handle_delete_topics(context& ctx, const
       }
       continue;
     }
+    // Groups forget their offsets of it, as Kafka's coordinator does on a topic's deletion.
+    ctx.groups().forget_topic(t.name);
     resp.responses.push_back(result(t.name, admin::to_uuid(deleted->id), {}));
   }
   co_return resp;

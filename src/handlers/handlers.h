@@ -23,6 +23,8 @@
 #include "protocol/generated/create_partitions_response.h"
 #include "protocol/generated/create_topics_request.h"
 #include "protocol/generated/create_topics_response.h"
+#include "protocol/generated/delete_groups_request.h"
+#include "protocol/generated/delete_groups_response.h"
 #include "protocol/generated/delete_records_request.h"
 #include "protocol/generated/delete_records_response.h"
 #include "protocol/generated/delete_topics_request.h"
@@ -31,22 +33,42 @@
 #include "protocol/generated/describe_cluster_response.h"
 #include "protocol/generated/describe_configs_request.h"
 #include "protocol/generated/describe_configs_response.h"
+#include "protocol/generated/describe_groups_request.h"
+#include "protocol/generated/describe_groups_response.h"
 #include "protocol/generated/describe_topic_partitions_request.h"
 #include "protocol/generated/describe_topic_partitions_response.h"
 #include "protocol/generated/fetch_request.h"
 #include "protocol/generated/fetch_response.h"
+#include "protocol/generated/find_coordinator_request.h"
+#include "protocol/generated/find_coordinator_response.h"
+#include "protocol/generated/heartbeat_request.h"
+#include "protocol/generated/heartbeat_response.h"
 #include "protocol/generated/incremental_alter_configs_request.h"
 #include "protocol/generated/incremental_alter_configs_response.h"
 #include "protocol/generated/init_producer_id_request.h"
 #include "protocol/generated/init_producer_id_response.h"
+#include "protocol/generated/join_group_request.h"
+#include "protocol/generated/join_group_response.h"
+#include "protocol/generated/leave_group_request.h"
+#include "protocol/generated/leave_group_response.h"
+#include "protocol/generated/list_groups_request.h"
+#include "protocol/generated/list_groups_response.h"
 #include "protocol/generated/list_offsets_request.h"
 #include "protocol/generated/list_offsets_response.h"
 #include "protocol/generated/metadata_request.h"
 #include "protocol/generated/metadata_response.h"
+#include "protocol/generated/offset_commit_request.h"
+#include "protocol/generated/offset_commit_response.h"
+#include "protocol/generated/offset_delete_request.h"
+#include "protocol/generated/offset_delete_response.h"
+#include "protocol/generated/offset_fetch_request.h"
+#include "protocol/generated/offset_fetch_response.h"
 #include "protocol/generated/offset_for_leader_epoch_request.h"
 #include "protocol/generated/offset_for_leader_epoch_response.h"
 #include "protocol/generated/produce_request.h"
 #include "protocol/generated/produce_response.h"
+#include "protocol/generated/sync_group_request.h"
+#include "protocol/generated/sync_group_response.h"
 #include "protocol/types.h"
 
 namespace silt::handlers {
@@ -163,5 +185,30 @@ asio::awaitable<protocol::describe_cluster_response> handle_describe_cluster(
     context& ctx, const net::request& raw, const protocol::describe_cluster_request& req);
 asio::awaitable<protocol::describe_topic_partitions_response> handle_describe_topic_partitions(
     context& ctx, const net::request& raw, const protocol::describe_topic_partitions_request& req);
+
+// Consumer groups (coordinator/): the client's host as DescribeGroups shows it ("/address").
+[[nodiscard]] std::string client_host(const net::request& raw);
+asio::awaitable<protocol::offset_commit_response> handle_offset_commit(
+    context& ctx, const net::request& raw, const protocol::offset_commit_request& req);
+asio::awaitable<protocol::offset_fetch_response> handle_offset_fetch(
+    context& ctx, const net::request& raw, const protocol::offset_fetch_request& req);
+asio::awaitable<protocol::find_coordinator_response> handle_find_coordinator(
+    context& ctx, const net::request& raw, const protocol::find_coordinator_request& req);
+asio::awaitable<protocol::join_group_response> handle_join_group(
+    context& ctx, const net::request& raw, const protocol::join_group_request& req);
+asio::awaitable<protocol::heartbeat_response> handle_heartbeat(
+    context& ctx, const net::request& raw, const protocol::heartbeat_request& req);
+asio::awaitable<protocol::leave_group_response> handle_leave_group(
+    context& ctx, const net::request& raw, const protocol::leave_group_request& req);
+asio::awaitable<protocol::sync_group_response> handle_sync_group(
+    context& ctx, const net::request& raw, const protocol::sync_group_request& req);
+asio::awaitable<protocol::describe_groups_response> handle_describe_groups(
+    context& ctx, const net::request& raw, const protocol::describe_groups_request& req);
+asio::awaitable<protocol::list_groups_response> handle_list_groups(
+    context& ctx, const net::request& raw, const protocol::list_groups_request& req);
+asio::awaitable<protocol::delete_groups_response> handle_delete_groups(
+    context& ctx, const net::request& raw, const protocol::delete_groups_request& req);
+asio::awaitable<protocol::offset_delete_response> handle_offset_delete(
+    context& ctx, const net::request& raw, const protocol::offset_delete_request& req);
 
 }  // namespace silt::handlers

@@ -1,0 +1,437 @@
+#include "coordinator/coordinator.h"
+
+#include <cstdio>
+#include <exception>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "base/clock.h"
+#include "base/utf8.h"
+
+namespace silt::coordinator {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// How often the loop looks whether a group's deadline has passed: the precision of session,
+// rebalance and initial-delay timeouts.
+constexpr std::chrono::milliseconds tick_period{100};
+
+}  // namespace
+
+int32_t shard_of(std::string_view group_id, int32_t shards) {
+  int32_t h = 0;
+  for (const char c : group_id) {
+    h = static_cast<int32_t>(static_cast<uint32_t>(h) * 31u + static_cast<uint8_t>(c));
+  }
+  const int32_t abs = h == INT32_MIN ? 0 : (h < 0 ? -h : h);
+  return abs % std::max(shards, 1);
+}
+
+group_coordinator::group_coordinator(const coordinator_options& options,
+                                     metadata::group_store& store,
+                                     boost::asio::any_io_executor blocking)
+    : options_(options), store_(store), writer_(store, std::move(blocking)) {}
+
+group_coordinator::~group_coordinator() {
+  try {
+    close();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "silt: closing the group coordinator failed: %s\n", e.what());
+  }
+}
+
+tl::expected<std::unique_ptr<group_coordinator>, std::string> group_coordinator::open(
+    const coordinator_options& options, metadata::group_store& store,
+    boost::asio::any_io_executor blocking) {
+  std::unique_ptr<group_coordinator> c(new group_coordinator(options, store, std::move(blocking)));
+  std::vector<int32_t> shards(static_cast<size_t>(std::max(options.shards, 1)));
+  for (size_t i = 0; i < shards.size(); ++i) shards[i] = static_cast<int32_t>(i);
+  auto epochs = store.take(shards);
+  if (!epochs) return tl::make_unexpected(std::string("cannot take the group coordinator shards"));
+  c->epochs_ = std::move(*epochs);
+  auto loaded = store.load(shards);
+  if (!loaded) return tl::make_unexpected(std::string("cannot load the consumer groups' offsets"));
+  if (!loaded->offsets.empty() || !loaded->groups.empty()) c->note_offsets_topic();
+  base::lock_guard lock(c->mu_);
+  for (auto& o : loaded->offsets) {
+    auto& e = c->groups_[o.key.group];
+    if (!e.group) e.group = std::make_unique<classic_group>(o.key.group, o.commit_ms);
+    // An Empty group's offsets expire from when it became empty: as that moment is not kept,
+    // the latest commit stands for it.
+    if (o.commit_ms > e.group->state_since()) {
+      e.group = std::make_unique<classic_group>(o.key.group, o.commit_ms);
+    }
+    e.offsets[{o.key.topic, o.key.partition}] = {o.offset, o.leader_epoch, std::move(o.metadata),
+                                                 o.commit_ms, o.expire_ms};
+  }
+  return c;
+}
+
+void group_coordinator::start(const boost::asio::any_io_executor& executor) {
+  timer_ = std::make_unique<asio::steady_timer>(executor);
+  next_expiry_check_ = base::now_ms() + options_.retention_check_interval_ms;
+  asio::co_spawn(
+      executor,
+      [this]() -> asio::awaitable<void> {
+        for (;;) {
+          timer_->expires_after(tick_period);
+          boost::system::error_code ec;
+          co_await timer_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+          if (closed_) co_return;
+          tick(base::now_ms());
+        }
+      },
+      asio::detached);
+}
+
+void group_coordinator::close() {
+  if (closed_.exchange(true)) return;
+  if (timer_) asio::post(timer_->get_executor(), [t = timer_.get()] { t->cancel(); });
+  base::lock_guard lock(mu_);
+  const int64_t now = base::now_ms();
+  for (auto& [id, e] : groups_) e.group->close(error_code::not_coordinator, now);
+}
+
+base::leader_epoch group_coordinator::epoch_of(int32_t shard) const {
+  return epochs_.at(static_cast<size_t>(shard));
+}
+
+void group_coordinator::note_deadline(const classic_group& g) {
+  if (auto d = g.next_deadline()) next_deadline_ = std::min(next_deadline_, *d);
+}
+
+void group_coordinator::join(const std::string& group_id, join_request req, join_callback done) {
+  if (closed_) {
+    done({.error = error_code::not_coordinator});
+    return;
+  }
+  if (!base::is_storable_text(group_id)) {
+    done({.error = error_code::invalid_group_id, .member_id = req.member_id});
+    return;
+  }
+  const int64_t now = base::now_ms();
+  base::lock_guard lock(mu_);
+  auto it = groups_.find(group_id);
+  if (it == groups_.end()) {
+    // A member id names a member of a group that exists.
+    if (!req.member_id.empty()) {
+      done({.error = error_code::unknown_member_id, .member_id = req.member_id});
+      return;
+    }
+    it = groups_.emplace(group_id, group_entry{}).first;
+    it->second.group = std::make_unique<classic_group>(group_id, now);
+  }
+  classic_group& g = *it->second.group;
+  g.join(std::move(req), options_.limits, now, std::move(done));
+  note_deadline(g);
+}
+
+void group_coordinator::sync(const std::string& group_id, const std::string& member_id,
+                             const std::optional<std::string>& instance_id, int32_t generation,
+                             const std::optional<std::string>& protocol_type,
+                             const std::optional<std::string>& protocol_name,
+                             std::map<std::string, std::vector<uint8_t>> assignments,
+                             sync_callback done) {
+  const int64_t now = base::now_ms();
+  base::lock_guard lock(mu_);
+  auto it = groups_.find(group_id);
+  if (it == groups_.end()) {
+    done({.error = error_code::unknown_member_id});
+    return;
+  }
+  classic_group& g = *it->second.group;
+  g.sync(member_id, instance_id, generation, protocol_type, protocol_name, std::move(assignments),
+         now, std::move(done));
+  note_deadline(g);
+}
+
+error_code group_coordinator::heartbeat(const std::string& group_id, const std::string& member_id,
+                                        const std::optional<std::string>& instance_id,
+                                        int32_t generation) {
+  const int64_t now = base::now_ms();
+  base::lock_guard lock(mu_);
+  auto it = groups_.find(group_id);
+  if (it == groups_.end()) return error_code::unknown_member_id;
+  const error_code e = it->second.group->heartbeat(member_id, instance_id, generation, now);
+  note_deadline(*it->second.group);
+  return e;
+}
+
+error_code group_coordinator::leave(const std::string& group_id, const std::string& member_id,
+                                    const std::optional<std::string>& instance_id) {
+  const int64_t now = base::now_ms();
+  base::lock_guard lock(mu_);
+  auto it = groups_.find(group_id);
+  if (it == groups_.end()) return error_code::unknown_member_id;
+  const error_code e = it->second.group->leave(member_id, instance_id, now);
+  note_deadline(*it->second.group);
+  return e;
+}
+
+void group_coordinator::commit(const std::string& group_id, const std::string& member_id,
+                               const std::optional<std::string>& instance_id, int32_t generation,
+                               std::vector<commit_partition> offsets, done_callback done) {
+  // Group ids and metadata go into the store's text columns.
+  if (!base::is_storable_text(group_id)) {
+    done(error_code::invalid_group_id);
+    return;
+  }
+  const int64_t now = base::now_ms();
+  const int32_t shard = shard_of(group_id, options_.shards);
+  metadata::shard_write w;
+  w.shard = shard;
+  w.epoch = epoch_of(shard);
+  {
+    base::lock_guard lock(mu_);
+    auto it = groups_.find(group_id);
+    if (it == groups_.end()) {
+      // Without a group, only a committer outside group management (generation -1) may
+      // commit; the group then exists, Empty, to hold its offsets.
+      if (generation >= 0) {
+        done(error_code::illegal_generation);
+        return;
+      }
+      it = groups_.emplace(group_id, group_entry{}).first;
+      it->second.group = std::make_unique<classic_group>(group_id, now);
+    } else if (const error_code e =
+                   it->second.group->check_commit(member_id, instance_id, generation);
+               e != error_code::none) {
+      done(e);
+      return;
+    }
+  }
+  w.offsets.reserve(offsets.size());
+  for (auto& o : offsets) {
+    w.offsets.push_back(
+        {{group_id, o.topic, o.partition}, o.offset, o.leader_epoch, o.metadata, now, o.expire_ms});
+  }
+  writer_.write(std::move(w), [this, group_id, offsets = std::move(offsets), now,
+                               done = std::move(done)](error_code e) mutable {
+    if (e == error_code::none) {
+      base::lock_guard lock(mu_);
+      auto& entry = groups_[group_id];
+      if (!entry.group) entry.group = std::make_unique<classic_group>(group_id, now);
+      for (auto& o : offsets) {
+        entry.offsets[{std::move(o.topic), o.partition}] = {
+            o.offset, o.leader_epoch, std::move(o.metadata), now, o.expire_ms};
+      }
+    }
+    done(e);
+  });
+}
+
+std::vector<metadata::committed_offset> group_coordinator::fetch(
+    const std::string& group_id, const std::vector<topic_partitions>* topics) const {
+  std::vector<metadata::committed_offset> out;
+  base::lock_guard lock(mu_);
+  auto it = groups_.find(group_id);
+  if (it == groups_.end()) return out;
+  const auto& offsets = it->second.offsets;
+  auto add = [&](const std::pair<std::string, int32_t>& key, const offset_value& v) {
+    out.push_back({{group_id, key.first, key.second},
+                   v.offset,
+                   v.leader_epoch,
+                   v.metadata,
+                   v.commit_ms,
+                   v.expire_ms});
+  };
+  if (topics == nullptr) {
+    for (const auto& [key, v] : offsets) add(key, v);
+    return out;
+  }
+  for (const auto& t : *topics) {
+    for (const int32_t p : t.partitions) {
+      auto o = offsets.find({t.topic, p});
+      if (o != offsets.end()) add(o->first, o->second);
+    }
+  }
+  return out;
+}
+
+void group_coordinator::delete_offsets(
+    const std::string& group_id, const std::vector<topic_partitions>& topics,
+    std::function<void(error_code, std::set<std::string>)> done) {
+  const int32_t shard = shard_of(group_id, options_.shards);
+  metadata::shard_write w;
+  w.shard = shard;
+  w.epoch = epoch_of(shard);
+  std::set<std::string> refused;
+  {
+    base::lock_guard lock(mu_);
+    auto it = groups_.find(group_id);
+    if (it == groups_.end() || it->second.group->state() == group_state::dead) {
+      done(error_code::group_id_not_found, {});
+      return;
+    }
+    const classic_group& g = *it->second.group;
+    if (g.state() != group_state::empty) {
+      if (g.protocol_type() != "consumer") {
+        done(error_code::non_empty_group, {});
+        return;
+      }
+      // A consumer group may lose the offsets of topics it no longer subscribes to; while it
+      // rebalances, what it subscribes to is unknown and every topic counts as subscribed.
+      const auto subscribed = g.subscribed_topics();
+      for (const auto& t : topics) {
+        if (!subscribed || subscribed->contains(t.topic)) refused.insert(t.topic);
+      }
+    }
+    for (const auto& t : topics) {
+      if (refused.contains(t.topic)) continue;
+      for (const int32_t p : t.partitions) w.deleted_offsets.push_back({group_id, t.topic, p});
+    }
+  }
+  auto keys = w.deleted_offsets;
+  writer_.write(std::move(w), [this, group_id, keys = std::move(keys), refused,
+                               done = std::move(done)](error_code e) mutable {
+    if (e == error_code::none) {
+      base::lock_guard lock(mu_);
+      auto it = groups_.find(group_id);
+      if (it != groups_.end()) {
+        for (const auto& k : keys) it->second.offsets.erase({k.topic, k.partition});
+      }
+    }
+    done(e, std::move(refused));
+  });
+}
+
+void group_coordinator::delete_group(const std::string& group_id, done_callback done) {
+  const int32_t shard = shard_of(group_id, options_.shards);
+  metadata::shard_write w;
+  w.shard = shard;
+  w.epoch = epoch_of(shard);
+  w.deleted_groups.push_back(group_id);
+  {
+    base::lock_guard lock(mu_);
+    auto it = groups_.find(group_id);
+    if (it == groups_.end() || it->second.group->state() == group_state::dead) {
+      done(error_code::group_id_not_found);
+      return;
+    }
+    if (it->second.group->state() != group_state::empty) {
+      done(error_code::non_empty_group);
+      return;
+    }
+    // Dead until the deletion is durable: joins meanwhile are told to retry.
+    it->second.group->close(error_code::coordinator_not_available, base::now_ms());
+  }
+  writer_.write(std::move(w), [this, group_id, done = std::move(done)](error_code e) {
+    {
+      base::lock_guard lock(mu_);
+      auto it = groups_.find(group_id);
+      if (it != groups_.end() && it->second.group->state() == group_state::dead) {
+        if (e == error_code::none) {
+          groups_.erase(it);
+        } else {
+          // Not deleted: the group stays, Empty, with its offsets.
+          it->second.group = std::make_unique<classic_group>(group_id, base::now_ms());
+        }
+      }
+    }
+    done(e);
+  });
+}
+
+void group_coordinator::forget_topic(const std::string& topic) {
+  // A failure (logged by the store) leaves the rows: after a restart a new topic of that name
+  // would show them, as offsets out of its range, which consumers reset.
+  (void)store_.forget_topic(topic);
+  base::lock_guard lock(mu_);
+  for (auto& [id, e] : groups_) {
+    for (auto it = e.offsets.begin(); it != e.offsets.end();) {
+      if (it->first.first == topic) {
+        it = e.offsets.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
+std::optional<group_description> group_coordinator::describe(const std::string& group_id) const {
+  base::lock_guard lock(mu_);
+  auto it = groups_.find(group_id);
+  if (it == groups_.end()) return std::nullopt;
+  const classic_group& g = *it->second.group;
+  group_description d;
+  d.group_id = group_id;
+  d.state = g.state();
+  d.protocol_type = g.protocol_type();
+  if (g.state() == group_state::stable && g.protocol_name()) d.protocol = *g.protocol_name();
+  d.members = g.members();
+  return d;
+}
+
+std::vector<group_listing> group_coordinator::list() const {
+  std::vector<group_listing> out;
+  base::lock_guard lock(mu_);
+  out.reserve(groups_.size());
+  for (const auto& [id, e] : groups_) {
+    if (e.group->state() == group_state::dead) continue;
+    out.push_back({id, e.group->protocol_type(), e.group->state()});
+  }
+  return out;
+}
+
+void group_coordinator::tick(int64_t now) {
+  {
+    base::lock_guard lock(mu_);
+    if (now >= next_deadline_) {
+      next_deadline_ = INT64_MAX;
+      for (auto& [id, e] : groups_) {
+        e.group->tick(now);
+        note_deadline(*e.group);
+      }
+    }
+  }
+  if (now >= next_expiry_check_) {
+    next_expiry_check_ = now + options_.retention_check_interval_ms;
+    expire_offsets(now);
+  }
+}
+
+void group_coordinator::expire_offsets(int64_t now) {
+  std::map<int32_t, metadata::shard_write> writes;
+  {
+    base::lock_guard lock(mu_);
+    for (auto it = groups_.begin(); it != groups_.end();) {
+      auto& [id, e] = *it;
+      const bool empty = e.group->state() == group_state::empty;
+      for (auto o = e.offsets.begin(); o != e.offsets.end();) {
+        // An explicit expiry (OffsetCommit v1) holds whatever the group does; otherwise the
+        // offsets of an Empty group expire a retention after it became empty (or after their
+        // commit, if later).
+        const bool expired =
+            o->second.expire_ms >= 0
+                ? now >= o->second.expire_ms
+                : empty && now - std::max(e.group->state_since(), o->second.commit_ms) >=
+                               options_.offsets_retention_ms;
+        if (!expired) {
+          ++o;
+          continue;
+        }
+        const int32_t shard = shard_of(id, options_.shards);
+        auto& w = writes[shard];
+        w.shard = shard;
+        w.epoch = epoch_of(shard);
+        w.deleted_offsets.push_back({id, o->first.first, o->first.second});
+        o = e.offsets.erase(o);
+      }
+      if (empty && e.offsets.empty()) {
+        e.group->close(error_code::coordinator_not_available, now);
+        it = groups_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& [shard, w] : writes) writer_.write(std::move(w), [](error_code) {});
+}
+
+}  // namespace silt::coordinator

@@ -1,0 +1,180 @@
+// The group coordinator: every consumer group whose shard this broker owns, their committed
+// offsets, and the requests of Kafka's classic group protocol routed to them.
+//
+// Where groups live: a group belongs to shard shard_of(group id) of a fixed number of shards
+// (Kafka's rule for __consumer_offsets partitions: the Java hash of the id modulo
+// offsets.topic.num.partitions). Shards are owned like streams, by one node at an epoch in the
+// group store; on a single broker this node takes them all at open. Offsets and group changes
+// go through the offset_writer, fenced by the shard's epoch.
+//
+// Ownership: the groups and offsets in memory belong to mu_; every call takes it briefly (no
+// I/O under it). Calls come from network threads; writes run on the blocking pool and their
+// callbacks after them. The in-memory offsets change only after their write is durable, so a
+// fetch never sees an offset a crash could lose. Lifecycle: open() (blocking: loads the
+// shards), start() the deadline loop, serve, close() (answers every waiting join and sync).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <tl/expected.hpp>
+
+#include "base/mutex.h"
+#include "coordinator/classic_group.h"
+#include "coordinator/offset_writer.h"
+#include "metadata/group_store.h"
+
+namespace silt::coordinator {
+
+struct coordinator_options {
+  group_limits limits;
+  int32_t shards = 50;                                    // offsets.topic.num.partitions
+  int64_t offsets_retention_ms = 7LL * 24 * 3600 * 1000;  // offsets.retention.minutes
+  int64_t retention_check_interval_ms = 600000;           // offsets.retention.check.interval.ms
+  int32_t max_metadata_bytes = 4096;                      // offset.metadata.max.bytes
+};
+
+// The shard of a group: Java's String.hashCode of the id (over its bytes), made non-negative
+// as Kafka's Utils.abs does, modulo `shards`.
+[[nodiscard]] int32_t shard_of(std::string_view group_id, int32_t shards);
+
+struct commit_partition {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t offset = 0;
+  int32_t leader_epoch = -1;
+  std::string metadata;
+  int64_t expire_ms = -1;
+};
+
+struct topic_partitions {
+  std::string topic;
+  std::vector<int32_t> partitions;
+};
+
+struct group_description {
+  std::string group_id;
+  group_state state = group_state::dead;
+  std::string protocol_type;
+  std::string protocol;  // Stable only
+  std::vector<member_summary> members;
+};
+
+struct group_listing {
+  std::string group_id;
+  std::string protocol_type;
+  group_state state = group_state::dead;
+};
+
+class group_coordinator {
+ public:
+  using done_callback = std::function<void(error_code)>;
+
+  // Takes every shard for this node and loads their offsets (blocking: run at broker open).
+  [[nodiscard]] static tl::expected<std::unique_ptr<group_coordinator>, std::string> open(
+      const coordinator_options& options, metadata::group_store& store,
+      boost::asio::any_io_executor blocking);
+  ~group_coordinator();
+  group_coordinator(const group_coordinator&) = delete;
+  group_coordinator& operator=(const group_coordinator&) = delete;
+
+  // Runs tick() when a deadline may have passed, and the offsets' expiry, on `executor` until
+  // close().
+  void start(const boost::asio::any_io_executor& executor);
+  // Answers every waiting join and sync with NOT_COORDINATOR and stops the deadline loop.
+  void close();
+
+  [[nodiscard]] const coordinator_options& options() const { return options_; }
+
+  void join(const std::string& group_id, join_request req, join_callback done);
+  void sync(const std::string& group_id, const std::string& member_id,
+            const std::optional<std::string>& instance_id, int32_t generation,
+            const std::optional<std::string>& protocol_type,
+            const std::optional<std::string>& protocol_name,
+            std::map<std::string, std::vector<uint8_t>> assignments, sync_callback done);
+  [[nodiscard]] error_code heartbeat(const std::string& group_id, const std::string& member_id,
+                                     const std::optional<std::string>& instance_id,
+                                     int32_t generation);
+  [[nodiscard]] error_code leave(const std::string& group_id, const std::string& member_id,
+                                 const std::optional<std::string>& instance_id);
+
+  // OffsetCommit: checks the committer, then writes; `done` gets the error for all of them
+  // (ILLEGAL_GENERATION for a group that does not exist and a commit with a generation).
+  void commit(const std::string& group_id, const std::string& member_id,
+              const std::optional<std::string>& instance_id, int32_t generation,
+              std::vector<commit_partition> offsets, done_callback done);
+  // OffsetFetch: the group's committed offsets of `topics` (all of them when null); partitions
+  // without one are left out.
+  [[nodiscard]] std::vector<metadata::committed_offset> fetch(
+      const std::string& group_id, const std::vector<topic_partitions>* topics) const;
+  // OffsetDelete: `done` gets the group's error and the topics refused because the group
+  // subscribes to them (GROUP_SUBSCRIBED_TO_TOPIC); the others' offsets are deleted.
+  void delete_offsets(const std::string& group_id, const std::vector<topic_partitions>& topics,
+                      std::function<void(error_code, std::set<std::string>)> done);
+  // DeleteGroups of one group: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, or deleted with its offsets.
+  void delete_group(const std::string& group_id, done_callback done);
+  // A deleted topic's offsets are forgotten by every group, in the store first (blocking: run
+  // it on the blocking pool).
+  void forget_topic(const std::string& topic);
+
+  [[nodiscard]] std::optional<group_description> describe(const std::string& group_id) const;
+  [[nodiscard]] std::vector<group_listing> list() const;
+
+  // Deadlines and offset expiry at `now` (wall-clock ms); called by the loop of start().
+  void tick(int64_t now);
+
+  [[nodiscard]] uint64_t offset_transactions() const { return writer_.transactions(); }
+
+  // Kafka's groups live in its internal topic __consumer_offsets, created on first use;
+  // Metadata lists it from then on (its partitions stand for the shards), so that tools looking
+  // for it find it. In use once a group coordinator was looked for, the topic was asked for by
+  // name, or groups were loaded.
+  void note_offsets_topic() { offsets_topic_.store(true, std::memory_order_relaxed); }
+  [[nodiscard]] bool offsets_topic_exists() const {
+    return offsets_topic_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  struct offset_value {
+    int64_t offset = 0;
+    int32_t leader_epoch = -1;
+    std::string metadata;
+    int64_t commit_ms = 0;
+    int64_t expire_ms = -1;
+  };
+  struct group_entry {
+    std::unique_ptr<classic_group> group;
+    // (topic, partition) -> committed offset
+    std::map<std::pair<std::string, int32_t>, offset_value> offsets;
+  };
+
+  group_coordinator(const coordinator_options& options, metadata::group_store& store,
+                    boost::asio::any_io_executor blocking);
+  [[nodiscard]] base::leader_epoch epoch_of(int32_t shard) const;
+  void note_deadline(const classic_group& g) REQUIRES(mu_);
+  void expire_offsets(int64_t now);
+
+  const coordinator_options options_;
+  metadata::group_store& store_;
+  offset_writer writer_;
+  std::vector<base::leader_epoch> epochs_;  // by shard; fixed after open()
+  std::unique_ptr<boost::asio::steady_timer> timer_;
+  std::atomic<bool> closed_{false};
+  std::atomic<bool> offsets_topic_{false};
+  int64_t next_expiry_check_ = 0;  // the loop's
+
+  mutable base::mutex mu_;
+  std::map<std::string, group_entry, std::less<>> groups_ GUARDED_BY(mu_);
+  int64_t next_deadline_ GUARDED_BY(mu_) = INT64_MAX;
+};
+
+}  // namespace silt::coordinator

@@ -1,0 +1,26 @@
+// DeleteGroups (key 42): removes Empty groups and their committed offsets (NON_EMPTY_GROUP
+// while members remain, GROUP_ID_NOT_FOUND for an unknown one).
+#include "handlers/group_reply.h"
+#include "handlers/handlers.h"
+
+namespace silt::handlers {
+
+asio::awaitable<protocol::delete_groups_response> handle_delete_groups(
+    context& ctx, const net::request& /*raw*/, const protocol::delete_groups_request& req) {
+  using protocol::error_code;
+  protocol::delete_groups_response resp;
+  const auto ex = co_await asio::this_coro::executor;
+  resp.results.reserve(req.groups_names.size());
+  for (const auto& id : req.groups_names) {
+    error_code e = error_code::invalid_group_id;
+    if (!id.empty()) {
+      group_reply<error_code> reply(ex);
+      ctx.groups().delete_group(id, reply.callback());
+      e = co_await reply.get();
+    }
+    resp.results.push_back({id, static_cast<int16_t>(e), {}});
+  }
+  co_return resp;
+}
+
+}  // namespace silt::handlers

@@ -1,0 +1,69 @@
+// FindCoordinator (key 10): every group's coordinator is this broker (it owns every coordinator
+// shard). Transactions are not served yet: their coordinator is not available. From v4 on,
+// several keys are asked at once.
+#include "handlers/handlers.h"
+
+namespace silt::handlers {
+
+namespace {
+
+using protocol::error_code;
+
+constexpr int8_t group_key = 0;
+constexpr int8_t transaction_key = 1;
+
+// The error for one key, or none.
+std::pair<error_code, std::string> check_key(int8_t key_type, const std::string& key) {
+  if (key_type == group_key) {
+    if (key.empty()) return {error_code::invalid_request, "the group id is empty"};
+    return {error_code::none, {}};
+  }
+  if (key_type == transaction_key) {
+    return {error_code::coordinator_not_available, "transactions are not supported yet"};
+  }
+  return {error_code::invalid_request, "unknown key type " + std::to_string(key_type)};
+}
+
+}  // namespace
+
+asio::awaitable<protocol::find_coordinator_response> handle_find_coordinator(
+    context& ctx, const net::request& raw, const protocol::find_coordinator_request& req) {
+  const int16_t version = raw.header.header.request_api_version;
+  protocol::find_coordinator_response resp;
+  if (version < 1 || req.key_type == group_key) ctx.groups().note_offsets_topic();
+  if (version < 4) {
+    auto [e, message] = check_key(version >= 1 ? req.key_type : group_key, req.key);
+    resp.error_code = static_cast<int16_t>(e);
+    if (e == error_code::none) {
+      resp.node_id = ctx.node_id;
+      resp.host = ctx.advertised_host;
+      resp.port = ctx.advertised_port;
+      resp.error_message.reset();
+    } else {
+      resp.node_id = -1;
+      resp.port = -1;
+      resp.error_message = std::move(message);
+    }
+    co_return resp;
+  }
+  resp.coordinators.reserve(req.coordinator_keys.size());
+  for (const auto& key : req.coordinator_keys) {
+    auto& c = resp.coordinators.emplace_back();
+    c.key = key;
+    auto [e, message] = check_key(req.key_type, key);
+    c.error_code = static_cast<int16_t>(e);
+    if (e == error_code::none) {
+      c.node_id = ctx.node_id;
+      c.host = ctx.advertised_host;
+      c.port = ctx.advertised_port;
+      c.error_message.reset();
+    } else {
+      c.node_id = -1;
+      c.port = -1;
+      c.error_message = std::move(message);
+    }
+  }
+  co_return resp;
+}
+
+}  // namespace silt::handlers

@@ -1,0 +1,37 @@
+// ListGroups (key 16): every group this broker coordinates, filtered by state (v4+) and type
+// (v5+; every group is of the classic type for now). Filters match case-insensitively.
+#include <algorithm>
+
+#include "handlers/handlers.h"
+
+namespace silt::handlers {
+
+namespace {
+
+bool iequal(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+bool matches(const std::vector<std::string>& filter, std::string_view value) {
+  return filter.empty() || std::any_of(filter.begin(), filter.end(),
+                                       [&](const std::string& f) { return iequal(f, value); });
+}
+
+}  // namespace
+
+asio::awaitable<protocol::list_groups_response> handle_list_groups(
+    context& ctx, const net::request& /*raw*/, const protocol::list_groups_request& req) {
+  protocol::list_groups_response resp;
+  constexpr std::string_view type = "classic";
+  for (const auto& g : ctx.groups().list()) {
+    const std::string_view state = coordinator::state_name(g.state);
+    if (!matches(req.states_filter, state) || !matches(req.types_filter, type)) continue;
+    resp.groups.push_back({g.group_id, g.protocol_type, std::string(state), std::string(type), {}});
+  }
+  co_return resp;
+}
+
+}  // namespace silt::handlers

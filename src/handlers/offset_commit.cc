@@ -1,0 +1,70 @@
+// OffsetCommit (key 8): a group's consumed positions, durable in the metadata store (batched
+// with other commits, coordinator/offset_writer.h) before the answer. Checked as Kafka does:
+// the committer's member id and generation, each partition's topic, the metadata's size.
+#include "base/clock.h"
+#include "base/utf8.h"
+#include "handlers/group_reply.h"
+#include "handlers/handlers.h"
+
+namespace silt::handlers {
+
+asio::awaitable<protocol::offset_commit_response> handle_offset_commit(
+    context& ctx, const net::request& raw, const protocol::offset_commit_request& req) {
+  using protocol::error_code;
+  const int16_t version = raw.header.header.request_api_version;
+  auto& groups = ctx.groups();
+  protocol::offset_commit_response resp;
+  resp.topics.reserve(req.topics.size());
+  std::vector<coordinator::commit_partition> offsets;
+  // Where each partition's answer goes, and whether it waits for the commit.
+  std::vector<std::pair<int16_t*, bool>> slots;
+  const int64_t now = base::now_ms();
+  const int64_t expire =
+      version <= 4 && req.retention_time_ms >= 0 ? now + req.retention_time_ms : -1;
+  for (const auto& t : req.topics) {
+    auto& rt = resp.topics.emplace_back();
+    rt.name = t.name;
+    rt.partitions.resize(t.partitions.size());
+    const auto topic = ctx.topic(t.name);
+    for (size_t i = 0; i < t.partitions.size(); ++i) {
+      const auto& p = t.partitions[i];
+      auto& out = rt.partitions[i];
+      out.partition_index = p.partition_index;
+      error_code e = error_code::none;
+      if (req.group_id.empty()) {
+        e = error_code::invalid_group_id;
+      } else if (!stream_of(topic, p.partition_index)) {
+        e = error_code::unknown_topic_or_partition;
+      } else if (p.committed_metadata &&
+                 p.committed_metadata->size() >
+                     static_cast<size_t>(groups.options().max_metadata_bytes)) {
+        e = error_code::offset_metadata_too_large;
+      } else if (p.committed_metadata && !base::is_storable_text(*p.committed_metadata)) {
+        // Kafka keeps any string; Silt's store keeps text (Java clients send UTF-8).
+        e = error_code::invalid_request;
+      }
+      out.error_code = static_cast<int16_t>(e);
+      if (e != error_code::none) continue;
+      offsets.push_back({t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
+                         p.committed_metadata.value_or(""), expire});
+    }
+  }
+  if (offsets.empty()) co_return resp;
+  group_reply<error_code> reply(co_await asio::this_coro::executor);
+  groups.commit(req.group_id, req.member_id, req.group_instance_id,
+                req.generation_id_or_member_epoch, std::move(offsets), reply.callback());
+  error_code e = co_await reply.get();
+  // A group that does not exist with a generation given: Kafka names it from v9 on.
+  if (e == error_code::illegal_generation && version >= 9 &&
+      !groups.describe(req.group_id).has_value()) {
+    e = error_code::group_id_not_found;
+  }
+  for (auto& t : resp.topics) {
+    for (auto& p : t.partitions) {
+      if (p.error_code == 0) p.error_code = static_cast<int16_t>(e);
+    }
+  }
+  co_return resp;
+}
+
+}  // namespace silt::handlers

@@ -1,0 +1,52 @@
+// OffsetDelete (key 47): removes a group's committed offsets of some partitions, refused for
+// topics a live consumer group subscribes to (GROUP_SUBSCRIBED_TO_TOPIC) and for a live group
+// of another protocol type (NON_EMPTY_GROUP).
+#include "handlers/group_reply.h"
+#include "handlers/handlers.h"
+
+namespace silt::handlers {
+
+asio::awaitable<protocol::offset_delete_response> handle_offset_delete(
+    context& ctx, const net::request& /*raw*/, const protocol::offset_delete_request& req) {
+  using protocol::error_code;
+  protocol::offset_delete_response resp;
+  if (req.group_id.empty()) {
+    resp.error_code = static_cast<int16_t>(error_code::invalid_group_id);
+    co_return resp;
+  }
+  std::vector<coordinator::topic_partitions> known;
+  for (const auto& t : req.topics) {
+    const auto topic = ctx.topic(t.name);
+    coordinator::topic_partitions tp{t.name, {}};
+    for (const auto& p : t.partitions) {
+      if (stream_of(topic, p.partition_index)) tp.partitions.push_back(p.partition_index);
+    }
+    if (!tp.partitions.empty()) known.push_back(std::move(tp));
+  }
+  using result = std::pair<error_code, std::set<std::string>>;
+  group_reply<result> reply(co_await asio::this_coro::executor);
+  ctx.groups().delete_offsets(req.group_id, known,
+                              [cb = reply.callback()](error_code e, std::set<std::string> refused) {
+                                cb({e, std::move(refused)});
+                              });
+  const auto [e, refused] = co_await reply.get();
+  resp.error_code = static_cast<int16_t>(e);
+  if (e != error_code::none) co_return resp;
+  for (const auto& t : req.topics) {
+    auto& rt = resp.topics.emplace_back();
+    rt.name = t.name;
+    const auto topic = ctx.topic(t.name);
+    for (const auto& p : t.partitions) {
+      error_code pe = error_code::none;
+      if (!stream_of(topic, p.partition_index)) {
+        pe = error_code::unknown_topic_or_partition;
+      } else if (refused.contains(t.name)) {
+        pe = error_code::group_subscribed_to_topic;
+      }
+      rt.partitions.push_back({p.partition_index, static_cast<int16_t>(pe), {}});
+    }
+  }
+  co_return resp;
+}
+
+}  // namespace silt::handlers
