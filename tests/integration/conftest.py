@@ -32,6 +32,8 @@ from pathlib import Path
 
 import pytest
 
+from util import JAVA_DIR
+
 ROOT = Path(__file__).resolve().parents[2]
 SILT_BIN = Path(os.environ.get("SILT_BIN", ROOT / "build" / "silt"))
 KAFKA_REF = ROOT / "tests" / "kafka-reference.sh"
@@ -99,6 +101,9 @@ class SiltBroker:
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "data.dir": str(self.data_dir),
             "wal.capacity.bytes": str(256 << 20),
+            # As the reference Kafka broker runs (tests/kafka-reference.sh): a new group's first
+            # rebalance does not wait for more members.
+            "group.initial.rebalance.delay.ms": "0",
         }
         if POSTGRES_URI:
             self.overrides["metadata.store.uri"] = fresh_postgres_database()
@@ -325,3 +330,24 @@ def private_broker(request, tmp_path):
         yield b
     finally:
         b.stop()
+
+
+@pytest.fixture(scope="session")
+def java_classpath(tmp_path_factory):
+    """Compiles the scenarios with Maven; returns the classpath to run them."""
+    for tool in ("mvn", "java"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} not found: the Java client scenarios need a JDK >= 17 and Maven")
+    build = Path(os.environ.get("SILT_JAVA_BUILD") or tmp_path_factory.mktemp("java-it"))
+    build.mkdir(parents=True, exist_ok=True)
+    cp_file = build / "classpath.txt"
+    cmd = ["mvn", "-q", "-B", "-Dstyle.color=never", f"-Dsilt.build.dir={build}",
+           "compile", "dependency:build-classpath", f"-Dmdep.outputFile={cp_file}"]
+    try:
+        r = subprocess.run(cmd, cwd=JAVA_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=900)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"maven build timed out:\n{e.output or ''}")
+    if r.returncode != 0 or not cp_file.exists():
+        pytest.fail(f"maven build failed ({' '.join(cmd)}):\n{r.stdout[-6000:]}")
+    return f"{build / 'classes'}{os.pathsep}{cp_file.read_text().strip()}"

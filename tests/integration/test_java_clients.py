@@ -5,38 +5,13 @@ a directory reused across sessions); each test runs one scenario in its own JVM:
     java -cp CLASSPATH silt.it.ClientScenarios BOOTSTRAP SCENARIO TOPIC
 A scenario prints its progress and exits 0 on success, 1 with "FAIL: ..." otherwise.
 """
-import os
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-JAVA_DIR = Path(__file__).resolve().parent / "java"
+from util import JVM_OPTS
+
 SCENARIO_TIMEOUT = 60
-# Short-lived client JVMs: C1 only and the serial collector start faster on small machines.
-JVM_OPTS = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
-
-
-@pytest.fixture(scope="session")
-def java_classpath(tmp_path_factory):
-    """Compiles the scenarios with Maven; returns the classpath to run them."""
-    for tool in ("mvn", "java"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} not found: the Java client scenarios need a JDK >= 17 and Maven")
-    build = Path(os.environ.get("SILT_JAVA_BUILD") or tmp_path_factory.mktemp("java-it"))
-    build.mkdir(parents=True, exist_ok=True)
-    cp_file = build / "classpath.txt"
-    cmd = ["mvn", "-q", "-B", "-Dstyle.color=never", f"-Dsilt.build.dir={build}",
-           "compile", "dependency:build-classpath", f"-Dmdep.outputFile={cp_file}"]
-    try:
-        r = subprocess.run(cmd, cwd=JAVA_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, timeout=900)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"maven build timed out:\n{e.output or ''}")
-    if r.returncode != 0 or not cp_file.exists():
-        pytest.fail(f"maven build failed ({' '.join(cmd)}):\n{r.stdout[-6000:]}")
-    return f"{build / 'classes'}{os.pathsep}{cp_file.read_text().strip()}"
 
 
 def run_scenario(classpath, broker, scenario, topic):

@@ -7,6 +7,7 @@ import socket
 import struct
 import subprocess
 import time
+from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -33,6 +34,11 @@ QUIET = {"log_level": 0, "socket.timeout.ms": 10000}
 
 
 # ---------------------------------------------------------------------------- clients
+
+JAVA_DIR = Path(__file__).resolve().parent / "java"
+# Short-lived client JVMs: C1 only and the serial collector start faster on small machines.
+JVM_OPTS = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+
 
 def admin(bootstrap, **conf):
     return AdminClient({"bootstrap.servers": bootstrap, **QUIET, **conf})
