@@ -603,6 +603,9 @@ std::vector<setting> make_settings() {
                       "How often expired committed offsets are looked for."));
   t.push_back(integer("offset.metadata.max.bytes", &bc::offset_metadata_max_bytes, 0, INT32_MAX,
                       "The longest metadata string a committed offset may carry."));
+  t.push_back(integer("offsets.commit.timeout.ms", &bc::offsets_commit_timeout_ms, 1, INT32_MAX,
+                      "An offset commit (or group deletion) not durable in the metadata store "
+                      "within this many milliseconds is answered REQUEST_TIMED_OUT."));
   return t;
 }
 

@@ -96,6 +96,7 @@ struct broker_config {
   int64_t offsets_retention_check_interval_ms = 600000;
   // offsets.retention.check.interval.ms
   int32_t offset_metadata_max_bytes = 4096;  // offset.metadata.max.bytes
+  int32_t offsets_commit_timeout_ms = 5000;  // offsets.commit.timeout.ms
   // Every setting as given or defaulted, by name (DescribeConfigs on the broker resource).
   // Settings that only stand in for another (log.retention.hours, log.retention.minutes,
   // log.dirs, log.dir, broker.id) appear only when given; their effect is in the setting they

@@ -71,7 +71,6 @@ std::vector<group> groups() {
         {"offsets.topic.segment.bytes", int32},
         {"offsets.topic.compression.codec", int32},
         {"offsets.load.buffer.size", int32},
-        {"offsets.commit.timeout.ms", int32},
         {"transaction.state.log.replication.factor", int16},
         {"transaction.state.log.min.isr", int32},
         {"transaction.state.log.num.partitions", int32},

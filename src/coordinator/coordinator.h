@@ -41,6 +41,7 @@ struct coordinator_options {
   int64_t offsets_retention_ms = 7LL * 24 * 3600 * 1000;  // offsets.retention.minutes
   int64_t retention_check_interval_ms = 600000;           // offsets.retention.check.interval.ms
   int32_t max_metadata_bytes = 4096;                      // offset.metadata.max.bytes
+  int32_t commit_timeout_ms = 5000;                       // offsets.commit.timeout.ms
 };
 
 // The shard of a group: Java's String.hashCode of the id (over its bytes), made non-negative

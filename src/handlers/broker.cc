@@ -200,6 +200,7 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   co.offsets_retention_ms = config.offsets_retention_minutes * 60 * 1000;
   co.retention_check_interval_ms = config.offsets_retention_check_interval_ms;
   co.max_metadata_bytes = config.offset_metadata_max_bytes;
+  co.commit_timeout_ms = config.offsets_commit_timeout_ms;
   auto groups =
       coordinator::group_coordinator::open(co, *b->group_store_, b->blocking_.get_executor());
   if (!groups) return tl::make_unexpected(groups.error() + " in " + (*db)->describe());

@@ -16,7 +16,9 @@ asio::awaitable<protocol::delete_groups_response> handle_delete_groups(
     if (!id.empty()) {
       group_reply<error_code> reply(ex);
       ctx.groups().delete_group(id, reply.callback());
-      e = co_await reply.get();
+      e = (co_await reply.get_for(
+               std::chrono::milliseconds(ctx.groups().options().commit_timeout_ms)))
+              .value_or(error_code::request_timed_out);
     }
     resp.results.push_back({id, static_cast<int16_t>(e), {}});
   }

@@ -53,7 +53,11 @@ asio::awaitable<protocol::offset_commit_response> handle_offset_commit(
   group_reply<error_code> reply(co_await asio::this_coro::executor);
   groups.commit(req.group_id, req.member_id, req.group_instance_id,
                 req.generation_id_or_member_epoch, std::move(offsets), reply.callback());
-  error_code e = co_await reply.get();
+  // Kafka answers REQUEST_TIMED_OUT after offsets.commit.timeout.ms (the client retries); the
+  // write may still land, as it may in Kafka.
+  error_code e =
+      (co_await reply.get_for(std::chrono::milliseconds(groups.options().commit_timeout_ms)))
+          .value_or(error_code::request_timed_out);
   // A group that does not exist with a generation given: Kafka names it from v9 on.
   if (e == error_code::illegal_generation && version >= 9 &&
       !groups.describe(req.group_id).has_value()) {

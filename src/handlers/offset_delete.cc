@@ -29,7 +29,9 @@ asio::awaitable<protocol::offset_delete_response> handle_offset_delete(
                               [cb = reply.callback()](error_code e, std::set<std::string> refused) {
                                 cb({e, std::move(refused)});
                               });
-  const auto [e, refused] = co_await reply.get();
+  const auto [e, refused] =
+      (co_await reply.get_for(std::chrono::milliseconds(ctx.groups().options().commit_timeout_ms)))
+          .value_or(result{error_code::request_timed_out, {}});
   resp.error_code = static_cast<int16_t>(e);
   if (e != error_code::none) co_return resp;
   for (const auto& t : req.topics) {
