@@ -95,15 +95,26 @@ void group_coordinator::close() {
   if (timer_) asio::post(timer_->get_executor(), [t = timer_.get()] { t->cancel(); });
   base::lock_guard lock(mu_);
   const int64_t now = base::now_ms();
-  for (auto& [id, e] : groups_) e.group->close(error_code::not_coordinator, now);
+  for (auto& [id, e] : groups_) {
+    if (e.group) e.group->close(error_code::not_coordinator, now);
+  }
 }
 
 base::leader_epoch group_coordinator::epoch_of(int32_t shard) const {
   return epochs_.at(static_cast<size_t>(shard));
 }
 
-void group_coordinator::note_deadline(const classic_group& g) {
-  if (auto d = g.next_deadline()) next_deadline_ = std::min(next_deadline_, *d);
+void group_coordinator::note_deadline(const group_entry& e) {
+  const auto d = e.group ? e.group->next_deadline() : e.consumer->next_deadline();
+  if (d) next_deadline_ = std::min(next_deadline_, *d);
+}
+
+bool group_coordinator::is_empty(const group_entry& e) {
+  return e.group ? e.group->state() == group_state::empty : e.consumer->size() == 0;
+}
+
+int64_t group_coordinator::empty_since(const group_entry& e) {
+  return e.group ? e.group->state_since() : e.consumer->empty_since();
 }
 
 void group_coordinator::join(const std::string& group_id, join_request req, join_callback done) {
@@ -126,10 +137,18 @@ void group_coordinator::join(const std::string& group_id, join_request req, join
     }
     it = groups_.emplace(group_id, group_entry{}).first;
     it->second.group = std::make_unique<classic_group>(group_id, now);
+  } else if (it->second.consumer) {
+    if (it->second.consumer->size() > 0) {
+      done({.error = error_code::inconsistent_group_protocol, .member_id = req.member_id});
+      return;
+    }
+    // An empty consumer group goes back to the classic protocol, with its offsets.
+    it->second.consumer.reset();
+    it->second.group = std::make_unique<classic_group>(group_id, now);
   }
   classic_group& g = *it->second.group;
   g.join(std::move(req), options_.limits, now, std::move(done));
-  note_deadline(g);
+  note_deadline(it->second);
 }
 
 void group_coordinator::sync(const std::string& group_id, const std::string& member_id,
@@ -141,14 +160,14 @@ void group_coordinator::sync(const std::string& group_id, const std::string& mem
   const int64_t now = base::now_ms();
   base::lock_guard lock(mu_);
   auto it = groups_.find(group_id);
-  if (it == groups_.end()) {
+  if (it == groups_.end() || !it->second.group) {
     done({.error = error_code::unknown_member_id});
     return;
   }
   classic_group& g = *it->second.group;
   g.sync(member_id, instance_id, generation, protocol_type, protocol_name, std::move(assignments),
          now, std::move(done));
-  note_deadline(g);
+  note_deadline(it->second);
 }
 
 error_code group_coordinator::heartbeat(const std::string& group_id, const std::string& member_id,
@@ -157,9 +176,9 @@ error_code group_coordinator::heartbeat(const std::string& group_id, const std::
   const int64_t now = base::now_ms();
   base::lock_guard lock(mu_);
   auto it = groups_.find(group_id);
-  if (it == groups_.end()) return error_code::unknown_member_id;
+  if (it == groups_.end() || !it->second.group) return error_code::unknown_member_id;
   const error_code e = it->second.group->heartbeat(member_id, instance_id, generation, now);
-  note_deadline(*it->second.group);
+  note_deadline(it->second);
   return e;
 }
 
@@ -168,9 +187,9 @@ error_code group_coordinator::leave(const std::string& group_id, const std::stri
   const int64_t now = base::now_ms();
   base::lock_guard lock(mu_);
   auto it = groups_.find(group_id);
-  if (it == groups_.end()) return error_code::unknown_member_id;
+  if (it == groups_.end() || !it->second.group) return error_code::unknown_member_id;
   const error_code e = it->second.group->leave(member_id, instance_id, now);
-  note_deadline(*it->second.group);
+  note_deadline(it->second);
   return e;
 }
 
@@ -199,11 +218,14 @@ void group_coordinator::commit(const std::string& group_id, const std::string& m
       }
       it = groups_.emplace(group_id, group_entry{}).first;
       it->second.group = std::make_unique<classic_group>(group_id, now);
-    } else if (const error_code e =
-                   it->second.group->check_commit(member_id, instance_id, generation);
-               e != error_code::none) {
-      done(e);
-      return;
+    } else {
+      const error_code e = it->second.group
+                               ? it->second.group->check_commit(member_id, instance_id, generation)
+                               : it->second.consumer->check_commit(member_id, generation);
+      if (e != error_code::none) {
+        done(e);
+        return;
+      }
     }
   }
   w.offsets.reserve(offsets.size());
@@ -216,7 +238,9 @@ void group_coordinator::commit(const std::string& group_id, const std::string& m
     if (e == error_code::none) {
       base::lock_guard lock(mu_);
       auto& entry = groups_[group_id];
-      if (!entry.group) entry.group = std::make_unique<classic_group>(group_id, now);
+      if (!entry.group && !entry.consumer) {
+        entry.group = std::make_unique<classic_group>(group_id, now);
+      }
       for (auto& o : offsets) {
         entry.offsets[{std::move(o.topic), o.partition}] = {
             o.offset, o.leader_epoch, std::move(o.metadata), now, o.expire_ms};
@@ -256,7 +280,7 @@ std::vector<metadata::committed_offset> group_coordinator::fetch(
 
 void group_coordinator::delete_offsets(
     const std::string& group_id, const std::vector<topic_partitions>& topics,
-    std::function<void(error_code, std::set<std::string>)> done) {
+    const topic_lookup& lookup, std::function<void(error_code, std::set<std::string>)> done) {
   const int32_t shard = shard_of(group_id, options_.shards);
   metadata::shard_write w;
   w.shard = shard;
@@ -265,12 +289,19 @@ void group_coordinator::delete_offsets(
   {
     base::lock_guard lock(mu_);
     auto it = groups_.find(group_id);
-    if (it == groups_.end() || it->second.group->state() == group_state::dead) {
+    if (it == groups_.end() ||
+        (it->second.group && it->second.group->state() == group_state::dead)) {
       done(error_code::group_id_not_found, {});
       return;
     }
-    const classic_group& g = *it->second.group;
-    if (g.state() != group_state::empty) {
+    if (it->second.consumer) {
+      if (it->second.consumer->size() > 0) {
+        const auto subscribed = it->second.consumer->subscribed_topics(lookup);
+        for (const auto& t : topics) {
+          if (subscribed.contains(t.topic)) refused.insert(t.topic);
+        }
+      }
+    } else if (const classic_group& g = *it->second.group; g.state() != group_state::empty) {
       if (g.protocol_type() != "consumer") {
         done(error_code::non_empty_group, {});
         return;
@@ -310,13 +341,19 @@ void group_coordinator::delete_group(const std::string& group_id, done_callback 
   {
     base::lock_guard lock(mu_);
     auto it = groups_.find(group_id);
-    if (it == groups_.end() || it->second.group->state() == group_state::dead) {
+    if (it == groups_.end() ||
+        (it->second.group && it->second.group->state() == group_state::dead)) {
       done(error_code::group_id_not_found);
       return;
     }
-    if (it->second.group->state() != group_state::empty) {
+    if (!is_empty(it->second)) {
       done(error_code::non_empty_group);
       return;
+    }
+    if (it->second.consumer) {
+      // Deleted as a classic group is: Dead meanwhile.
+      it->second.consumer.reset();
+      it->second.group = std::make_unique<classic_group>(group_id, base::now_ms());
     }
     // Dead until the deletion is durable: joins meanwhile are told to retry.
     it->second.group->close(error_code::coordinator_not_available, base::now_ms());
@@ -325,7 +362,8 @@ void group_coordinator::delete_group(const std::string& group_id, done_callback 
     {
       base::lock_guard lock(mu_);
       auto it = groups_.find(group_id);
-      if (it != groups_.end() && it->second.group->state() == group_state::dead) {
+      if (it != groups_.end() && it->second.group &&
+          it->second.group->state() == group_state::dead) {
         if (e == error_code::none) {
           groups_.erase(it);
         } else {
@@ -354,10 +392,57 @@ void group_coordinator::forget_topic(const std::string& topic) {
   }
 }
 
+consumer_heartbeat_result group_coordinator::consumer_heartbeat(const std::string& group_id,
+                                                                coordinator::consumer_heartbeat req,
+                                                                const topic_lookup& topics) {
+  if (closed_) return {.error = error_code::not_coordinator};
+  if (!base::is_storable_text(group_id)) {
+    return {.error = error_code::invalid_group_id, .message = "the group id is not text"};
+  }
+  const int64_t now = base::now_ms();
+  base::lock_guard lock(mu_);
+  auto it = groups_.find(group_id);
+  if (it == groups_.end()) {
+    if (req.member_epoch != 0) {
+      return {.error = error_code::unknown_member_id,
+              .message = "group " + group_id + " does not exist",
+              .member_id = req.member_id};
+    }
+    it = groups_.emplace(group_id, group_entry{}).first;
+    it->second.consumer = std::make_unique<consumer_group>(group_id, now);
+  } else if (it->second.group) {
+    if (it->second.group->state() != group_state::empty || req.member_epoch != 0) {
+      return {.error = error_code::group_id_not_found,
+              .message = "Group " + group_id + " is not a consumer group."};
+    }
+    // An Empty classic group becomes a consumer group, with its offsets (as Kafka upgrades it).
+    it->second.group.reset();
+    it->second.consumer = std::make_unique<consumer_group>(group_id, now);
+  }
+  auto r = it->second.consumer->heartbeat(std::move(req), options_.consumer, topics, now);
+  note_deadline(it->second);
+  return r;
+}
+
+tl::expected<consumer_group_description, error_code> group_coordinator::describe_consumer(
+    const std::string& group_id) const {
+  base::lock_guard lock(mu_);
+  auto it = groups_.find(group_id);
+  if (it == groups_.end() || !it->second.consumer) {
+    return tl::make_unexpected(error_code::group_id_not_found);
+  }
+  const consumer_group& g = *it->second.consumer;
+  return consumer_group_description{group_id,          state_name(g.state()),
+                                    g.group_epoch(),   g.assignment_epoch(),
+                                    g.assignor_name(), g.members()};
+}
+
 std::optional<group_description> group_coordinator::describe(const std::string& group_id) const {
   base::lock_guard lock(mu_);
   auto it = groups_.find(group_id);
-  if (it == groups_.end()) return std::nullopt;
+  // A consumer group is not a classic group: DescribeGroups shows it as Kafka shows a group it
+  // does not have (ConsumerGroupDescribe describes it).
+  if (it == groups_.end() || !it->second.group) return std::nullopt;
   const classic_group& g = *it->second.group;
   group_description d;
   d.group_id = group_id;
@@ -373,8 +458,12 @@ std::vector<group_listing> group_coordinator::list() const {
   base::lock_guard lock(mu_);
   out.reserve(groups_.size());
   for (const auto& [id, e] : groups_) {
+    if (e.consumer) {
+      out.push_back({id, "consumer", state_name(e.consumer->state()), "consumer"});
+      continue;
+    }
     if (e.group->state() == group_state::dead) continue;
-    out.push_back({id, e.group->protocol_type(), e.group->state()});
+    out.push_back({id, e.group->protocol_type(), state_name(e.group->state()), "classic"});
   }
   return out;
 }
@@ -385,8 +474,12 @@ void group_coordinator::tick(int64_t now) {
     if (now >= next_deadline_) {
       next_deadline_ = INT64_MAX;
       for (auto& [id, e] : groups_) {
-        e.group->tick(now);
-        note_deadline(*e.group);
+        if (e.group) {
+          e.group->tick(now);
+        } else {
+          e.consumer->tick(now);
+        }
+        note_deadline(e);
       }
     }
   }
@@ -402,16 +495,19 @@ void group_coordinator::expire_offsets(int64_t now) {
     base::lock_guard lock(mu_);
     for (auto it = groups_.begin(); it != groups_.end();) {
       auto& [id, e] = *it;
-      const bool empty = e.group->state() == group_state::empty;
+      if (e.group && e.group->state() == group_state::dead) {
+        ++it;
+        continue;
+      }
+      const bool empty = is_empty(e);
       for (auto o = e.offsets.begin(); o != e.offsets.end();) {
         // An explicit expiry (OffsetCommit v1) holds whatever the group does; otherwise the
         // offsets of an Empty group expire a retention after it became empty (or after their
         // commit, if later).
-        const bool expired =
-            o->second.expire_ms >= 0
-                ? now >= o->second.expire_ms
-                : empty && now - std::max(e.group->state_since(), o->second.commit_ms) >=
-                               options_.offsets_retention_ms;
+        const bool expired = o->second.expire_ms >= 0
+                                 ? now >= o->second.expire_ms
+                                 : empty && now - std::max(empty_since(e), o->second.commit_ms) >=
+                                                options_.offsets_retention_ms;
         if (!expired) {
           ++o;
           continue;
@@ -424,7 +520,7 @@ void group_coordinator::expire_offsets(int64_t now) {
         o = e.offsets.erase(o);
       }
       if (empty && e.offsets.empty()) {
-        e.group->close(error_code::coordinator_not_available, now);
+        if (e.group) e.group->close(error_code::coordinator_not_available, now);
         it = groups_.erase(it);
       } else {
         ++it;

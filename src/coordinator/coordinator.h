@@ -30,6 +30,7 @@
 
 #include "base/mutex.h"
 #include "coordinator/classic_group.h"
+#include "coordinator/consumer_group.h"
 #include "coordinator/offset_writer.h"
 #include "metadata/group_store.h"
 
@@ -37,6 +38,7 @@ namespace silt::coordinator {
 
 struct coordinator_options {
   group_limits limits;
+  consumer_limits consumer;
   int32_t shards = 50;                                    // offsets.topic.num.partitions
   int64_t offsets_retention_ms = 7LL * 24 * 3600 * 1000;  // offsets.retention.minutes
   int64_t retention_check_interval_ms = 600000;           // offsets.retention.check.interval.ms
@@ -73,7 +75,18 @@ struct group_description {
 struct group_listing {
   std::string group_id;
   std::string protocol_type;
-  group_state state = group_state::dead;
+  std::string_view state;  // Kafka's name of the group's state
+  std::string_view type;   // "classic" or "consumer"
+};
+
+// A group of the consumer protocol as ConsumerGroupDescribe shows it.
+struct consumer_group_description {
+  std::string group_id;
+  std::string_view state;
+  int32_t group_epoch = 0;
+  int32_t assignment_epoch = 0;
+  std::string assignor_name;
+  std::vector<consumer_member_summary> members;
 };
 
 class group_coordinator {
@@ -108,6 +121,16 @@ class group_coordinator {
   [[nodiscard]] error_code leave(const std::string& group_id, const std::string& member_id,
                                  const std::optional<std::string>& instance_id);
 
+  // ConsumerGroupHeartbeat (KIP-848). A first heartbeat to an Empty classic group makes it a
+  // consumer group, keeping its offsets; to a classic group with members it is refused
+  // (GROUP_ID_NOT_FOUND: not a consumer group).
+  [[nodiscard]] consumer_heartbeat_result consumer_heartbeat(const std::string& group_id,
+                                                             consumer_heartbeat req,
+                                                             const topic_lookup& topics);
+  // ConsumerGroupDescribe: GROUP_ID_NOT_FOUND for a group that is not a consumer group.
+  [[nodiscard]] tl::expected<consumer_group_description, error_code> describe_consumer(
+      const std::string& group_id) const;
+
   // OffsetCommit: checks the committer, then writes; `done` gets the error for all of them
   // (ILLEGAL_GENERATION for a group that does not exist and a commit with a generation).
   void commit(const std::string& group_id, const std::string& member_id,
@@ -120,6 +143,7 @@ class group_coordinator {
   // OffsetDelete: `done` gets the group's error and the topics refused because the group
   // subscribes to them (GROUP_SUBSCRIBED_TO_TOPIC); the others' offsets are deleted.
   void delete_offsets(const std::string& group_id, const std::vector<topic_partitions>& topics,
+                      const topic_lookup& lookup,
                       std::function<void(error_code, std::set<std::string>)> done);
   // DeleteGroups of one group: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, or deleted with its offsets.
   void delete_group(const std::string& group_id, done_callback done);
@@ -152,8 +176,10 @@ class group_coordinator {
     int64_t commit_ms = 0;
     int64_t expire_ms = -1;
   };
+  // A group of one protocol or the other: exactly one of `group` and `consumer` is set.
   struct group_entry {
     std::unique_ptr<classic_group> group;
+    std::unique_ptr<consumer_group> consumer;
     // (topic, partition) -> committed offset
     std::map<std::pair<std::string, int32_t>, offset_value> offsets;
   };
@@ -161,7 +187,11 @@ class group_coordinator {
   group_coordinator(const coordinator_options& options, metadata::group_store& store,
                     boost::asio::any_io_executor blocking);
   [[nodiscard]] base::leader_epoch epoch_of(int32_t shard) const;
-  void note_deadline(const classic_group& g) REQUIRES(mu_);
+  void note_deadline(const group_entry& e) REQUIRES(mu_);
+  // Whether the group has no members (and so may be deleted, converted, or lose its offsets).
+  [[nodiscard]] static bool is_empty(const group_entry& e);
+  // When an empty group became empty.
+  [[nodiscard]] static int64_t empty_since(const group_entry& e);
   void expire_offsets(int64_t now);
 
   const coordinator_options options_;

@@ -362,6 +362,12 @@ asio::awaitable<net::response> broker::handle(net::request req) {
       co_return co_await serve<protocol::delete_groups_request>(c, req, handle_delete_groups);
     case protocol::offset_delete_request::api_key:
       co_return co_await serve<protocol::offset_delete_request>(c, req, handle_offset_delete);
+    case protocol::consumer_group_heartbeat_request::api_key:
+      co_return co_await serve<protocol::consumer_group_heartbeat_request>(
+          c, req, handle_consumer_group_heartbeat);
+    case protocol::consumer_group_describe_request::api_key:
+      co_return co_await serve<protocol::consumer_group_describe_request>(
+          c, req, handle_consumer_group_describe);
     default:
       co_return net::response::close_connection();
   }

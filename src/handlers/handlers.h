@@ -19,6 +19,10 @@
 #include "protocol/generated/alter_configs_response.h"
 #include "protocol/generated/api_versions_request.h"
 #include "protocol/generated/api_versions_response.h"
+#include "protocol/generated/consumer_group_describe_request.h"
+#include "protocol/generated/consumer_group_describe_response.h"
+#include "protocol/generated/consumer_group_heartbeat_request.h"
+#include "protocol/generated/consumer_group_heartbeat_response.h"
 #include "protocol/generated/create_partitions_request.h"
 #include "protocol/generated/create_partitions_response.h"
 #include "protocol/generated/create_topics_request.h"
@@ -210,5 +214,10 @@ asio::awaitable<protocol::delete_groups_response> handle_delete_groups(
     context& ctx, const net::request& raw, const protocol::delete_groups_request& req);
 asio::awaitable<protocol::offset_delete_response> handle_offset_delete(
     context& ctx, const net::request& raw, const protocol::offset_delete_request& req);
+
+asio::awaitable<protocol::consumer_group_heartbeat_response> handle_consumer_group_heartbeat(
+    context& ctx, const net::request& raw, const protocol::consumer_group_heartbeat_request& req);
+asio::awaitable<protocol::consumer_group_describe_response> handle_consumer_group_describe(
+    context& ctx, const net::request& raw, const protocol::consumer_group_describe_request& req);
 
 }  // namespace silt::handlers

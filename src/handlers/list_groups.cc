@@ -1,5 +1,5 @@
-// ListGroups (key 16): every group this broker coordinates, filtered by state (v4+) and type
-// (v5+; every group is of the classic type for now). Filters match case-insensitively.
+// ListGroups (key 16): every group this broker coordinates, classic and consumer (KIP-848),
+// filtered by state (v4+) and type (v5+). Filters match case-insensitively.
 #include <algorithm>
 
 #include "handlers/handlers.h"
@@ -25,11 +25,10 @@ bool matches(const std::vector<std::string>& filter, std::string_view value) {
 asio::awaitable<protocol::list_groups_response> handle_list_groups(
     context& ctx, const net::request& /*raw*/, const protocol::list_groups_request& req) {
   protocol::list_groups_response resp;
-  constexpr std::string_view type = "classic";
   for (const auto& g : ctx.groups().list()) {
-    const std::string_view state = coordinator::state_name(g.state);
-    if (!matches(req.states_filter, state) || !matches(req.types_filter, type)) continue;
-    resp.groups.push_back({g.group_id, g.protocol_type, std::string(state), std::string(type), {}});
+    if (!matches(req.states_filter, g.state) || !matches(req.types_filter, g.type)) continue;
+    resp.groups.push_back(
+        {g.group_id, g.protocol_type, std::string(g.state), std::string(g.type), {}});
   }
   co_return resp;
 }

@@ -2,6 +2,7 @@
 // topics a live consumer group subscribes to (GROUP_SUBSCRIBED_TO_TOPIC) and for a live group
 // of another protocol type (NON_EMPTY_GROUP).
 #include "handlers/group_reply.h"
+#include "handlers/group_topics.h"
 #include "handlers/handlers.h"
 
 namespace silt::handlers {
@@ -25,7 +26,8 @@ asio::awaitable<protocol::offset_delete_response> handle_offset_delete(
   }
   using result = std::pair<error_code, std::set<std::string>>;
   group_reply<result> reply(co_await asio::this_coro::executor);
-  ctx.groups().delete_offsets(req.group_id, known,
+  const group_topics lookup(ctx);
+  ctx.groups().delete_offsets(req.group_id, known, lookup,
                               [cb = reply.callback()](error_code e, std::set<std::string> refused) {
                                 cb({e, std::move(refused)});
                               });

@@ -1,0 +1,425 @@
+#include "coordinator/consumer_group.h"
+
+#include <algorithm>
+#include <random>
+#include <regex>
+
+namespace silt::coordinator {
+
+namespace {
+
+constexpr std::string_view default_assignor = "uniform";
+
+using partition_key = std::pair<topic_uuid, int32_t>;
+
+bool empty(const member_assignment& a) {
+  return std::all_of(a.begin(), a.end(), [](const auto& e) { return e.second.empty(); });
+}
+
+// Empty topic entries dropped, so that equal assignments compare equal.
+member_assignment normalized(member_assignment a) {
+  for (auto it = a.begin(); it != a.end();) {
+    it = it->second.empty() ? a.erase(it) : std::next(it);
+  }
+  return a;
+}
+
+member_assignment intersect(const member_assignment& a, const member_assignment& b) {
+  member_assignment out;
+  for (const auto& [topic, parts] : a) {
+    auto it = b.find(topic);
+    if (it == b.end()) continue;
+    std::set<int32_t> both;
+    std::set_intersection(parts.begin(), parts.end(), it->second.begin(), it->second.end(),
+                          std::inserter(both, both.end()));
+    if (!both.empty()) out[topic] = std::move(both);
+  }
+  return out;
+}
+
+member_assignment minus(const member_assignment& a, const member_assignment& b) {
+  member_assignment out;
+  for (const auto& [topic, parts] : a) {
+    auto it = b.find(topic);
+    std::set<int32_t> left;
+    if (it == b.end()) {
+      left = parts;
+    } else {
+      std::set_difference(parts.begin(), parts.end(), it->second.begin(), it->second.end(),
+                          std::inserter(left, left.end()));
+    }
+    if (!left.empty()) out[topic] = std::move(left);
+  }
+  return out;
+}
+
+bool subset(const member_assignment& a, const member_assignment& b) {
+  return empty(minus(a, b));
+}
+
+// A member id as Kafka's clients make them (KIP-1082): a random UUID in URL-safe base64.
+std::string new_member_id() {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  static constexpr char alphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  for (int i = 0; i < 22; ++i) out += alphabet[rng() % 64];
+  return out;
+}
+
+}  // namespace
+
+std::string_view state_name(consumer_group_state s) {
+  switch (s) {
+    case consumer_group_state::empty:
+      return "Empty";
+    case consumer_group_state::assigning:
+      return "Assigning";
+    case consumer_group_state::reconciling:
+      return "Reconciling";
+    case consumer_group_state::stable:
+      return "Stable";
+  }
+  return "Empty";
+}
+
+consumer_group::consumer_group(std::string id, int64_t now)
+    : id_(std::move(id)), empty_since_(now) {}
+
+consumer_group_state consumer_group::state() const {
+  if (members_.empty()) return consumer_group_state::empty;
+  if (group_epoch_ > target_epoch_) return consumer_group_state::assigning;
+  const bool settled = std::all_of(members_.begin(), members_.end(), [&](const auto& e) {
+    return e.second.epoch == target_epoch_ && e.second.state == member_state::stable;
+  });
+  return settled ? consumer_group_state::stable : consumer_group_state::reconciling;
+}
+
+std::string consumer_group::assignor_name() const {
+  // The first member's choice, in member id order; Kafka's default when nobody chose.
+  for (const auto& [id, m] : members_) {
+    if (m.server_assignor) return *m.server_assignor;
+  }
+  return std::string(default_assignor);
+}
+
+std::vector<consumer_member_summary> consumer_group::members() const {
+  std::vector<consumer_member_summary> out;
+  out.reserve(members_.size());
+  for (const auto& [id, m] : members_) {
+    auto t = target_.find(id);
+    out.push_back({m.id, m.instance_id, m.rack_id, m.epoch, m.client_id, m.client_host,
+                   m.subscribed_names, m.regex, normalized(m.assigned),
+                   t != target_.end() ? normalized(t->second) : member_assignment{}});
+  }
+  return out;
+}
+
+std::set<topic_uuid> consumer_group::subscribed_ids(const member& m,
+                                                    const topic_lookup& topics) const {
+  std::set<topic_uuid> out;
+  for (const auto& name : m.subscribed_names) {
+    if (auto t = topics.by_name(name)) out.insert(t->id);
+  }
+  if (m.regex) {
+    // Kafka matches RE2/J patterns against whole names; ECMAScript agrees on what consumers
+    // use (literals, classes, alternation, repetition). A pattern std::regex cannot compile
+    // was refused at the heartbeat that set it.
+    try {
+      const std::regex re(*m.regex);
+      for (const auto& t : topics.all()) {
+        if (std::regex_match(t.name, re)) out.insert(t.id);
+      }
+    } catch (const std::regex_error&) {
+    }
+  }
+  return out;
+}
+
+std::set<std::string> consumer_group::subscribed_topics(const topic_lookup& topics) const {
+  std::set<std::string> out;
+  for (const auto& [id, m] : members_) {
+    for (const auto& t : subscribed_ids(m, topics)) {
+      if (auto meta = topics.by_id(t)) out.insert(meta->name);
+    }
+  }
+  return out;
+}
+
+error_code consumer_group::check_commit(const std::string& member_id, int32_t member_epoch) const {
+  if (member_id.empty() && member_epoch < 0) {
+    return members_.empty() ? error_code::none : error_code::unknown_member_id;
+  }
+  auto it = members_.find(member_id);
+  if (it == members_.end()) return error_code::unknown_member_id;
+  if (member_epoch != it->second.epoch) return error_code::stale_member_epoch;
+  return error_code::none;
+}
+
+void consumer_group::refresh_metadata(const topic_lookup& topics) {
+  std::map<topic_uuid, int32_t> now;
+  for (const auto& [id, m] : members_) {
+    for (const auto& t : subscribed_ids(m, topics)) {
+      if (auto meta = topics.by_id(t)) now[t] = meta->partitions;
+    }
+  }
+  if (now != subscribed_partitions_) {
+    subscribed_partitions_ = std::move(now);
+    ++group_epoch_;
+  }
+}
+
+void consumer_group::compute_target(const topic_lookup& topics) {
+  std::vector<assignor_member> input;
+  input.reserve(members_.size());
+  for (const auto& [id, m] : members_) {
+    assignor_member a;
+    a.member_id = id;
+    a.instance_id = m.instance_id;
+    a.rack = m.rack_id;
+    a.subscribed = subscribed_ids(m, topics);
+    auto t = target_.find(id);
+    if (t != target_.end()) a.current = t->second;
+    input.push_back(std::move(a));
+  }
+  assignor_fn fn = find_assignor(assignor_name());
+  if (fn == nullptr) fn = find_assignor(default_assignor);
+  target_ = fn(input, subscribed_partitions_);
+  target_epoch_ = group_epoch_;
+}
+
+void consumer_group::advance(member& m, int64_t now) {
+  const member_assignment target = [&] {
+    auto it = target_.find(m.id);
+    return it != target_.end() ? it->second : member_assignment{};
+  }();
+  const member_assignment revoke = minus(m.assigned, target);
+  if (!empty(revoke)) {
+    // First the member lets go of what others get; it keeps its epoch meanwhile.
+    m.assigned = intersect(m.assigned, target);
+    m.pending_revocation = revoke;
+    m.state = member_state::unrevoked;
+    m.revocation_deadline = now + m.rebalance_timeout_ms;
+    return;
+  }
+  // Partitions of the target that another member still holds (assigned or being revoked).
+  member_assignment held;
+  const member_assignment wanted = minus(target, m.assigned);
+  if (!empty(wanted)) {
+    for (const auto& [id, other] : members_) {
+      if (id == m.id) continue;
+      for (const auto* a : {&other.assigned, &other.pending_revocation}) {
+        for (const auto& [topic, parts] : intersect(*a, wanted)) {
+          held[topic].insert(parts.begin(), parts.end());
+        }
+      }
+    }
+  }
+  m.assigned = normalized(minus(target, held));
+  if (m.epoch != target_epoch_) {
+    m.previous_epoch = m.epoch;
+    m.epoch = target_epoch_;
+  }
+  m.state = empty(held) ? member_state::stable : member_state::unreleased;
+}
+
+void consumer_group::reconcile(member& m, const std::optional<member_assignment>& owned,
+                               int64_t now) {
+  switch (m.state) {
+    case member_state::unrevoked:
+      // Done once the member says it holds none of what it was to revoke.
+      if (owned && empty(intersect(*owned, m.pending_revocation))) {
+        m.pending_revocation.clear();
+        advance(m, now);
+      }
+      return;
+    case member_state::unreleased:
+      advance(m, now);
+      return;
+    case member_state::stable:
+      if (m.epoch != target_epoch_) advance(m, now);
+      return;
+  }
+}
+
+consumer_heartbeat_result consumer_group::answer(member& m, const consumer_limits& limits) {
+  consumer_heartbeat_result r;
+  r.member_id = m.id;
+  r.member_epoch = m.epoch;
+  r.heartbeat_interval_ms = limits.heartbeat_interval_ms;
+  const member_assignment now = normalized(m.assigned);
+  if (!m.last_sent || *m.last_sent != now) {
+    r.assignment = now;
+    m.last_sent = now;
+  }
+  return r;
+}
+
+consumer_heartbeat_result consumer_group::join(consumer_heartbeat& req,
+                                               const consumer_limits& limits) {
+  if (!req.subscribed_topic_names && !req.subscribed_topic_regex) {
+    return {.error = error_code::invalid_request,
+            .message =
+                "SubscribedTopicNames or SubscribedTopicRegex must be set in first "
+                "request."};
+  }
+  if (!req.owned) {
+    return {.error = error_code::invalid_request,
+            .message = "TopicPartitions must be set in first request."};
+  }
+  if (req.rebalance_timeout_ms == -1) {
+    return {.error = error_code::invalid_request,
+            .message = "RebalanceTimeoutMs must be provided in first request."};
+  }
+  if (req.member_id.empty()) req.member_id = new_member_id();
+  if (req.instance_id) {
+    // A static member back under a new member id takes over its old place (assignment, epoch
+    // and subscriptions), if that one left: no rebalance.
+    for (auto it = members_.begin(); it != members_.end(); ++it) {
+      if (it->second.instance_id != req.instance_id || it->first == req.member_id) continue;
+      if (!it->second.left_static) {
+        return {.error = error_code::unreleased_instance_id,
+                .message = "instance id " + *req.instance_id + " is used by another member"};
+      }
+      auto node = members_.extract(it);
+      auto t = target_.extract(node.key());
+      node.key() = req.member_id;
+      node.mapped().id = req.member_id;
+      node.mapped().last_sent.reset();
+      members_.insert(std::move(node));
+      if (!t.empty()) {
+        t.key() = req.member_id;
+        target_.insert(std::move(t));
+      }
+      return {};
+    }
+  }
+  if (auto it = members_.find(req.member_id); it != members_.end()) {
+    // Rejoining under the same id (after it was fenced): a new membership.
+    members_.erase(it);
+    ++group_epoch_;
+  }
+  if (members_.size() >= static_cast<size_t>(std::max(limits.max_size, 0))) {
+    return {.error = error_code::group_max_size_reached};
+  }
+  member m;
+  m.id = req.member_id;
+  m.instance_id = req.instance_id;
+  ++group_epoch_;
+  members_.emplace(m.id, std::move(m));
+  return {};
+}
+
+consumer_heartbeat_result consumer_group::heartbeat(consumer_heartbeat req,
+                                                    const consumer_limits& limits,
+                                                    const topic_lookup& topics, int64_t now) {
+  if (req.server_assignor && find_assignor(*req.server_assignor) == nullptr) {
+    return {.error = error_code::unsupported_assignor,
+            .message = "ServerAssignor " + *req.server_assignor +
+                       " is not supported. "
+                       "Supported assignors: uniform, range."};
+  }
+  if (req.subscribed_topic_regex) {
+    try {
+      (void)std::regex(*req.subscribed_topic_regex);
+    } catch (const std::regex_error&) {
+      return {.error = error_code::invalid_regular_expression,
+              .message = "SubscribedTopicRegex " + *req.subscribed_topic_regex +
+                         " is not a valid regular expression."};
+    }
+  }
+  if (req.member_epoch == 0) {
+    auto joined = join(req, limits);
+    if (joined.error != error_code::none) return joined;
+  } else if (req.member_epoch == -1 || req.member_epoch == -2) {
+    auto it = members_.find(req.member_id);
+    if (it == members_.end()) {
+      return {.error = error_code::unknown_member_id, .member_id = req.member_id};
+    }
+    if (req.member_epoch == -2 && it->second.instance_id) {
+      // Back soon (a restart): its partitions stay its own until the session runs out.
+      it->second.left_static = true;
+      it->second.session_deadline = now + limits.session_timeout_ms;
+    } else {
+      remove_member(req.member_id, now);
+    }
+    return {.member_id = req.member_id,
+            .member_epoch = req.member_epoch,
+            .heartbeat_interval_ms = limits.heartbeat_interval_ms};
+  } else {
+    auto it = members_.find(req.member_id);
+    if (it == members_.end()) {
+      return {.error = error_code::unknown_member_id,
+              .message = "Member " + req.member_id + " is not a member of group " + id_ + ".",
+              .member_id = req.member_id};
+    }
+    const member& m = it->second;
+    if (req.member_epoch > m.epoch ||
+        (req.member_epoch < m.epoch &&
+         (req.member_epoch != m.previous_epoch || !req.owned || !subset(*req.owned, m.assigned)))) {
+      return {.error = error_code::fenced_member_epoch,
+              .message = "The consumer group member has a smaller member epoch (" +
+                         std::to_string(req.member_epoch) +
+                         ") than the one known by the group "
+                         "coordinator (" +
+                         std::to_string(m.epoch) + ").",
+              .member_id = req.member_id};
+    }
+  }
+  member& m = members_.at(req.member_id);
+  m.left_static = false;
+  m.client_id = std::move(req.client_id);
+  m.client_host = std::move(req.client_host);
+  m.session_timeout_ms = limits.session_timeout_ms;
+  m.session_deadline = now + limits.session_timeout_ms;
+  if (req.rebalance_timeout_ms >= 0) m.rebalance_timeout_ms = req.rebalance_timeout_ms;
+  if (req.rack_id) m.rack_id = req.rack_id;
+  bool changed = false;
+  if (req.subscribed_topic_names && *req.subscribed_topic_names != m.subscribed_names) {
+    m.subscribed_names = std::move(*req.subscribed_topic_names);
+    changed = true;
+  }
+  if (req.subscribed_topic_regex && req.subscribed_topic_regex != m.regex) {
+    m.regex = req.subscribed_topic_regex->empty() ? std::nullopt : req.subscribed_topic_regex;
+    changed = true;
+  }
+  if (req.server_assignor && req.server_assignor != m.server_assignor) {
+    m.server_assignor = req.server_assignor;
+    changed = true;
+  }
+  if (changed) ++group_epoch_;
+  refresh_metadata(topics);
+  if (group_epoch_ > target_epoch_) compute_target(topics);
+  reconcile(m, req.owned, now);
+  if (req.member_epoch == 0) m.last_sent.reset();  // a joining member gets its assignment
+  return answer(m, limits);
+}
+
+void consumer_group::remove_member(const std::string& member_id, int64_t now) {
+  members_.erase(member_id);
+  target_.erase(member_id);
+  ++group_epoch_;
+  if (members_.empty()) empty_since_ = now;
+}
+
+void consumer_group::tick(int64_t now) {
+  std::vector<std::string> gone;
+  for (const auto& [id, m] : members_) {
+    const bool session = m.session_deadline <= now;
+    const bool revocation = m.state == member_state::unrevoked && m.revocation_deadline <= now;
+    if (session || revocation) gone.push_back(id);
+  }
+  for (const auto& id : gone) remove_member(id, now);
+}
+
+std::optional<int64_t> consumer_group::next_deadline() const {
+  std::optional<int64_t> next;
+  for (const auto& [id, m] : members_) {
+    int64_t t = m.session_deadline;
+    if (m.state == member_state::unrevoked) t = std::min(t, m.revocation_deadline);
+    next = next ? std::min(*next, t) : t;
+  }
+  return next;
+}
+
+}  // namespace silt::coordinator
