@@ -244,6 +244,8 @@ void broker::begin_shutdown() {
 void broker::close() {
   if (closed_ || !store_) return;
   closed_ = true;
+  // Its deadline loop stops, so that the blocking pool can run dry.
+  if (groups_) groups_->close();
   if (snapshot_timer_) {
     asio::post(blocking_.get_executor(), [this] { snapshot_timer_->cancel(); });
   }
