@@ -7,6 +7,7 @@
 
 #include "protocol/generated/consumer_protocol_subscription.h"
 #include "protocol/reader.h"
+#include "protocol/writer.h"
 
 namespace silt::coordinator {
 
@@ -88,6 +89,89 @@ const std::vector<uint8_t>* classic_group::metadata_of(const member& m) const {
 void classic_group::set_state(group_state s, int64_t now) {
   state_ = s;
   state_since_ = now;
+  if (s == group_state::stable || s == group_state::empty) dirty_ = true;
+}
+
+namespace {
+
+constexpr int8_t classic_record = 1;  // docs/formats/metadata.md: consumer_groups.data kinds
+
+void put_optional(protocol::writer& w, const std::optional<std::string>& s) {
+  if (s) {
+    w.string(*s, true);
+  } else {
+    w.null_string(true);
+  }
+}
+
+}  // namespace
+
+std::vector<uint8_t> classic_group::encode() const {
+  protocol::writer w;
+  w.int8(classic_record);
+  w.int32(generation_);
+  w.int64(state_since_);
+  const bool stable = state_ == group_state::stable;
+  w.string(protocol_type_, true);
+  put_optional(w, stable ? protocol_ : std::nullopt);
+  w.string(stable ? leader_ : std::string(), true);
+  w.array_length(stable ? members_.size() : 0, true);
+  if (stable) {
+    for (const auto& [id, m] : members_) {
+      w.string(m.id, true);
+      put_optional(w, m.instance_id);
+      w.string(m.client_id, true);
+      w.string(m.client_host, true);
+      w.int32(m.session_timeout_ms);
+      w.int32(m.rebalance_timeout_ms);
+      w.array_length(m.protocols.size(), true);
+      for (const auto& p : m.protocols) {
+        w.string(p.name, true);
+        w.bytes(p.metadata, true);
+      }
+      w.bytes(m.assignment, true);
+    }
+  }
+  return std::move(w.buffer());
+}
+
+std::unique_ptr<classic_group> classic_group::decode(std::string id, std::span<const uint8_t> data,
+                                                     int64_t now) {
+  protocol::reader r(data);
+  if (r.int8() != classic_record || !r.ok()) return nullptr;
+  auto g = std::make_unique<classic_group>(std::move(id), now);
+  g->generation_ = r.int32();
+  g->state_since_ = r.int64();
+  g->protocol_type_ = r.string(true);
+  g->protocol_ = r.nullable_string(true, true);
+  g->leader_ = r.string(true);
+  const int32_t n = r.array_length(true, 4);
+  for (int32_t i = 0; i < n && r.ok(); ++i) {
+    member m;
+    m.id = r.string(true);
+    m.instance_id = r.nullable_string(true, true);
+    m.client_id = r.string(true);
+    m.client_host = r.string(true);
+    m.session_timeout_ms = r.int32();
+    m.rebalance_timeout_ms = r.int32();
+    const int32_t protocols = r.array_length(true, 2);
+    for (int32_t k = 0; k < protocols && r.ok(); ++k) {
+      member_protocol p;
+      p.name = r.string(true);
+      p.metadata = r.bytes(true);
+      m.protocols.push_back(std::move(p));
+    }
+    m.assignment = r.bytes(true);
+    m.session_deadline = now + m.session_timeout_ms;
+    if (m.instance_id) g->static_members_[*m.instance_id] = m.id;
+    g->members_.emplace(m.id, std::move(m));
+  }
+  r.expect_end();
+  if (!r.ok() || g->generation_ < 0) return nullptr;
+  const bool stable = !g->members_.empty();
+  if (stable && (!g->protocol_ || !g->members_.contains(g->leader_))) return nullptr;
+  g->state_ = stable ? group_state::stable : group_state::empty;
+  return g;
 }
 
 error_code classic_group::check_member(const std::string& member_id,
@@ -233,6 +317,7 @@ void classic_group::replace_static_member(join_request req, int64_t now, join_ca
       if (same || (protocol_ && select_protocol() == *protocol_)) {
         // Back within its session and the group's protocol stays: its old assignment is still
         // valid, no rebalance (KIP-345). The leader is told to skip the assignment (KIP-814).
+        dirty_ = true;  // the instance's new member id is what a restart must know
         join_result r = join_response(moved);
         r.skip_assignment = id == leader_;
         done(std::move(r));

@@ -17,10 +17,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "protocol/generated/error_code.h"
@@ -145,6 +148,18 @@ class classic_group {
   void tick(int64_t now);
   // The earliest deadline tick() acts on, if any.
   [[nodiscard]] std::optional<int64_t> next_deadline() const;
+  // What survives a restart (docs/formats/metadata.md, consumer_groups): a Stable group's
+  // generation, protocol, leader and members with their assignments (so that members, static
+  // ones above all, go on without a rebalance), or an Empty group's generation. Kept when the
+  // group becomes Stable or Empty; take_dirty() says whether it changed since last asked.
+  [[nodiscard]] std::vector<uint8_t> encode() const;
+  // The group as encoded, its members' sessions starting at `now`; none if `data` is not a
+  // classic group record this broker can read.
+  [[nodiscard]] static std::unique_ptr<classic_group> decode(std::string id,
+                                                             std::span<const uint8_t> data,
+                                                             int64_t now);
+  [[nodiscard]] bool take_dirty() { return std::exchange(dirty_, false); }
+
   // DeleteGroups (the group must be Empty) and shutdown: answers every waiting request with
   // `e` and makes the group Dead.
   void close(error_code e, int64_t now);
@@ -209,6 +224,7 @@ class classic_group {
   int64_t initial_delay_limit_ = 0;
   // CompletingRebalance and Stable: members given a generation that do not sync by then leave.
   int64_t sync_deadline_ = 0;
+  bool dirty_ = false;  // became Stable or Empty since take_dirty()
 };
 
 }  // namespace silt::coordinator

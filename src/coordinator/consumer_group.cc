@@ -4,6 +4,9 @@
 #include <random>
 #include <regex>
 
+#include "protocol/reader.h"
+#include "protocol/writer.h"
+
 namespace silt::coordinator {
 
 namespace {
@@ -165,8 +168,9 @@ void consumer_group::refresh_metadata(const topic_lookup& topics) {
   }
   if (now != subscribed_partitions_) {
     subscribed_partitions_ = std::move(now);
-    ++group_epoch_;
+    if (subscribed_partitions_known_) ++group_epoch_;
   }
+  subscribed_partitions_known_ = true;
 }
 
 void consumer_group::compute_target(const topic_lookup& topics) {
@@ -313,6 +317,7 @@ consumer_heartbeat_result consumer_group::join(consumer_heartbeat& req,
 consumer_heartbeat_result consumer_group::heartbeat(consumer_heartbeat req,
                                                     const consumer_limits& limits,
                                                     const topic_lookup& topics, int64_t now) {
+  const int32_t epoch_before = group_epoch_;
   if (req.server_assignor && find_assignor(*req.server_assignor) == nullptr) {
     return {.error = error_code::unsupported_assignor,
             .message = "ServerAssignor " + *req.server_assignor +
@@ -367,6 +372,7 @@ consumer_heartbeat_result consumer_group::heartbeat(consumer_heartbeat req,
     }
   }
   member& m = members_.at(req.member_id);
+  const int32_t member_epoch_before = req.member_epoch == 0 ? -1 : m.epoch;
   m.left_static = false;
   m.client_id = std::move(req.client_id);
   m.client_host = std::move(req.client_host);
@@ -392,10 +398,16 @@ consumer_heartbeat_result consumer_group::heartbeat(consumer_heartbeat req,
   if (group_epoch_ > target_epoch_) compute_target(topics);
   reconcile(m, req.owned, now);
   if (req.member_epoch == 0) m.last_sent.reset();  // a joining member gets its assignment
-  return answer(m, limits);
+  auto r = answer(m, limits);
+  // Whatever the record holds may have moved: epochs, assignments, subscriptions.
+  if (r.assignment || group_epoch_ != epoch_before || r.member_epoch != member_epoch_before) {
+    dirty_ = true;
+  }
+  return r;
 }
 
 void consumer_group::remove_member(const std::string& member_id, int64_t now) {
+  dirty_ = true;
   members_.erase(member_id);
   target_.erase(member_id);
   ++group_epoch_;
@@ -410,6 +422,119 @@ void consumer_group::tick(int64_t now) {
     if (session || revocation) gone.push_back(id);
   }
   for (const auto& id : gone) remove_member(id, now);
+}
+
+namespace {
+
+constexpr int8_t consumer_record = 2;  // docs/formats/metadata.md: consumer_groups.data kinds
+
+void put_optional(protocol::writer& w, const std::optional<std::string>& s) {
+  if (s) {
+    w.string(*s, true);
+  } else {
+    w.null_string(true);
+  }
+}
+
+void put_assignment(protocol::writer& w, const member_assignment& a) {
+  const member_assignment n = normalized(a);
+  w.array_length(n.size(), true);
+  for (const auto& [topic, parts] : n) {
+    w.raw(topic);
+    w.array_length(parts.size(), true);
+    for (const int32_t p : parts) w.int32(p);
+  }
+}
+
+member_assignment get_assignment(protocol::reader& r) {
+  member_assignment a;
+  const int32_t topics = r.array_length(true, 17);
+  for (int32_t i = 0; i < topics && r.ok(); ++i) {
+    topic_uuid id{};
+    const auto bytes = r.raw(id.size());
+    if (!r.ok()) break;
+    std::copy(bytes.begin(), bytes.end(), id.begin());
+    const int32_t n = r.array_length(true, 4);
+    auto& parts = a[id];
+    for (int32_t k = 0; k < n && r.ok(); ++k) parts.insert(r.int32());
+  }
+  return a;
+}
+
+}  // namespace
+
+std::vector<uint8_t> consumer_group::encode() const {
+  protocol::writer w;
+  w.int8(consumer_record);
+  w.int32(group_epoch_);
+  w.int32(target_epoch_);
+  w.int64(empty_since_);
+  w.array_length(members_.size(), true);
+  for (const auto& [id, m] : members_) {
+    w.string(m.id, true);
+    put_optional(w, m.instance_id);
+    put_optional(w, m.rack_id);
+    w.string(m.client_id, true);
+    w.string(m.client_host, true);
+    w.int32(m.rebalance_timeout_ms);
+    w.array_length(m.subscribed_names.size(), true);
+    for (const auto& t : m.subscribed_names) w.string(t, true);
+    put_optional(w, m.regex);
+    put_optional(w, m.server_assignor);
+    w.int32(m.epoch);
+    w.int32(m.previous_epoch);
+    w.int8(static_cast<int8_t>(m.state));
+    put_assignment(w, m.assigned);
+    put_assignment(w, m.pending_revocation);
+    auto t = target_.find(id);
+    put_assignment(w, t != target_.end() ? t->second : member_assignment{});
+  }
+  return std::move(w.buffer());
+}
+
+std::unique_ptr<consumer_group> consumer_group::decode(std::string id,
+                                                       std::span<const uint8_t> data,
+                                                       int32_t session_timeout_ms, int64_t now) {
+  protocol::reader r(data);
+  if (r.int8() != consumer_record || !r.ok()) return nullptr;
+  auto g = std::make_unique<consumer_group>(std::move(id), now);
+  g->group_epoch_ = r.int32();
+  g->target_epoch_ = r.int32();
+  g->empty_since_ = r.int64();
+  const int32_t n = r.array_length(true, 8);
+  for (int32_t i = 0; i < n && r.ok(); ++i) {
+    member m;
+    m.id = r.string(true);
+    m.instance_id = r.nullable_string(true, true);
+    m.rack_id = r.nullable_string(true, true);
+    m.client_id = r.string(true);
+    m.client_host = r.string(true);
+    m.rebalance_timeout_ms = r.int32();
+    const int32_t topics = r.array_length(true, 1);
+    for (int32_t k = 0; k < topics && r.ok(); ++k) m.subscribed_names.push_back(r.string(true));
+    m.regex = r.nullable_string(true, true);
+    m.server_assignor = r.nullable_string(true, true);
+    m.epoch = r.int32();
+    m.previous_epoch = r.int32();
+    const int8_t state = r.int8();
+    if (state < 0 || state > static_cast<int8_t>(member_state::unreleased)) return nullptr;
+    m.state = static_cast<member_state>(state);
+    m.assigned = get_assignment(r);
+    m.pending_revocation = get_assignment(r);
+    member_assignment target = get_assignment(r);
+    if (!target.empty()) g->target_[m.id] = std::move(target);
+    m.session_timeout_ms = session_timeout_ms;
+    m.session_deadline = now + session_timeout_ms;
+    m.revocation_deadline = now + m.rebalance_timeout_ms;
+    g->members_.emplace(m.id, std::move(m));
+  }
+  r.expect_end();
+  if (!r.ok() || g->group_epoch_ < g->target_epoch_ || g->target_epoch_ < 0) return nullptr;
+  // The partition counts were those of the target's epoch: recomputed at the next heartbeat
+  // (a change bumps the epoch as it would have).
+  g->subscribed_partitions_.clear();
+  g->subscribed_partitions_known_ = false;
+  return g;
 }
 
 std::optional<int64_t> consumer_group::next_deadline() const {

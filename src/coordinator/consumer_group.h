@@ -18,10 +18,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "coordinator/assignors.h"
@@ -114,6 +117,19 @@ class consumer_group {
   // OffsetCommit and OffsetFetch by a member at `member_epoch` (-1 with no member: an admin,
   // allowed while the group is empty).
   [[nodiscard]] error_code check_commit(const std::string& member_id, int32_t member_epoch) const;
+  // What survives a restart (docs/formats/metadata.md, consumer_groups): the group and
+  // assignment epochs, the target assignment and each member with its epoch, subscriptions and
+  // partitions, so that members go on at their epochs. take_dirty() says whether any of it
+  // changed since last asked.
+  [[nodiscard]] std::vector<uint8_t> encode() const;
+  // The group as encoded, its members' sessions starting at `now` (of `session_timeout_ms`);
+  // none if `data` is not a consumer group record this broker can read.
+  [[nodiscard]] static std::unique_ptr<consumer_group> decode(std::string id,
+                                                              std::span<const uint8_t> data,
+                                                              int32_t session_timeout_ms,
+                                                              int64_t now);
+  [[nodiscard]] bool take_dirty() { return std::exchange(dirty_, false); }
+
   // Sessions and revocations that ran out.
   void tick(int64_t now);
   [[nodiscard]] std::optional<int64_t> next_deadline() const;
@@ -161,6 +177,9 @@ class consumer_group {
   std::map<std::string, member_assignment> target_;
   // Partition counts of the subscribed topics when the target was computed.
   std::map<topic_uuid, int32_t> subscribed_partitions_;
+  // False after a restart until the first heartbeat has read them again (without a new epoch).
+  bool subscribed_partitions_known_ = true;
+  bool dirty_ = false;
 };
 
 }  // namespace silt::coordinator

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <set>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -58,14 +59,34 @@ tl::expected<std::unique_ptr<group_coordinator>, std::string> group_coordinator:
   auto loaded = store.load(shards);
   if (!loaded) return tl::make_unexpected(std::string("cannot load the consumer groups' offsets"));
   if (!loaded->offsets.empty() || !loaded->groups.empty()) c->note_offsets_topic();
+  const int64_t now = base::now_ms();
   base::lock_guard lock(c->mu_);
+  for (auto& g : loaded->groups) {
+    group_entry e;
+    if (!g.data.empty() && g.data[0] == 1) {
+      e.group = classic_group::decode(g.group, g.data, now);
+    } else if (!g.data.empty() && g.data[0] == 2) {
+      e.consumer =
+          consumer_group::decode(g.group, g.data, options.consumer.session_timeout_ms, now);
+    }
+    if (!e.group && !e.consumer) {
+      std::fprintf(stderr, "silt: group %s: its stored state cannot be read; it starts afresh\n",
+                   g.group.c_str());
+      continue;
+    }
+    c->note_deadline(e);
+    c->groups_.emplace(g.group, std::move(e));
+  }
+  std::set<std::string> recorded;
+  for (const auto& [id, e] : c->groups_) recorded.insert(id);
   for (auto& o : loaded->offsets) {
     auto& e = c->groups_[o.key.group];
-    if (!e.group) e.group = std::make_unique<classic_group>(o.key.group, o.commit_ms);
-    // An Empty group's offsets expire from when it became empty: as that moment is not kept,
-    // the latest commit stands for it.
-    if (o.commit_ms > e.group->state_since()) {
-      e.group = std::make_unique<classic_group>(o.key.group, o.commit_ms);
+    if (!recorded.contains(o.key.group)) {
+      // A group known by its offsets only: Empty, and as its becoming empty was not kept, its
+      // latest commit stands for that moment (offsets expire from there).
+      if (!e.group || o.commit_ms > e.group->state_since()) {
+        e.group = std::make_unique<classic_group>(o.key.group, o.commit_ms);
+      }
     }
     e.offsets[{o.key.topic, o.key.partition}] = {o.offset, o.leader_epoch, std::move(o.metadata),
                                                  o.commit_ms, o.expire_ms};
@@ -109,6 +130,18 @@ void group_coordinator::note_deadline(const group_entry& e) {
   if (d) next_deadline_ = std::min(next_deadline_, *d);
 }
 
+void group_coordinator::persist(const std::string& group_id, group_entry& e) {
+  const bool dirty = e.group ? e.group->take_dirty() : e.consumer->take_dirty();
+  if (!dirty) return;
+  if (e.group && e.group->state() == group_state::dead) return;
+  const int32_t shard = shard_of(group_id, options_.shards);
+  metadata::shard_write w;
+  w.shard = shard;
+  w.epoch = epoch_of(shard);
+  w.groups.push_back({group_id, e.group ? e.group->encode() : e.consumer->encode()});
+  writer_.write(std::move(w), [](error_code) {});
+}
+
 bool group_coordinator::is_empty(const group_entry& e) {
   return e.group ? e.group->state() == group_state::empty : e.consumer->size() == 0;
 }
@@ -149,6 +182,7 @@ void group_coordinator::join(const std::string& group_id, join_request req, join
   classic_group& g = *it->second.group;
   g.join(std::move(req), options_.limits, now, std::move(done));
   note_deadline(it->second);
+  persist(group_id, it->second);
 }
 
 void group_coordinator::sync(const std::string& group_id, const std::string& member_id,
@@ -168,6 +202,7 @@ void group_coordinator::sync(const std::string& group_id, const std::string& mem
   g.sync(member_id, instance_id, generation, protocol_type, protocol_name, std::move(assignments),
          now, std::move(done));
   note_deadline(it->second);
+  persist(group_id, it->second);
 }
 
 error_code group_coordinator::heartbeat(const std::string& group_id, const std::string& member_id,
@@ -179,6 +214,7 @@ error_code group_coordinator::heartbeat(const std::string& group_id, const std::
   if (it == groups_.end() || !it->second.group) return error_code::unknown_member_id;
   const error_code e = it->second.group->heartbeat(member_id, instance_id, generation, now);
   note_deadline(it->second);
+  persist(group_id, it->second);
   return e;
 }
 
@@ -190,6 +226,7 @@ error_code group_coordinator::leave(const std::string& group_id, const std::stri
   if (it == groups_.end() || !it->second.group) return error_code::unknown_member_id;
   const error_code e = it->second.group->leave(member_id, instance_id, now);
   note_deadline(it->second);
+  persist(group_id, it->second);
   return e;
 }
 
@@ -421,6 +458,7 @@ consumer_heartbeat_result group_coordinator::consumer_heartbeat(const std::strin
   }
   auto r = it->second.consumer->heartbeat(std::move(req), options_.consumer, topics, now);
   note_deadline(it->second);
+  persist(group_id, it->second);
   return r;
 }
 
@@ -480,6 +518,7 @@ void group_coordinator::tick(int64_t now) {
           e.consumer->tick(now);
         }
         note_deadline(e);
+        persist(id, e);
       }
     }
   }
@@ -521,6 +560,12 @@ void group_coordinator::expire_offsets(int64_t now) {
       }
       if (empty && e.offsets.empty()) {
         if (e.group) e.group->close(error_code::coordinator_not_available, now);
+        // Its record goes too.
+        const int32_t shard = shard_of(id, options_.shards);
+        auto& w = writes[shard];
+        w.shard = shard;
+        w.epoch = epoch_of(shard);
+        w.deleted_groups.push_back(id);
         it = groups_.erase(it);
       } else {
         ++it;

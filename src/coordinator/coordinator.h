@@ -188,6 +188,9 @@ class group_coordinator {
                     boost::asio::any_io_executor blocking);
   [[nodiscard]] base::leader_epoch epoch_of(int32_t shard) const;
   void note_deadline(const group_entry& e) REQUIRES(mu_);
+  // After a call that may have changed what a group keeps across restarts: queues the write of
+  // its record (write-behind: a crash before it lands costs the members a rejoin, not data).
+  void persist(const std::string& group_id, group_entry& e) REQUIRES(mu_);
   // Whether the group has no members (and so may be deleted, converted, or lose its offsets).
   [[nodiscard]] static bool is_empty(const group_entry& e);
   // When an empty group became empty.

@@ -294,5 +294,61 @@ TEST_F(ClassicGroup, ClosingAnswersWaitingRequests) {
   EXPECT_EQ(group_.state(), group_state::dead);
 }
 
+TEST_F(ClassicGroup, AStableGroupRestoredFromItsRecordGoesOnWithoutARebalance) {
+  join_slot a, b;
+  group_.join(request("", {"range"}, "instance-a"), limits_, now_, a.callback());
+  const std::string idb = join_new(b);
+  advance(3000);
+  advance(3000);  // a second member joined during the delay: it ran once more
+  ASSERT_TRUE(a.result && b.result);
+  std::vector<sync_slot> syncs;
+  sync_all({a.result->member_id, idb}, syncs);
+  ASSERT_TRUE(group_.take_dirty()) << "became Stable";
+  const auto record = group_.encode();
+  auto restored = classic_group::decode("g", record, now_ + 500);
+  ASSERT_TRUE(restored);
+  EXPECT_EQ(restored->state(), group_state::stable);
+  EXPECT_EQ(restored->generation(), group_.generation());
+  EXPECT_EQ(restored->leader(), group_.leader());
+  EXPECT_EQ(restored->heartbeat(idb, std::nullopt, group_.generation(), now_ + 600),
+            error_code::none);
+  sync_slot s;
+  restored->sync(idb, std::nullopt, group_.generation(), "consumer", "range", {}, now_ + 700,
+                 s.callback());
+  ASSERT_TRUE(s.result);
+  EXPECT_EQ(s.result->assignment, syncs[1].result->assignment);
+  // A restarted static member gets its place back, as before the broker's restart.
+  join_slot again;
+  restored->join(request("", {"range"}, "instance-a"), limits_, now_ + 800, again.callback());
+  ASSERT_TRUE(again.result);
+  EXPECT_EQ(again.result->error, error_code::none);
+  EXPECT_EQ(again.result->generation_id, group_.generation());
+}
+
+TEST_F(ClassicGroup, ACorruptRecordIsRefusedNotTrusted) {
+  join_slot a;
+  const std::string ida = join_new(a);
+  advance(3000);
+  std::vector<sync_slot> syncs;
+  sync_all({ida}, syncs);
+  const auto record = group_.encode();
+  EXPECT_FALSE(classic_group::decode("g", {}, now_));
+  for (size_t cut = 0; cut < record.size(); ++cut) {
+    EXPECT_FALSE(classic_group::decode("g", std::span(record.data(), cut), now_)) << cut;
+  }
+  auto extra = record;
+  extra.push_back(0);
+  EXPECT_FALSE(classic_group::decode("g", extra, now_)) << "trailing bytes";
+  auto other_kind = record;
+  other_kind[0] = 2;
+  EXPECT_FALSE(classic_group::decode("g", other_kind, now_));
+  // Any single flipped byte either still decodes to some group or is refused: never a crash.
+  for (size_t i = 0; i < record.size(); ++i) {
+    auto flipped = record;
+    flipped[i] ^= 0xff;
+    (void)classic_group::decode("g", flipped, now_);
+  }
+}
+
 }  // namespace
 }  // namespace silt::coordinator

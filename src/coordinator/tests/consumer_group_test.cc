@@ -203,5 +203,49 @@ TEST_F(ConsumerGroup, AnUnknownAssignorOrABadFirstHeartbeatIsRefused) {
   EXPECT_EQ(group_.assignor_name(), "range");
 }
 
+TEST_F(ConsumerGroup, AGroupRestoredFromItsRecordKeepsEpochsAndAssignments) {
+  auto a = send(join_request("a"));
+  auto b = send(join_request("b"));
+  auto a2 = send(beat("a", a.member_epoch, *a.assignment));
+  (void)send(beat("a", a.member_epoch, *a2.assignment));
+  auto b2 = send(beat("b", b.member_epoch, {}));
+  ASSERT_TRUE(b2.assignment);
+  ASSERT_TRUE(group_.take_dirty());
+  const auto record = group_.encode();
+  auto restored = consumer_group::decode("g", record, limits_.session_timeout_ms, now_ + 100);
+  ASSERT_TRUE(restored);
+  EXPECT_EQ(restored->group_epoch(), group_.group_epoch());
+  EXPECT_EQ(restored->assignment_epoch(), group_.assignment_epoch());
+  // The members go on at their epochs, holding what they held: no new epoch, same partitions.
+  auto r =
+      restored->heartbeat(beat("b", b.member_epoch, *b2.assignment), limits_, topics_, now_ + 200);
+  ASSERT_EQ(r.error, error_code::none) << r.message;
+  EXPECT_EQ(r.member_epoch, b.member_epoch);
+  ASSERT_TRUE(r.assignment) << "the first answer after a restart carries the assignment";
+  EXPECT_EQ(*r.assignment, *b2.assignment);
+  EXPECT_EQ(restored->group_epoch(), group_.group_epoch());
+  EXPECT_EQ(restored->state(), consumer_group_state::stable);
+}
+
+TEST_F(ConsumerGroup, ACorruptRecordIsRefusedNotTrusted) {
+  auto a = send(join_request("a"));
+  const auto record = group_.encode();
+  EXPECT_FALSE(consumer_group::decode("g", {}, 45000, now_));
+  for (size_t cut = 0; cut < record.size(); ++cut) {
+    EXPECT_FALSE(consumer_group::decode("g", std::span(record.data(), cut), 45000, now_)) << cut;
+  }
+  auto extra = record;
+  extra.push_back(0);
+  EXPECT_FALSE(consumer_group::decode("g", extra, 45000, now_));
+  auto other_kind = record;
+  other_kind[0] = 1;
+  EXPECT_FALSE(consumer_group::decode("g", other_kind, 45000, now_));
+  for (size_t i = 0; i < record.size(); ++i) {
+    auto flipped = record;
+    flipped[i] ^= 0xff;
+    (void)consumer_group::decode("g", flipped, 45000, now_);
+  }
+}
+
 }  // namespace
 }  // namespace silt::coordinator
