@@ -5,6 +5,7 @@
 #include <random>
 #include <utility>
 
+#include "coordinator/record_codec.h"
 #include "protocol/generated/consumer_protocol_subscription.h"
 #include "protocol/reader.h"
 #include "protocol/writer.h"
@@ -95,14 +96,6 @@ void classic_group::set_state(group_state s, int64_t now) {
 namespace {
 
 constexpr int8_t classic_record = 1;  // docs/formats/metadata.md: consumer_groups.data kinds
-
-void put_optional(protocol::writer& w, const std::optional<std::string>& s) {
-  if (s) {
-    w.string(*s, true);
-  } else {
-    w.null_string(true);
-  }
-}
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include <random>
 #include <regex>
 
+#include "coordinator/record_codec.h"
 #include "protocol/reader.h"
 #include "protocol/writer.h"
 
@@ -427,14 +428,6 @@ void consumer_group::tick(int64_t now) {
 namespace {
 
 constexpr int8_t consumer_record = 2;  // docs/formats/metadata.md: consumer_groups.data kinds
-
-void put_optional(protocol::writer& w, const std::optional<std::string>& s) {
-  if (s) {
-    w.string(*s, true);
-  } else {
-    w.null_string(true);
-  }
-}
 
 void put_assignment(protocol::writer& w, const member_assignment& a) {
   const member_assignment n = normalized(a);

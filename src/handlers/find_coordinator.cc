@@ -24,6 +24,23 @@ std::pair<error_code, std::string> check_key(int8_t key_type, const std::string&
   return {error_code::invalid_request, "unknown key type " + std::to_string(key_type)};
 }
 
+// Fills the answer for one key: the response itself before v4, each coordinator entry from v4.
+template <typename Out>
+void answer(const context& ctx, int8_t key_type, const std::string& key, Out& out) {
+  auto [e, message] = check_key(key_type, key);
+  out.error_code = static_cast<int16_t>(e);
+  if (e == error_code::none) {
+    out.node_id = ctx.node_id;
+    out.host = ctx.advertised_host;
+    out.port = ctx.advertised_port;
+    out.error_message.reset();
+  } else {
+    out.node_id = -1;
+    out.port = -1;
+    out.error_message = std::move(message);
+  }
+}
+
 }  // namespace
 
 asio::awaitable<protocol::find_coordinator_response> handle_find_coordinator(
@@ -32,36 +49,14 @@ asio::awaitable<protocol::find_coordinator_response> handle_find_coordinator(
   protocol::find_coordinator_response resp;
   if (version < 1 || req.key_type == group_key) ctx.groups().note_offsets_topic();
   if (version < 4) {
-    auto [e, message] = check_key(version >= 1 ? req.key_type : group_key, req.key);
-    resp.error_code = static_cast<int16_t>(e);
-    if (e == error_code::none) {
-      resp.node_id = ctx.node_id;
-      resp.host = ctx.advertised_host;
-      resp.port = ctx.advertised_port;
-      resp.error_message.reset();
-    } else {
-      resp.node_id = -1;
-      resp.port = -1;
-      resp.error_message = std::move(message);
-    }
+    answer(ctx, version >= 1 ? req.key_type : group_key, req.key, resp);
     co_return resp;
   }
   resp.coordinators.reserve(req.coordinator_keys.size());
   for (const auto& key : req.coordinator_keys) {
     auto& c = resp.coordinators.emplace_back();
     c.key = key;
-    auto [e, message] = check_key(req.key_type, key);
-    c.error_code = static_cast<int16_t>(e);
-    if (e == error_code::none) {
-      c.node_id = ctx.node_id;
-      c.host = ctx.advertised_host;
-      c.port = ctx.advertised_port;
-      c.error_message.reset();
-    } else {
-      c.node_id = -1;
-      c.port = -1;
-      c.error_message = std::move(message);
-    }
+    answer(ctx, req.key_type, key, c);
   }
   co_return resp;
 }
