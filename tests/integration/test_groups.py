@@ -1121,3 +1121,36 @@ def test_committed_offsets_survive(private_broker, topic_name, how):
         c.close()
     bounce()
     resume_check(b.bootstrap, group, topic_name, partitions, second)
+
+
+def test_group_survives_broker_restart(private_broker, topic_name):
+    """A Stable group, with a static and a dynamic member, goes on across a clean restart of
+    the broker without a rebalance: the coordinator restores its generation, members and
+    assignments, so the members' heartbeats after the restart are answered as before."""
+    b = private_broker
+    create_topic(b.bootstrap, topic_name, partitions=PARTITIONS)
+    group = new_group()
+    # Sessions long enough for the reference broker's restart (several seconds); Silt's takes
+    # well under one.
+    long_session = {"session.timeout.ms": 45000}
+    a = Member(b.bootstrap, group, topic_name, "a", **long_session)
+    members = [a]
+    try:
+        wait_balanced([a], PARTITIONS, FIRST_JOIN_TIMEOUT, "the first member got no assignment")
+        members.append(Member(b.bootstrap, group, topic_name, "s", **long_session,
+                              **{"group.instance.id": "static-" + uuid.uuid4().hex[:8]}))
+        wait_balanced(members, PARTITIONS, SESSION_TIMEOUT + 5, "the static member did not join")
+        before = [m.assigned for m in members]
+        t = time.monotonic()
+        code = b.stop()
+        assert code == 0, f"exit code {code} on SIGTERM"
+        b.start()
+        wait_topic(b.bootstrap, topic_name, PARTITIONS, timeout=60)
+        # Several heartbeat intervals after the restart, still no callback and the same
+        # partitions.
+        time.sleep(4 * HEARTBEAT_MS / 1000)
+        for m, had in zip(members, before):
+            assert m.events_since(t) == [] and m.assigned == had, \
+                f"{m.name} saw a rebalance across the restart: {m.describe()}"
+    finally:
+        stop_all(members)
