@@ -27,6 +27,7 @@ Usage: /usr/bin/python3 bench/offset_commits.py [options]
   --pause-s S                 idle seconds between phases (default 5)
   --alone-s S                 then the committer alone, without the producer, for S seconds
                               (default 10; 0: not): the broker's CPU per commit
+  --phase-timeout-s S         bound of one phase's ProducerPerformance (default 600)
   --keep-data                 keep the broker's data dir (default: removed at the end)
   --report-only               print the tables from the JSON results and exit
 
@@ -44,13 +45,15 @@ phase). The phases alternate:
            every partition of `commits` in one OffsetCommit request
            (commit(offsets=[...], asynchronous=False)) at every tick of a fixed schedule
            (t0 + k * interval); the offsets rise by one each round. A commit that overruns
-           its slot delays the next, which then starts at once (counted as late); ticks
-           passed entirely are skipped (counted as missed). One commit before the first
+           its slot delays the next, which then starts at once (a start more than 10 ms
+           after its tick counts as late); ticks passed entirely are skipped (counted as
+           missed). One commit before the first
            phase finds the coordinator and connects, out of the figures.
 Per phase: ProducerPerformance's final line (records/s, MB/s, avg/p50/p99/p99.9/max latency);
 the broker's CPU (utime+stime, /proc/PID/stat) from just before the phase's go to the end of
-its ProducerPerformance, and the same for the producer JVM and this script (the committer),
-and the CPU the rest of the machine used meanwhile (other processes: a noisy neighbour shows
+its ProducerPerformance (and of the committer's last commit), the same for the producer JVM,
+this script (the committer) and, with --metadata-uri, the local processes named postgres, and
+the CPU the rest of the machine used meanwhile (other processes: a noisy neighbour shows
 there); Silt's own counters from its log, which it writes on SIGUSR1 (sent at both ends of
 the phase): its timing of Produce and OffsetCommit requests and the metadata transactions
 committed (`silt: store: ... | metadata transactions N`: every transaction of the metadata
