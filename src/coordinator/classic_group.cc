@@ -349,7 +349,6 @@ void classic_group::add_member(join_request req, const std::string& member_id,
   m.rebalance_timeout_ms = req.rebalance_timeout_ms;
   m.protocols = std::move(req.protocols);
   m.awaiting_join = std::move(done);
-  m.is_new = true;
   m.session_deadline = now + m.session_timeout_ms;
   if (m.instance_id) static_members_[*m.instance_id] = member_id;
   members_.emplace(member_id, std::move(m));
@@ -504,7 +503,6 @@ void classic_group::complete_join(int64_t now) {
   protocol_ = select_protocol();
   set_state(group_state::completing_rebalance, now);
   for (auto& [id, m] : members_) {
-    m.is_new = false;
     m.pending_sync = true;
     m.session_deadline = now + m.session_timeout_ms;
     if (m.awaiting_join) std::exchange(m.awaiting_join, nullptr)(join_response(m));

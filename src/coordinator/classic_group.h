@@ -176,7 +176,6 @@ class classic_group {
     std::vector<uint8_t> assignment;
     join_callback awaiting_join;
     sync_callback awaiting_sync;
-    bool is_new = false;        // joined during this rebalance (Kafka's isNew)
     bool pending_sync = false;  // given a generation, has not synced yet
     int64_t session_deadline = 0;
   };

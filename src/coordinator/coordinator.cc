@@ -250,7 +250,7 @@ void group_coordinator::commit(const std::string& group_id, const std::string& m
       // Without a group, only a committer outside group management (generation -1) may
       // commit; the group then exists, Empty, to hold its offsets.
       if (generation >= 0) {
-        done(error_code::illegal_generation);
+        done(error_code::group_id_not_found);
         return;
       }
       it = groups_.emplace(group_id, group_entry{}).first;

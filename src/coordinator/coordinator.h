@@ -132,7 +132,8 @@ class group_coordinator {
       const std::string& group_id) const;
 
   // OffsetCommit: checks the committer, then writes; `done` gets the error for all of them
-  // (ILLEGAL_GENERATION for a group that does not exist and a commit with a generation).
+  // (GROUP_ID_NOT_FOUND for a group that does not exist and a commit with a generation, which
+  // OffsetCommit before v9 calls ILLEGAL_GENERATION).
   void commit(const std::string& group_id, const std::string& member_id,
               const std::optional<std::string>& instance_id, int32_t generation,
               std::vector<commit_partition> offsets, done_callback done);
@@ -156,8 +157,6 @@ class group_coordinator {
 
   // Deadlines and offset expiry at `now` (wall-clock ms); called by the loop of start().
   void tick(int64_t now);
-
-  [[nodiscard]] uint64_t offset_transactions() const { return writer_.transactions(); }
 
   // Kafka's groups live in its internal topic __consumer_offsets, created on first use;
   // Metadata lists it from then on (its partitions stand for the shards), so that tools looking

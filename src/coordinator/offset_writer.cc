@@ -19,11 +19,6 @@ void offset_writer::write(metadata::shard_write w, callback done) {
   boost::asio::post(executor_, [this] { flush(); });
 }
 
-uint64_t offset_writer::transactions() const {
-  base::lock_guard lock(mu_);
-  return transactions_;
-}
-
 void offset_writer::flush() {
   for (;;) {
     std::vector<pending> batch;
@@ -34,7 +29,6 @@ void offset_writer::flush() {
         return;
       }
       batch.swap(queue_);
-      ++transactions_;
     }
     // The writes in the order they were queued: the store applies them in that order, so a
     // commit and a later deletion of the same offset end as the deletion.

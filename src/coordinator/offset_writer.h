@@ -31,9 +31,6 @@ class offset_writer {
   // Queues `w`; `done` runs once it is durable or refused.
   void write(metadata::shard_write w, callback done);
 
-  // Transactions run and writes in them since start.
-  [[nodiscard]] uint64_t transactions() const;
-
  private:
   struct pending {
     metadata::shard_write write;
@@ -43,10 +40,9 @@ class offset_writer {
 
   metadata::group_store& store_;
   boost::asio::any_io_executor executor_;
-  mutable base::mutex mu_;
+  base::mutex mu_;
   std::vector<pending> queue_ GUARDED_BY(mu_);
   bool flushing_ GUARDED_BY(mu_) = false;
-  uint64_t transactions_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace silt::coordinator

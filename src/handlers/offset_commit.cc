@@ -58,11 +58,9 @@ asio::awaitable<protocol::offset_commit_response> handle_offset_commit(
   error_code e =
       (co_await reply.get_for(std::chrono::milliseconds(groups.options().commit_timeout_ms)))
           .value_or(error_code::request_timed_out);
-  // A group that does not exist with a generation given: Kafka names it from v9 on.
-  if (e == error_code::illegal_generation && version >= 9 &&
-      !groups.describe(req.group_id).has_value()) {
-    e = error_code::group_id_not_found;
-  }
+  // A group that does not exist with a generation given: named so from v9 on, an illegal
+  // generation before (as Kafka answers).
+  if (e == error_code::group_id_not_found && version < 9) e = error_code::illegal_generation;
   for (auto& t : resp.topics) {
     for (auto& p : t.partitions) {
       if (p.error_code == 0) p.error_code = static_cast<int16_t>(e);
