@@ -27,6 +27,9 @@ Usage: /usr/bin/python3 bench/offset_commits.py [options]
   --pause-s S                 idle seconds between phases (default 5)
   --alone-s S                 then the committer alone, without the producer, for S seconds
                               (default 10; 0: not): the broker's CPU per commit
+  --alone-committers N        committers in that last phase, each in a group of its own on
+                              the same schedule (default 1): with several, commits that reach
+                              the offset writer together share one metadata transaction
   --phase-timeout-s S         bound of one phase's ProducerPerformance (default 600)
   --keep-data                 keep the broker's data dir (default: removed at the end)
   --report-only               print the tables from the JSON results and exit
@@ -257,14 +260,14 @@ class Committer:
     """One Consumer with a group.id, no subscription: commits offsets for every partition of
     the topic in one request per tick, from a thread of its own."""
 
-    def __init__(self, bootstrap, topic, partitions, interval_s):
+    def __init__(self, bootstrap, topic, partitions, interval_s, group=GROUP):
         self.topic = topic
         self.partitions = partitions
         self.interval = interval_s
         self.round = 0
         self.client_errors = []
         self.consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False,
+            "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
             "enable.auto.offset.store": False, "log_level": 3,
             "error_cb": lambda e: self.client_errors.append(e.str())})
         self.thread = None
@@ -507,8 +510,15 @@ def run_phase(args, broker, jvm, committer, index, kind, size):
 
 
 def run_alone(args, broker, committer):
-    """The committer without the producer, for --alone-s seconds: what a commit costs."""
-    res = {"kind": "commits alone", "load_avg_start": open("/proc/loadavg").read().split()[:3]}
+    """The committer(s) without the producer, for --alone-s seconds: what a commit costs, and
+    with several committers how many commits share a metadata transaction."""
+    res = {"kind": "commits alone", "load_avg_start": open("/proc/loadavg").read().split()[:3],
+           "committers": args.alone_committers}
+    others = [Committer(broker.bootstrap, COMMIT_TOPIC, args.commit_partitions,
+                        args.commit_interval_ms / 1000.0, f"{GROUP}-{i}")
+              for i in range(2, args.alone_committers + 1)]
+    for c in others:
+        c.commit_once()
     broker.usr1()
     time.sleep(0.3)
     log_at = len(broker.log_text())
@@ -517,8 +527,11 @@ def run_alone(args, broker, committer):
     busy0 = system_busy_s()
     t0 = time.monotonic()
     committer.start()
+    for c in others:
+        c.start()
     time.sleep(args.alone_s)
     res["committer"] = committer.stop()
+    res["others"] = [c.stop() for c in others]
     elapsed = time.monotonic() - t0
     cpu1 = broker_stats.cpu_seconds(broker.pid)
     busy1 = system_busy_s()
@@ -527,7 +540,10 @@ def run_alone(args, broker, committer):
     time.sleep(0.3)
     res.update({"elapsed_s": elapsed, "broker_cpu_s": cpu1 - cpu0,
                 "machine_cpu_s": busy1 - busy0})
-    n = res["committer"]["commits"]
+    for c in others:
+        c.close()
+    n = res["committer"]["commits"] + sum(o["commits"] for o in res["others"])
+    res["commits"] = n
     res["broker_cpu_ms_per_commit"] = 1000.0 * (cpu1 - cpu0) / n if n else None
     if pg0 is not None:
         res["postgres_cpu_s"] = postgres_delta(pg0, pg1)
@@ -686,7 +702,11 @@ def report(data):
                          f"{fmt(c['latency_max_ms'])} | "
                          f"{fmt(get(a, 'silt_offset_commit.total_p99_ms'))} | "
                          f"{fmt(a.get('broker_cpu_ms_per_commit'), 2)} |")
-            extra = f"Alone: {a['metadata_transactions']:,} metadata transactions"
+            n = a.get("commits", c["commits"])
+            extra = (f"Alone: {a.get('committers', 1)} committer(s), {n:,} commits, "
+                     f"{a['metadata_transactions']:,} metadata transactions")
+            if a["metadata_transactions"]:
+                extra += f" ({n / a['metadata_transactions']:.2f} commits per transaction)"
             if a.get("postgres_cpu_ms_per_commit") is not None:
                 extra += (f"; PostgreSQL used {a['postgres_cpu_ms_per_commit']:.2f} ms of CPU "
                           "per commit")
@@ -742,12 +762,13 @@ def main():
     ap.add_argument("--commit-interval-ms", type=float, default=100)
     ap.add_argument("--pause-s", type=float, default=5)
     ap.add_argument("--alone-s", type=float, default=10)
+    ap.add_argument("--alone-committers", type=int, default=1)
     ap.add_argument("--phase-timeout-s", type=float, default=600)
     ap.add_argument("--keep-data", action="store_true")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args()
     if min(args.records, args.record_size, args.repetitions, args.commit_partitions,
-           args.perf_partitions) < 1 or args.commit_interval_ms <= 0:
+           args.perf_partitions, args.alone_committers) < 1 or args.commit_interval_ms <= 0:
         ap.error("counts and the interval must be positive")
     if args.warmup_records is None:
         args.warmup_records = args.records // 4
