@@ -126,16 +126,22 @@ std::set<topic_uuid> consumer_group::subscribed_ids(const member& m,
     if (auto t = topics.by_name(name)) out.insert(t->id);
   }
   if (m.regex) {
-    // Kafka matches RE2/J patterns against whole names; ECMAScript agrees on what consumers
-    // use (literals, classes, alternation, repetition). A pattern std::regex cannot compile
-    // was refused at the heartbeat that set it.
-    try {
-      const std::regex re(*m.regex);
-      for (const auto& t : topics.all()) {
-        if (std::regex_match(t.name, re)) out.insert(t.id);
+    const uint64_t version = topics.version();
+    auto [it, fresh] = regex_cache_.try_emplace(*m.regex);
+    if (fresh || it->second.version != version) {
+      it->second = {version, {}};
+      // Kafka matches RE2/J patterns against whole names; ECMAScript agrees on what consumers
+      // use (literals, classes, alternation, repetition). A pattern std::regex cannot compile
+      // was refused at the heartbeat that set it.
+      try {
+        const std::regex re(*m.regex);
+        for (const auto& t : topics.all()) {
+          if (std::regex_match(t.name, re)) it->second.ids.insert(t.id);
+        }
+      } catch (const std::regex_error&) {
       }
-    } catch (const std::regex_error&) {
     }
+    out.insert(it->second.ids.begin(), it->second.ids.end());
   }
   return out;
 }
@@ -161,6 +167,11 @@ error_code consumer_group::check_commit(const std::string& member_id, int32_t me
 }
 
 void consumer_group::refresh_metadata(const topic_lookup& topics) {
+  // Patterns no member uses any more are forgotten.
+  std::erase_if(regex_cache_, [&](const auto& entry) {
+    return std::none_of(members_.begin(), members_.end(),
+                        [&](const auto& m) { return m.second.regex == entry.first; });
+  });
   std::map<topic_uuid, int32_t> now;
   for (const auto& [id, m] : members_) {
     for (const auto& t : subscribed_ids(m, topics)) {

@@ -47,6 +47,9 @@ class topic_lookup {
   [[nodiscard]] virtual std::optional<topic_meta> by_name(std::string_view name) const = 0;
   [[nodiscard]] virtual std::optional<topic_meta> by_id(const topic_uuid& id) const = 0;
   [[nodiscard]] virtual std::vector<topic_meta> all() const = 0;
+  // Moves whenever the set of topics or their partition counts change: a regex subscription's
+  // matches, computed at one version, are reused until it moves.
+  [[nodiscard]] virtual uint64_t version() const = 0;
 };
 
 struct consumer_limits {
@@ -180,6 +183,13 @@ class consumer_group {
   // False after a restart until the first heartbeat has read them again (without a new epoch).
   bool subscribed_partitions_known_ = true;
   bool dirty_ = false;
+  // The topics each regex in use matched at a topic_lookup version: a heartbeat neither
+  // compiles the pattern nor scans the topics again until the topics change.
+  struct regex_matches {
+    uint64_t version = 0;
+    std::set<topic_uuid> ids;
+  };
+  mutable std::map<std::string, regex_matches> regex_cache_;
 };
 
 }  // namespace silt::coordinator

@@ -23,6 +23,7 @@ class group_topics final : public coordinator::topic_lookup {
     for (const auto& t : ctx_.topics()) out.push_back(*meta(t));
     return out;
   }
+  [[nodiscard]] uint64_t version() const override { return ctx_.registry.version(); }
 
  private:
   static std::optional<coordinator::topic_meta> meta(const topic_entry_ptr& t) {

@@ -145,6 +145,7 @@ tl::expected<void, registry_error> topic_registry::load() {
 void topic_registry::index_locked(topic_ptr t) {
   by_id_[t->id] = t;
   by_name_[t->name] = std::move(t);
+  version_.fetch_add(1, std::memory_order_release);
 }
 
 topic_ptr topic_registry::find(std::string_view name) const {
@@ -247,6 +248,7 @@ tl::expected<topic_ptr, registry_error> topic_registry::remove(const std::string
   base::lock_guard lock(mu_);
   by_id_.erase(t->id);
   by_name_.erase(name);
+  version_.fetch_add(1, std::memory_order_release);
   return t;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -68,6 +69,9 @@ class topic_registry {
   [[nodiscard]] topic_ptr find(const topic_id& id) const;
   // Every topic, by name.
   [[nodiscard]] std::vector<topic_ptr> all() const;
+  // Changes whenever a topic is indexed or forgotten (created, grown, reconfigured, deleted):
+  // what was derived from the topics at one version holds until it moves.
+  [[nodiscard]] uint64_t version() const { return version_.load(std::memory_order_acquire); }
 
   // Creates a topic with fresh streams for its partitions and a random id.
   [[nodiscard]] tl::expected<topic_ptr, registry_error> create(
@@ -105,6 +109,7 @@ class topic_registry {
   std::unique_ptr<sql::connection> c_ GUARDED_BY(db_mu_);
   std::map<std::string, topic_ptr, std::less<>> by_name_ GUARDED_BY(mu_);
   std::map<topic_id, topic_ptr> by_id_ GUARDED_BY(mu_);
+  std::atomic<uint64_t> version_{0};  // moved under mu_, read without it
 };
 
 // Kafka's rules for topic names: 1-249 characters of [a-zA-Z0-9._-], not "." or "..".

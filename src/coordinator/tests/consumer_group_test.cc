@@ -31,6 +31,14 @@ class fake_topics final : public topic_lookup {
     for (const auto& [name, t] : topics) out.push_back(t);
     return out;
   }
+  // Tests change `topics` directly: the version follows its contents.
+  [[nodiscard]] uint64_t version() const override {
+    uint64_t v = topics.size();
+    for (const auto& [name, t] : topics) {
+      v = v * 1000003 + std::hash<std::string>{}(name) + static_cast<uint64_t>(t.partitions);
+    }
+    return v;
+  }
 };
 
 size_t count(const member_assignment& a) {
@@ -109,6 +117,25 @@ TEST_F(ConsumerGroup, PartitionsMoveOnlyAfterTheirOwnerRevokedThem) {
   ASSERT_TRUE(b3.assignment);
   EXPECT_EQ(count(*b3.assignment), 3u);
   EXPECT_EQ(group_.state(), consumer_group_state::stable);
+}
+
+TEST_F(ConsumerGroup, ARegexSubscriptionFollowsTopicsCreatedLater) {
+  consumer_heartbeat join = join_request("a", {});
+  join.subscribed_topic_names.reset();
+  join.subscribed_topic_regex = "pay.*";
+  auto a = send(join);
+  ASSERT_EQ(a.error, error_code::none) << a.message;
+  ASSERT_TRUE(a.assignment);
+  EXPECT_EQ(count(*a.assignment), 2u) << "payments only";
+  // Unchanged topics: the same answer (the matches are reused).
+  auto again = send(beat("a", a.member_epoch, *a.assignment));
+  EXPECT_FALSE(again.assignment);
+  // A new matching topic: the next heartbeat sees it, at a new epoch.
+  topics_.topics.emplace("payouts", topic_meta{topic_uuid{3}, "payouts", 4});
+  auto grown = send(beat("a", a.member_epoch, *a.assignment));
+  ASSERT_TRUE(grown.assignment);
+  EXPECT_EQ(count(*grown.assignment), 6u);
+  EXPECT_GT(grown.member_epoch, a.member_epoch);
 }
 
 TEST_F(ConsumerGroup, StaleAndUnknownMembersAreRefused) {
