@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   # toolchain
-  build-essential cmake ninja-build python3 pkg-config
+  build-essential cmake ninja-build python3 pkg-config ccache
   clang-14 clang-format-14 clang-tidy-14 libclang-rt-14-dev
   # libraries
   libboost1.81-dev liburing-dev libssl-dev libcurl4-openssl-dev
@@ -13,6 +13,8 @@ packages=(
   libsqlite3-dev libpq-dev libexpected-dev nlohmann-json3-dev libpugixml-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev librdkafka-dev kcat fio
+  # silt-perf (perf/): its workload files, and the browser that checks its HTML report
+  libyaml-cpp-dev chromium
   # black-box integration tests (tests/integration): Python clients with every codec, and
   # the JDK and Maven that fetch and run the reference Kafka broker
   python3-pytest python3-pytest-timeout python3-confluent-kafka python3-kafka
