@@ -132,14 +132,73 @@ void group_coordinator::note_deadline(const group_entry& e) {
 
 void group_coordinator::persist(const std::string& group_id, group_entry& e) {
   const bool dirty = e.group ? e.group->take_dirty() : e.consumer->take_dirty();
-  if (!dirty) return;
-  if (e.group && e.group->state() == group_state::dead) return;
+  if (!dirty || (e.group && e.group->state() == group_state::dead)) {
+    if (e.awaiting.empty()) return;
+    if (e.last_write) {
+      // Nothing new to write, but what they show may still be on its way to the store.
+      std::move(e.awaiting.begin(), e.awaiting.end(), std::back_inserter(*e.last_write));
+      e.awaiting.clear();
+    } else {
+      for (auto& r : std::exchange(e.awaiting, {})) r(error_code::none);
+    }
+    return;
+  }
   const int32_t shard = shard_of(group_id, options_.shards);
   metadata::shard_write w;
   w.shard = shard;
   w.epoch = epoch_of(shard);
   w.groups.push_back({group_id, e.group ? e.group->encode() : e.consumer->encode()});
-  writer_.write(std::move(w), [](error_code) {});
+  auto after = std::make_shared<std::vector<reply>>(std::exchange(e.awaiting, {}));
+  e.last_write = after;
+  writer_.write(std::move(w), [this, group_id, after](error_code ec) {
+    std::vector<reply> replies;
+    {
+      base::lock_guard lock(mu_);
+      auto it = groups_.find(group_id);
+      if (it != groups_.end() && it->second.last_write == after) it->second.last_write.reset();
+      replies = std::exchange(*after, {});
+    }
+    for (auto& r : replies) r(ec);
+  });
+}
+
+void group_coordinator::await_persist(const std::string& group_id, reply r) {
+  auto it = groups_.find(group_id);
+  if (it == groups_.end()) {
+    r(error_code::none);
+    return;
+  }
+  it->second.awaiting.push_back(std::move(r));
+}
+
+sync_callback group_coordinator::durable(const std::string& group_id, sync_callback done) {
+  return [this, group_id, done = std::move(done)](sync_result res) mutable {
+    if (res.error != error_code::none) {
+      done(std::move(res));
+      return;
+    }
+    await_persist(group_id, [done = std::move(done), res = std::move(res)](error_code ec) mutable {
+      // As Kafka: a failed write of the group's record fails the answer, and the members
+      // look for the coordinator again.
+      if (ec != error_code::none) res = {.error = error_code::coordinator_not_available};
+      done(std::move(res));
+    });
+  };
+}
+
+join_callback group_coordinator::durable(const std::string& group_id, join_callback done) {
+  return [this, group_id, done = std::move(done)](join_result res) mutable {
+    if (res.error != error_code::none) {
+      done(std::move(res));
+      return;
+    }
+    await_persist(group_id, [done = std::move(done), res = std::move(res)](error_code ec) mutable {
+      if (ec != error_code::none) {
+        res = {.error = error_code::coordinator_not_available, .member_id = res.member_id};
+      }
+      done(std::move(res));
+    });
+  };
 }
 
 bool group_coordinator::is_empty(const group_entry& e) {
@@ -180,6 +239,9 @@ void group_coordinator::join(const std::string& group_id, join_request req, join
     it->second.group = std::make_unique<classic_group>(group_id, now);
   }
   classic_group& g = *it->second.group;
+  // A static member that takes its place back under a new id is answered once that id is
+  // durable (its record names the member); other joins change nothing kept.
+  if (req.group_instance_id) done = durable(group_id, std::move(done));
   g.join(std::move(req), options_.limits, now, std::move(done));
   note_deadline(it->second);
   persist(group_id, it->second);
@@ -200,7 +262,7 @@ void group_coordinator::sync(const std::string& group_id, const std::string& mem
   }
   classic_group& g = *it->second.group;
   g.sync(member_id, instance_id, generation, protocol_type, protocol_name, std::move(assignments),
-         now, std::move(done));
+         now, durable(group_id, std::move(done)));
   note_deadline(it->second);
   persist(group_id, it->second);
 }

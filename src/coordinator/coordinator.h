@@ -175,12 +175,19 @@ class group_coordinator {
     int64_t commit_ms = 0;
     int64_t expire_ms = -1;
   };
+  // An answer held back until a write ends: none when durable, else the write's error.
+  using reply = std::function<void(error_code)>;
   // A group of one protocol or the other: exactly one of `group` and `consumer` is set.
   struct group_entry {
     std::unique_ptr<classic_group> group;
     std::unique_ptr<consumer_group> consumer;
     // (topic, partition) -> committed offset
     std::map<std::pair<std::string, int32_t>, offset_value> offsets;
+    // Answers that show state the group keeps across restarts (a SyncGroup's assignment, a
+    // static member's new id): sent once the group's record holding it is durable.
+    std::vector<reply> awaiting;
+    // The answers to send when the group's last queued write ends; null when none is queued.
+    std::shared_ptr<std::vector<reply>> last_write;
   };
 
   group_coordinator(const coordinator_options& options, metadata::group_store& store,
@@ -188,8 +195,16 @@ class group_coordinator {
   [[nodiscard]] base::leader_epoch epoch_of(int32_t shard) const;
   void note_deadline(const group_entry& e) REQUIRES(mu_);
   // After a call that may have changed what a group keeps across restarts: queues the write of
-  // its record (write-behind: a crash before it lands costs the members a rejoin, not data).
+  // its record, and sends the group's awaiting answers once it (or, when nothing changed, the
+  // write already queued) is durable. Other answers (heartbeats, joins of dynamic members) do
+  // not wait: a crash before the record lands costs those members a rejoin, not data.
   void persist(const std::string& group_id, group_entry& e) REQUIRES(mu_);
+  // Wraps a SyncGroup or JoinGroup callback so that a successful answer waits in the group's
+  // `awaiting` for persist(). The wrapped callback runs under mu_ (classic_group answers from
+  // within the calls the coordinator makes with mu_ held).
+  sync_callback durable(const std::string& group_id, sync_callback done);
+  join_callback durable(const std::string& group_id, join_callback done);
+  void await_persist(const std::string& group_id, reply r) NO_THREAD_SAFETY_ANALYSIS;
   // Whether the group has no members (and so may be deleted, converted, or lose its offsets).
   [[nodiscard]] static bool is_empty(const group_entry& e);
   // When an empty group became empty.
