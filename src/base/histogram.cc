@@ -1,49 +1,46 @@
 #include "base/histogram.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdio>
 
 namespace silt::base {
 
-size_t histogram::bucket_of(uint64_t value) {
-  if (value < 16) return static_cast<size_t>(value);
-  const int e = std::bit_width(value) - 1;  // 4..63
-  const auto sub = static_cast<size_t>((value >> (e - 3)) & 7);
-  return std::min(buckets - 1, 16 + static_cast<size_t>(e - 4) * 8 + sub);
-}
-
-uint64_t histogram::bucket_limit(size_t i) {
-  if (i < 16) return i;
-  const size_t e = 4 + (i - 16) / 8;
-  const uint64_t sub = (i - 16) % 8;
-  if (e >= 63 && sub == 7) return UINT64_MAX;
-  return ((8 + sub + 1) << (e - 3)) - 1;
-}
-
-histogram_snapshot histogram::snapshot() const {
-  histogram_snapshot s;
+template <unsigned SubBits>
+log_linear_snapshot<SubBits> log_linear_histogram<SubBits>::snapshot() const {
+  log_linear_snapshot<SubBits> s;
   for (size_t i = 0; i < buckets; ++i) s.counts_[i] = counts_[i].load(std::memory_order_relaxed);
   s.count_ = count_.load(std::memory_order_relaxed);
   s.sum_ = sum_.load(std::memory_order_relaxed);
+  s.max_ = max_.load(std::memory_order_relaxed);
+  s.min_ = min_.load(std::memory_order_relaxed);
   return s;
 }
 
-uint64_t histogram_snapshot::quantile(double q) const {
+template <unsigned SubBits>
+uint64_t log_linear_snapshot<SubBits>::quantile(double q) const {
   uint64_t total = 0;
   for (const auto c : counts_) total += c;
   if (total == 0) return 0;
-  const auto rank = static_cast<uint64_t>(std::ceil(std::clamp(q, 0.0, 1.0) * total));
+  // Nearest rank. q * total may come out a rounding error above a whole number (0.07 * 100 is
+  // 7.000000000000001), which would take the next rank: shave off a few units in the last place.
+  const double x = std::clamp(q, 0.0, 1.0) * static_cast<double>(total);
+  const auto rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(x - x * 1e-12)));
   uint64_t seen = 0;
-  for (size_t i = 0; i < counts_.size(); ++i) {
+  size_t i = 0;
+  for (; i + 1 < counts_.size(); ++i) {
     seen += counts_[i];
-    if (seen >= std::max<uint64_t>(rank, 1)) return histogram::bucket_limit(i);
+    if (seen >= rank) break;
   }
-  return histogram::bucket_limit(counts_.size() - 1);
+  // The largest value recorded bounds its bucket from above, unless a racing record() counted
+  // a value before raising the maximum to it.
+  const uint64_t limit = histogram_type::bucket_limit(i);
+  if (max_ >= histogram_type::bucket_first(i)) return std::min(limit, max_);
+  return limit;
 }
 
-std::string histogram_snapshot::percentiles_ms() const {
+template <unsigned SubBits>
+std::string log_linear_snapshot<SubBits>::percentiles_ms() const {
   char buf[96];
   std::snprintf(
       buf, sizeof buf, "p50=%.1f p99=%.1f max=%.1f", static_cast<double>(quantile(0.5)) / 1000.0,
@@ -51,12 +48,42 @@ std::string histogram_snapshot::percentiles_ms() const {
   return buf;
 }
 
-histogram_snapshot histogram_snapshot::since(const histogram_snapshot& earlier) const {
-  histogram_snapshot d;
-  for (size_t i = 0; i < counts_.size(); ++i) d.counts_[i] = counts_[i] - earlier.counts_[i];
+template <unsigned SubBits>
+log_linear_snapshot<SubBits> log_linear_snapshot<SubBits>::since(
+    const log_linear_snapshot& earlier) const {
+  log_linear_snapshot d;
+  size_t lowest = counts_.size();
+  size_t highest = 0;
+  for (size_t i = 0; i < counts_.size(); ++i) {
+    d.counts_[i] = counts_[i] - earlier.counts_[i];
+    if (d.counts_[i] == 0) continue;
+    lowest = std::min(lowest, i);
+    highest = i;
+  }
   d.count_ = count_ - earlier.count_;
   d.sum_ = sum_ - earlier.sum_;
+  if (lowest == counts_.size()) return d;  // nothing recorded: max 0, min UINT64_MAX
+  // A new maximum was recorded in the interval, so it is the interval's maximum. Otherwise
+  // the interval's largest value lies in its highest bucket, and no higher than the maximum.
+  d.max_ = max_ > earlier.max_ ? max_ : std::min(histogram_type::bucket_limit(highest), max_);
+  d.min_ = min_ < earlier.min_ ? min_ : std::max(histogram_type::bucket_first(lowest), min_);
   return d;
 }
+
+template <unsigned SubBits>
+log_linear_snapshot<SubBits>& log_linear_snapshot<SubBits>::merge(
+    const log_linear_snapshot& other) {
+  for (size_t i = 0; i < counts_.size(); ++i) counts_[i] += other.counts_[i];
+  count_ += other.count_;
+  sum_ += other.sum_;
+  max_ = std::max(max_, other.max_);
+  min_ = std::min(min_, other.min_);
+  return *this;
+}
+
+template class log_linear_histogram<3>;
+template class log_linear_snapshot<3>;
+template class log_linear_histogram<7>;
+template class log_linear_snapshot<7>;
 
 }  // namespace silt::base
