@@ -8,9 +8,12 @@
 // means the cluster-wide dynamic defaults, of which Silt has none), BROKER_LOGGER and other
 // resource types (INVALID_REQUEST: Silt has no runtime-adjustable loggers).
 #include <algorithm>
+#include <map>
+#include <string>
 
 #include "handlers/admin_util.h"
 #include "handlers/handlers.h"
+#include "handlers/offsets_topic.h"
 
 namespace silt::handlers {
 
@@ -69,6 +72,18 @@ describe_configs_response::DescribeConfigsResult describe(
     case admin::resource_topic: {
       if (auto why = metadata::check_topic_name(res.resource_name); !why.empty()) {
         return fail({error_code::invalid_topic_exception, why});
+      }
+      if (res.resource_name == offsets_topic_name && ctx.groups().offsets_topic_exists()) {
+        // The groups' internal topic, with the overrides Kafka creates it with.
+        static const std::map<std::string, std::string> offsets_topic_configs{
+            {"cleanup.policy", "compact"},
+            {"compression.type", "producer"},
+            {"segment.bytes", "104857600"}};
+        for (const auto& e : config::describe_topic_configs(ctx.config, offsets_topic_configs)) {
+          if (wanted(res, e.name))
+            out.configs.push_back(to_result(e, false, synonyms, documentation));
+        }
+        return out;
       }
       auto t = ctx.topic(res.resource_name);
       if (!t) {

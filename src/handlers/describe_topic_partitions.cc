@@ -12,6 +12,7 @@
 
 #include "handlers/admin_util.h"
 #include "handlers/handlers.h"
+#include "handlers/offsets_topic.h"
 
 namespace silt::handlers {
 
@@ -69,12 +70,20 @@ asio::awaitable<describe_topic_partitions_response> handle_describe_topic_partit
   }
 
   // The topics from the cursor's topic on, by name, each once. Every topic (ctx.topics()) comes
-  // sorted by name already; a named one is looked up when its turn comes.
-  std::vector<topic_entry_ptr> existing;
+  // sorted by name already; a named one is looked up when its turn comes. The groups' internal
+  // topic is among them once groups are in use, as in Kafka (`kafka-topics --describe` asks
+  // for every topic Metadata lists).
+  const bool offsets_topic = ctx.groups().offsets_topic_exists();
+  std::vector<std::pair<std::string, topic_entry_ptr>> existing;
   std::set<std::string> named;
   if (all) {
     for (auto& t : ctx.topics()) {
-      if (t->info->name >= cursor_topic) existing.push_back(std::move(t));
+      if (t->info->name >= cursor_topic) existing.emplace_back(t->info->name, std::move(t));
+    }
+    if (offsets_topic && std::string(offsets_topic_name) >= cursor_topic) {
+      existing.emplace_back(std::string(offsets_topic_name), nullptr);
+      std::sort(existing.begin(), existing.end(),
+                [](const auto& a, const auto& b) { return a.first < b.first; });
     }
   } else {
     for (const auto& t : req.topics) {
@@ -88,19 +97,20 @@ asio::awaitable<describe_topic_partitions_response> handle_describe_topic_partit
   int32_t remaining =
       std::max(std::min(max_partitions_per_response, req.response_partition_limit), 1);
   for (size_t i = 0; i < count; ++i) {
-    const std::string name = all ? existing[i]->info->name : *named_it++;
+    const std::string name = all ? existing[i].first : *named_it++;
     if (remaining == 0) {
       // The previous topic ended exactly at the limit: the next page starts with this one
       // (which need not exist, as in Kafka).
       resp.next_cursor = describe_topic_partitions_response::Cursor{name, 0, {}};
       break;
     }
-    const topic_entry_ptr t = all ? existing[i] : ctx.topic(name);
-    if (!t) {
+    const bool internal = offsets_topic && name == offsets_topic_name;
+    const topic_entry_ptr t = all ? existing[i].second : internal ? nullptr : ctx.topic(name);
+    if (!t && !internal) {
       resp.topics.push_back(missing_topic(name));
       continue;
     }
-    const int32_t partitions = t->info->partitions();
+    const int32_t partitions = internal ? offsets_topic_partitions(ctx) : t->info->partitions();
     // Only the cursor's topic starts past 0. Kafka 4.1.1 also matches a topic named "" with an
     // absent cursor and fails the whole request (UNKNOWN_SERVER_ERROR in every topic); here ""
     // is an invalid name like any other.
@@ -111,8 +121,14 @@ asio::awaitable<describe_topic_partitions_response> handle_describe_topic_partit
         std::min<int64_t>(partitions, static_cast<int64_t>(first) + remaining));
     response_topic out;
     out.name = name;
-    out.topic_id = admin::to_uuid(t->info->id);
-    out.partitions = describe_partitions<response_partition>(ctx, *t->info, first, end);
+    if (internal) {
+      out.topic_id = offsets_topic_id(ctx);
+      out.is_internal = true;
+      out.partitions = describe_offsets_partitions<response_partition>(ctx, first, end);
+    } else {
+      out.topic_id = admin::to_uuid(t->info->id);
+      out.partitions = describe_partitions<response_partition>(ctx, *t->info, first, end);
+    }
     for (auto& p : out.partitions) {
       // No eligible leader replicas (KIP-966) on a single broker: empty lists, not null.
       p.eligible_leader_replicas.emplace();

@@ -6,6 +6,7 @@
 
 #include "handlers/admin_util.h"
 #include "handlers/handlers.h"
+#include "handlers/offsets_topic.h"
 
 namespace silt::handlers {
 
@@ -24,34 +25,13 @@ response_topic describe(const context& ctx, const topic_entry& t) {
   return out;
 }
 
-constexpr std::string_view offsets_topic = "__consumer_offsets";
-
-// The internal topic of the groups' offsets (coordinator.h): one partition per coordinator
-// shard, led by this broker. Its id is derived from the cluster id, so it stays across restarts.
 response_topic describe_offsets_topic(const context& ctx) {
   response_topic out;
-  out.name = std::string(offsets_topic);
+  out.name = std::string(offsets_topic_name);
   out.is_internal = true;
-  uint64_t h1 = 1469598103934665603ull;
-  uint64_t h2 = 1099511628211ull;
-  for (const char c : ctx.cluster_id + "/" + std::string(offsets_topic)) {
-    h1 = (h1 ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-    h2 = (h2 ^ static_cast<uint8_t>(c)) * 6364136223846793005ull + 1442695040888963407ull;
-  }
-  for (int i = 0; i < 8; ++i) {
-    out.topic_id.bytes[i] = static_cast<uint8_t>(h1 >> (8 * i));
-    out.topic_id.bytes[8 + i] = static_cast<uint8_t>(h2 >> (8 * i));
-  }
-  const int32_t shards = ctx.groups().options().shards;
-  out.partitions.reserve(static_cast<size_t>(shards));
-  for (int32_t p = 0; p < shards; ++p) {
-    auto& part = out.partitions.emplace_back();
-    part.partition_index = p;
-    part.leader_id = ctx.node_id;
-    part.leader_epoch = 0;
-    part.replica_nodes = {ctx.node_id};
-    part.isr_nodes = {ctx.node_id};
-  }
+  out.topic_id = offsets_topic_id(ctx);
+  out.partitions = describe_offsets_partitions<metadata_response::MetadataResponsePartition>(
+      ctx, 0, offsets_topic_partitions(ctx));
   return out;
 }
 
@@ -76,7 +56,7 @@ asio::awaitable<metadata_response> handle_metadata(context& ctx, const net::requ
       ctx.config.auto_create_topics_enable && (version < 4 || req.allow_auto_topic_creation);
   for (const auto& rt : *req.topics) {
     topic_entry_ptr t;
-    if (rt.name && *rt.name == offsets_topic) {
+    if (rt.name && *rt.name == offsets_topic_name) {
       // Asked for by name, Kafka creates it.
       ctx.groups().note_offsets_topic();
       resp.topics.push_back(describe_offsets_topic(ctx));

@@ -281,3 +281,29 @@ def test_topic_command_describe_pages_with_describe_topic_partitions(broker, pre
         # One partition per response: at least 5 pages for the 5 partitions.
         print("COUNTS", counts)
         assert counts.get("DescribeTopicPartitions", 0) >= 5, counts
+
+
+def test_consumer_offsets_is_described_once_groups_are_in_use(broker, prefix):
+    """Once a group has committed, Metadata lists __consumer_offsets; DescribeTopicPartitions
+    describes it (internal, one partition per coordinator shard) so that kafka-topics
+    --describe of every topic, which asks for each listed topic, works."""
+    from confluent_kafka import Consumer, TopicPartition
+    create_topic(broker.bootstrap, prefix, partitions=1)
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": prefix,
+                  "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(prefix, 0, 0)], asynchronous=False)
+    finally:
+        c.close()
+    topics, _ = describe(broker.bootstrap, ["__consumer_offsets"])
+    assert len(topics) == 1 and topics[0]["error"] == 0, topics
+    t = topics[0]
+    assert t["internal"] and t["id"] != ZERO_ID
+    assert [p["index"] for p in t["partitions"]] == list(range(len(t["partitions"])))
+    assert len(t["partitions"]) >= 1
+    everything, _ = describe(broker.bootstrap, [])
+    names = [x["name"] for x in everything]
+    assert names == sorted(names) and "__consumer_offsets" in names, names
+    out = tool(TOPIC_COMMAND, "--bootstrap-server", broker.bootstrap, "--describe").stdout
+    assert re.search(r"Topic: __consumer_offsets\tTopicId: \S+\tPartitionCount: \d+\t", out), out
+    assert re.search(rf"Topic: {prefix}\tTopicId: \S+\tPartitionCount: 1\t", out), out

@@ -1,0 +1,55 @@
+// The groups' internal topic __consumer_offsets as Metadata and DescribeTopicPartitions show
+// it, once groups are in use (coordinator.h): one partition per coordinator shard, each led by
+// this broker. Its id is derived from the cluster id, so it stays across restarts. It has no
+// records here (offsets live in the metadata store): Fetch does not serve it.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "handlers/context.h"
+#include "protocol/types.h"
+
+namespace silt::handlers {
+
+inline constexpr std::string_view offsets_topic_name = "__consumer_offsets";
+
+[[nodiscard]] inline protocol::uuid offsets_topic_id(const context& ctx) {
+  protocol::uuid id;
+  uint64_t h1 = 1469598103934665603ull;
+  uint64_t h2 = 1099511628211ull;
+  for (const char c : ctx.cluster_id + "/" + std::string(offsets_topic_name)) {
+    h1 = (h1 ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+    h2 = (h2 ^ static_cast<uint8_t>(c)) * 6364136223846793005ull + 1442695040888963407ull;
+  }
+  for (int i = 0; i < 8; ++i) {
+    id.bytes[i] = static_cast<uint8_t>(h1 >> (8 * i));
+    id.bytes[8 + i] = static_cast<uint8_t>(h2 >> (8 * i));
+  }
+  return id;
+}
+
+[[nodiscard]] inline int32_t offsets_topic_partitions(const context& ctx) {
+  return ctx.groups().options().shards;
+}
+
+// Its partitions [first, end), as describe_partitions() gives a topic's.
+template <typename Partition>
+[[nodiscard]] std::vector<Partition> describe_offsets_partitions(const context& ctx, int32_t first,
+                                                                 int32_t end) {
+  std::vector<Partition> out;
+  if (end > first) out.reserve(static_cast<size_t>(end - first));
+  for (int32_t p = first; p < end; ++p) {
+    Partition part;
+    part.partition_index = p;
+    part.leader_id = ctx.node_id;
+    part.leader_epoch = 0;
+    part.replica_nodes = {ctx.node_id};
+    part.isr_nodes = {ctx.node_id};
+    out.push_back(std::move(part));
+  }
+  return out;
+}
+
+}  // namespace silt::handlers
