@@ -122,19 +122,25 @@ template <typename TopicPtr>
 // this broker leads each one at its stream's epoch and is its only replica and in-sync
 // replica.
 template <typename Partition>
+[[nodiscard]] Partition led_here(const context& ctx, int32_t partition, int32_t leader_epoch) {
+  Partition part;
+  part.partition_index = partition;
+  part.leader_id = ctx.node_id;
+  part.leader_epoch = leader_epoch;
+  part.replica_nodes = {ctx.node_id};
+  part.isr_nodes = {ctx.node_id};
+  return part;
+}
+
+template <typename Partition>
 [[nodiscard]] std::vector<Partition> describe_partitions(const context& ctx,
                                                          const metadata::topic_info& topic,
                                                          int32_t first, int32_t end) {
   std::vector<Partition> out;
   if (end > first) out.reserve(static_cast<size_t>(end - first));
   for (int32_t p = first; p < end; ++p) {
-    Partition part;
-    part.partition_index = p;
-    part.leader_id = ctx.node_id;
-    part.leader_epoch = ctx.store.offsets(*topic.stream_of(base::partition_id(p))).epoch.value();
-    part.replica_nodes = {ctx.node_id};
-    part.isr_nodes = {ctx.node_id};
-    out.push_back(std::move(part));
+    const auto epoch = ctx.store.offsets(*topic.stream_of(base::partition_id(p))).epoch;
+    out.push_back(led_here<Partition>(ctx, p, epoch.value()));
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "handlers/context.h"
+#include "handlers/handlers.h"
 #include "protocol/types.h"
 
 namespace silt::handlers {
@@ -34,21 +35,13 @@ inline constexpr std::string_view offsets_topic_name = "__consumer_offsets";
   return ctx.groups().options().shards;
 }
 
-// Its partitions [first, end), as describe_partitions() gives a topic's.
+// Its partitions [first, end), as describe_partitions() gives a topic's (at epoch 0).
 template <typename Partition>
 [[nodiscard]] std::vector<Partition> describe_offsets_partitions(const context& ctx, int32_t first,
                                                                  int32_t end) {
   std::vector<Partition> out;
   if (end > first) out.reserve(static_cast<size_t>(end - first));
-  for (int32_t p = first; p < end; ++p) {
-    Partition part;
-    part.partition_index = p;
-    part.leader_id = ctx.node_id;
-    part.leader_epoch = 0;
-    part.replica_nodes = {ctx.node_id};
-    part.isr_nodes = {ctx.node_id};
-    out.push_back(std::move(part));
-  }
+  for (int32_t p = first; p < end; ++p) out.push_back(led_here<Partition>(ctx, p, 0));
   return out;
 }
 
