@@ -74,6 +74,11 @@ bool max_rate_search::done() const {
 trial_verdict max_rate_search::record(const rate_trial& t) {
   ++trials_;
   auto v = judge_trial(t);
+  if (v.sustainable && t.late_p50_ms > 4 * best_p50_ms_ + 5) {
+    v = {false, fmt("median produce latency %.1f ms, over four times the lowest seen (%.1f ms)",
+                    t.late_p50_ms, best_p50_ms_)};
+  }
+  if (v.sustainable) best_p50_ms_ = std::min(best_p50_ms_, t.late_p50_ms);
   if (v.sustainable) {
     passed_ = std::max(passed_, t.rate);
   } else {

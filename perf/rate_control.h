@@ -70,10 +70,12 @@ struct trial_verdict {
 [[nodiscard]] trial_verdict judge_trial(const rate_trial& t);
 
 // Finds the highest sustainable rate by trials: doubles the rate from `start_rate` while
-// trials pass; after the first failure halves it until one passes; then bisects between the
-// highest rate that passed and the lowest that failed until they are within `precision`
-// (relative) of each other. Stops after `max_trials` (the answer is then the highest rate
-// that passed), or when even 1 record/s fails (found() is 0).
+// trials pass (judge_trial, and a median produce latency in the second half of at most four
+// times the lowest one a sustained trial had, plus 5 ms: a rate that multiplies the latency
+// is past the knee, even when the latency is steady within the trial); after the first failure
+// halves it until one passes; then bisects between the highest rate that passed and the lowest that
+// failed until they are within `precision` (relative) of each other. Stops after `max_trials` (the
+// answer is then the highest rate that passed), or when even 1 record/s fails (found() is 0).
 class max_rate_search {
  public:
   explicit max_rate_search(double start_rate, double precision = 0.05, int max_trials = 16);
@@ -97,6 +99,8 @@ class max_rate_search {
   double next_;
   double passed_ = 0;
   double failed_ = std::numeric_limits<double>::infinity();
+  // The lowest second-half median produce latency of a sustained trial.
+  double best_p50_ms_ = std::numeric_limits<double>::infinity();
 };
 
 }  // namespace silt::perf

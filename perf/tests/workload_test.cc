@@ -606,6 +606,25 @@ TEST(RateSearch, HalvesFromAFailedStartAndGivesUpBelowOneRecordPerSecond) {
   EXPECT_LE(none.lowest_failed(), 1);
 }
 
+TEST(RateSearch, ARateThatMultipliesTheLatencyIsPastTheKnee) {
+  max_rate_search s(10000);
+  rate_trial t;
+  t.rate = 10000;
+  t.scheduled = t.sent = t.acked = 40000;
+  t.early_p50_ms = t.late_p50_ms = 3;
+  EXPECT_TRUE(s.record(t).sustainable);
+  // Twice the rate: steady within the trial, but at 20 ms against 3 ms (more than 4 * 3 + 5).
+  t.rate = s.next_rate();
+  t.early_p50_ms = 17;
+  t.late_p50_ms = 20;
+  const auto v = s.record(t);
+  EXPECT_FALSE(v.sustainable);
+  EXPECT_NE(v.reason.find("over four times the lowest seen (3.0 ms)"), std::string::npos)
+      << v.reason;
+  EXPECT_EQ(s.found(), 10000);
+  EXPECT_EQ(s.lowest_failed(), 20000);
+}
+
 TEST(RateSearch, JudgesEachSymptomOfAnOverloadedBroker) {
   rate_trial ok;
   ok.rate = 1000;
