@@ -29,11 +29,14 @@ class Coordinator : public ::testing::Test {
     store_ = std::move(*s);
     options_.limits.initial_rebalance_delay_ms = 0;
   }
-  ~Coordinator() override {
+  void TearDown() override {
     if (coordinator_) coordinator_->close();
     io_.run();
     coordinator_.reset();
-    fs::remove_all(dir_);
+  }
+  ~Coordinator() override {
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
   }
 
   void open() {
