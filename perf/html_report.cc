@@ -138,7 +138,8 @@ std::string time_label(double seconds, bool hours) {
 }
 
 std::string value_label(double v) {
-  if (v >= 1000 && v == std::floor(v)) return grouped(static_cast<uint64_t>(v));
+  // Whole numbers a uint64_t holds get thousands separators; absurd ones print as %g.
+  if (v >= 1000 && v < 1e18 && v == std::floor(v)) return grouped(static_cast<uint64_t>(v));
   return sformat("%g", v);
 }
 
