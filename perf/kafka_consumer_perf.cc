@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "base/clock.h"
 #include "kafka_perf.h"
 
 namespace silt::perf {
@@ -175,22 +176,6 @@ tl::expected<consumer_options, cli_exit> parse_consumer_args(const std::vector<s
 
 namespace {
 
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-void print_line(const std::string& line) {
-  std::fputs(line.c_str(), stdout);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
-}
-
-void print_error(const std::string& text) {
-  std::fprintf(stderr, "silt-perf: %s\n", text.c_str());
-}
-
 // Kafka's ConsumerPerfRebListener: rebalance time runs from the subscription, or from the
 // moment the consumer lost its last partition, to the next assignment. (Kafka 4.1's tool
 // reports, on its detailed rows, the rebalance time of the first row only, because it replaces
@@ -205,7 +190,7 @@ class rebalance_timer : public RdKafka::RebalanceCb {
     const bool cooperative = consumer->rebalance_protocol() == "COOPERATIVE";
     if (err == RdKafka::ERR__ASSIGN_PARTITIONS) {
       if (assigned_.empty()) {
-        const int64_t elapsed = now_ms() - join_start_ms_;
+        const int64_t elapsed = base::now_ms() - join_start_ms_;
         total_ms_ += elapsed;
         round_ms_ += elapsed;
       }
@@ -223,11 +208,11 @@ class rebalance_timer : public RdKafka::RebalanceCb {
       for (const RdKafka::TopicPartition* p : partitions) {
         assigned_.erase({p->topic(), p->partition()});
       }
-      if (assigned_.empty()) join_start_ms_ = now_ms();
+      if (assigned_.empty()) join_start_ms_ = base::now_ms();
     } else {
       print_error("rebalance failed: " + RdKafka::err2str(err));
       assigned_.clear();
-      join_start_ms_ = now_ms();
+      join_start_ms_ = base::now_ms();
     }
     if (cooperative && err == RdKafka::ERR__REVOKE_PARTITIONS) {
       report(consumer->incremental_unassign(partitions));
@@ -318,7 +303,7 @@ int consumer_perf_main(const std::vector<std::string>& args) {
     print_error("cannot create the consumer: " + err);
     return 1;
   }
-  const int64_t start_ms = now_ms();
+  const int64_t start_ms = base::now_ms();
   rebalance.start(start_ms);
   if (o.topic) {
     // The Java consumer's metadata requests let the broker create a missing topic; librdkafka
@@ -343,13 +328,13 @@ int consumer_perf_main(const std::vector<std::string>& args) {
   int64_t bytes = 0;
   int64_t last_messages = 0;
   int64_t last_bytes = 0;
-  int64_t current_ms = now_ms();
+  int64_t current_ms = base::now_ms();
   int64_t last_report_ms = current_ms;
   int64_t last_consumed_ms = current_ms;
   std::set<RdKafka::ErrorCode> errors_said;
   while (messages < o.messages && current_ms - last_consumed_ms <= o.timeout_ms) {
     const std::unique_ptr<RdKafka::Message> m(consumer->consume(100));
-    current_ms = now_ms();
+    current_ms = base::now_ms();
     if (m->err() == RdKafka::ERR__TIMED_OUT || m->err() == RdKafka::ERR__PARTITION_EOF) continue;
     if (m->err() != RdKafka::ERR_NO_ERROR) {
       // The Java consumer logs such conditions and carries on; so does this loop, and the
@@ -373,7 +358,7 @@ int consumer_perf_main(const std::vector<std::string>& args) {
     }
   }
   if (messages < o.messages) print_line(consumer_timeout_warning(o.timeout_ms));
-  const int64_t end_ms = now_ms();
+  const int64_t end_ms = base::now_ms();
 
   const std::string stats = o.print_metrics ? events.latest_stats().first : std::string();
   consumer->close();

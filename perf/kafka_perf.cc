@@ -1021,4 +1021,14 @@ std::string librdkafka_metrics_table(const std::string& stats_json) {
   return out;
 }
 
+void print_line(const std::string& line) {
+  std::fputs(line.c_str(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+void print_error(const std::string& text) {
+  std::fprintf(stderr, "silt-perf: %s\n", text.c_str());
+}
+
 }  // namespace silt::perf

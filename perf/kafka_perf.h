@@ -335,4 +335,9 @@ struct consumer_interval {
 // librdkafka's statistics are not the Java client's metrics: names and meanings differ.
 [[nodiscard]] std::string librdkafka_metrics_table(const std::string& stats_json);
 
+// A line of the tool's output on stdout, flushed at once (scripts read it as it comes).
+void print_line(const std::string& line);
+// A message on stderr, prefixed "silt-perf: ".
+void print_error(const std::string& text);
+
 }  // namespace silt::perf

@@ -18,6 +18,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "base/clock.h"
 #include "kafka_perf.h"
 
 namespace silt::perf {
@@ -253,22 +254,6 @@ tl::expected<std::vector<std::string>, std::string> split_payloads(const std::st
 
 namespace {
 
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-void print_line(const std::string& line) {
-  std::fputs(line.c_str(), stdout);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
-}
-
-void print_error(const std::string& text) {
-  std::fprintf(stderr, "silt-perf: %s\n", text.c_str());
-}
-
 // --payload-file: Kafka's tool prints where it reads and how many payloads it found.
 tl::expected<std::vector<std::string>, std::string> read_payloads(const std::string& path,
                                                                   const std::string& delimiter) {
@@ -373,7 +358,7 @@ class delivery_stats : public RdKafka::DeliveryReportCb {
   }
 
   void dr_cb(RdKafka::Message& message) override EXCLUDES(mu_) {
-    const int64_t now = now_ms();
+    const int64_t now = base::now_ms();
     const std::unique_ptr<int64_t> send_start(static_cast<int64_t*>(message.msg_opaque()));
     if (message.err() == RdKafka::ERR_NO_ERROR) {
       base::lock_guard lock(mu_);
@@ -425,7 +410,7 @@ void send(RdKafka::Producer& producer, RdKafka::Topic& topic, const std::string&
       [[maybe_unused]] int64_t* owned_by_the_report = send_start.release();
       return;
     }
-    if (err == RdKafka::ERR__QUEUE_FULL && now_ms() - send_start_ms < max_block_ms) {
+    if (err == RdKafka::ERR__QUEUE_FULL && base::now_ms() - send_start_ms < max_block_ms) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));  // the poller makes room
       continue;
     }
@@ -532,7 +517,7 @@ int producer_perf_main(const std::vector<std::string>& args) {
 
   java_splittable_random random(0);
   std::string payload(static_cast<size_t>(o.record_size.value_or(0)), 'A');
-  const int64_t start_ms = now_ms();
+  const int64_t start_ms = base::now_ms();
   stats.start(start_ms);
   throughput_throttler throttler(o.throughput, start_ms, sleep_at_least);
   int64_t transaction_size = 0;
@@ -549,9 +534,9 @@ int producer_perf_main(const std::vector<std::string>& args) {
     }
     if (transactions && transaction_size == 0) {
       if (failed_call("beginTransaction", producer->begin_transaction())) return 1;
-      transaction_start_ms = now_ms();
+      transaction_start_ms = base::now_ms();
     }
-    const int64_t send_start_ms = now_ms();
+    const int64_t send_start_ms = base::now_ms();
     send(*producer, *topic, *value, send_start_ms, mapped.max_block_ms, stats);
     ++transaction_size;
     if (transactions && transaction_duration_ms <= send_start_ms - transaction_start_ms) {
@@ -578,9 +563,9 @@ int producer_perf_main(const std::vector<std::string>& args) {
     poller.join();
     topic.reset();
     producer.reset();
-    print_line(stats.total_line(now_ms()));
+    print_line(stats.total_line(base::now_ms()));
   } else {
-    print_line(stats.total_line(now_ms()));
+    print_line(stats.total_line(base::now_ms()));
     // A statistics document from after the last delivery (the drain above served any older
     // one still queued), at most one interval away.
     const uint64_t seen = events.latest_stats().second;
