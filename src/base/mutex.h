@@ -4,6 +4,7 @@
 // std::mutex and std::shared_mutex.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <shared_mutex>
@@ -109,6 +110,11 @@ class SCOPED_CAPABILITY unique_lock {
   }
   // Waits for one notification (or a spurious wake-up).
   void wait(std::condition_variable& cv) { cv.wait(lock_); }
+  // The same, but no later than `deadline`.
+  template <typename Clock, typename Duration>
+  void wait_until(std::condition_variable& cv, std::chrono::time_point<Clock, Duration> deadline) {
+    (void)cv.wait_until(lock_, deadline);
+  }
 
  private:
   std::unique_lock<std::mutex> lock_;

@@ -34,8 +34,8 @@ constexpr uint64_t max_write = 1ull << 30;
 constexpr std::chrono::milliseconds header_retry_delay{1000};
 // Writer threads at most (io_engine::threads): one per write in flight.
 constexpr uint32_t max_writer_threads = 16;
-// The scheduler slice of the writer threads and of the I/O thread that reaps their writes: the
-// kernel's shortest, so that they run as soon as the device answers.
+// The scheduler slice of the writer threads: the kernel's shortest, so that they run as soon as
+// the device answers.
 constexpr std::chrono::microseconds short_slice{100};
 
 using clock = token_bucket::clock;
@@ -48,10 +48,7 @@ tl::expected<std::unique_ptr<uring_wal>, wal_error> uring_wal::start(ring_file f
   std::unique_ptr<uring_wal> w(new uring_wal(std::move(file), options, state));
   if (auto r = w->init_ring(); !r) return tl::unexpected(r.error());
   if (w->threaded_) w->start_writers();
-  w->thread_ = std::thread([p = w.get()] {
-    if (p->threaded_) (void)base::set_scheduler_slice(short_slice);
-    p->run();
-  });
+  w->thread_ = std::thread([p = w.get()] { p->run(); });
   return w;
 }
 
@@ -196,15 +193,24 @@ tl::expected<void, wal_error> uring_wal::enqueue(base::stream_id stream_id, base
   h.offset = offset;
   format::encode_record(h, payload, b->buf.data() + (pos - b->start));
   bool wake = false;
+  bool wake_writer = false;
   {
     base::lock_guard lock(mu_);
     --b->copies;
-    if (b->copies == 0 && (wake_on_ == wake_on::any_work ||
-                           (wake_on_ == wake_on::big_batch && b->used >= wake_bytes_))) {
-      wake_on_ = wake_on::nothing;
-      wake = true;
+    if (b->copies == 0) {
+      if (threaded_) {
+        // A failed WAL's I/O thread may be waiting for these copies to fail the batch.
+        wake = failed_;
+        wake_writer = !failed_ && idle_writers_ > 0 && worth_waking_writer(*b);
+      } else if (wake_on_ == wake_on::any_work ||
+                 (wake_on_ == wake_on::big_batch && b->used >= wake_bytes_)) {
+        wake_on_ = wake_on::nothing;
+        wake = true;
+      }
     }
   }
+  // Outside the lock, which the woken thread takes first.
+  if (wake_writer) writers_cv_.notify_one();
   if (wake) signal();
   return {};
 }
@@ -218,8 +224,11 @@ void uring_wal::trim(wal_position position) {
     assert(position <= durable && "trim() beyond the durable end");
     if (position > durable) return;
     requested_trim_ = position;
-    // With writes in flight, the trim is seen at the next completion.
-    if (wake_on_ == wake_on::any_work) {
+    // With io_uring and writes in flight, the trim is seen at the next completion. Writer
+    // threads do not wake the I/O thread for their completions.
+    if (threaded_) {
+      wake = true;
+    } else if (wake_on_ == wake_on::any_work) {
       wake_on_ = wake_on::nothing;
       wake = true;
     }
@@ -258,12 +267,14 @@ void uring_wal::close() {
     base::lock_guard lock(mu_);
     if (stopped_) return;
     closing_ = true;
-    if (wake_on_ != wake_on::nothing) {
+    if (threaded_ || wake_on_ != wake_on::nothing) {
       wake_on_ = wake_on::nothing;
       wake = true;
     }
     if (room_waiters_ > 0) room_cv_.notify_all();
   }
+  // Writers write what is queued, whatever its size, before the I/O thread exits.
+  writers_cv_.notify_all();
   if (wake) signal();
   if (thread_.joinable()) thread_.join();
   stop_writers();
@@ -325,7 +336,37 @@ void uring_wal::arm_wake() {
   wake_armed_ = true;
 }
 
-void uring_wal::submit_batch(batch& b) {
+uring_wal::front_state uring_wal::take_front(clock::time_point now) {
+  batch& b = *queue_.front();
+  if (faults_ && !b.fault_drawn) {
+    const write_fault f = faults_->next();
+    b.fault_drawn = true;
+    b.inject_failure = f.fail;
+    if (f.delay > clock::duration::zero()) b.held_until = now + f.delay;
+  }
+  if (b.held_until > now) return {.wait = b.held_until - now};
+  const auto pace = bucket_.wait_time(now);
+  if (pace > clock::duration::zero()) {
+    paced_.fetch_add(1, std::memory_order_relaxed);
+    return {.wait = pace};
+  }
+  // From here on appends go to the next batch; the last copies into this one finish.
+  if (!b.sealed) seal(b);
+  if (b.copies > 0) return {.copies = true};
+  const uint64_t len = format::padded_end(b.start + b.used) - b.start;
+  bucket_.take(b.start % capacity_ + len > capacity_ ? 2 : 1, now);
+  std::unique_ptr<batch> taken = std::move(queue_.front());
+  queue_.pop_front();
+  // In flight before its writes start, as they may finish at once; until then it must not
+  // look complete to a thread retiring the batches before it.
+  taken->ops_left = 1;
+  batch* p = taken.get();
+  inflight_.push_back(std::move(taken));
+  inflight_count_.fetch_add(1, std::memory_order_acq_rel);
+  return {.taken = p};
+}
+
+void uring_wal::prepare_requests(batch& b) {
   const wal_position frames_end = b.start + b.used;
   const wal_position end = format::padded_end(frames_end);
   if (end > frames_end) format::encode_padding(frames_end, end, epoch_, b.buf.data() + b.used);
@@ -344,15 +385,10 @@ void uring_wal::submit_batch(batch& b) {
   // A write past the ring's end continues at its start.
   if (first < len) add_request(b.buf.data() + first, len - first, 0);
   b.submitted = clock::now();
-  if (threaded_) {
-    // ops_left stays 1 (set before the batch went in flight) until the writer reports.
-    {
-      base::lock_guard lock(jobs_mu_);
-      jobs_.push_back(&b);
-    }
-    jobs_cv_.notify_one();
-    return;
-  }
+}
+
+void uring_wal::submit_batch(batch& b) {
+  prepare_requests(b);
   uint32_t n = 0;
   for (uint32_t i = 0; i < b.request_count; ++i) {
     const write_request& r = b.requests[i];
@@ -386,28 +422,75 @@ void uring_wal::start_writers() {
 
 void uring_wal::stop_writers() {
   {
-    base::lock_guard lock(jobs_mu_);
+    base::lock_guard lock(mu_);
     writers_stop_ = true;
   }
-  jobs_cv_.notify_all();
+  writers_cv_.notify_all();
   for (auto& t : writers_) t.join();
   writers_.clear();
 }
 
+bool uring_wal::worth_waking_writer(const batch& b) const {
+  const size_t inflight = inflight_count_.load(std::memory_order_acquire);
+  if (inflight >= iodepth_) return false;
+  // A sealed batch is full or waited for by the writer that sealed it; below eager_writes any
+  // append is written at once; with more in flight, a small batch waits for the next
+  // completion, which takes it grown.
+  return closing_ || b.sealed || inflight < eager_writes || b.used >= wake_bytes_;
+}
+
 void uring_wal::writer_run() {
+  bool just_wrote = false;
   for (;;) {
-    batch* b = nullptr;
-    {
-      base::unique_lock lock(jobs_mu_);
-      lock.wait(jobs_cv_, [&]() REQUIRES(jobs_mu_) { return writers_stop_ || !jobs_.empty(); });
-      // Stopping comes after the I/O thread has drained: nothing is left to write.
-      if (jobs_.empty()) return;
-      b = jobs_.front();
-      jobs_.pop_front();
-    }
+    batch* b = writer_take(just_wrote);
+    // Stopping comes after the I/O thread has drained: nothing is left to write.
+    if (b == nullptr) return;
+    prepare_requests(*b);
     write_batch(*b);
     finish_written(*b);
+    just_wrote = true;
   }
+}
+
+uring_wal::batch* uring_wal::writer_take(bool just_wrote) {
+  batch* taken = nullptr;
+  std::function<void()> room_callback;
+  {
+    base::unique_lock lock(mu_);
+    for (;;) {
+      if (writers_stop_) return nullptr;
+      clock::time_point until{};
+      // A writer that has just written takes whatever queued behind its write; one that was
+      // asleep, only what it would have been woken for. A failure is the I/O thread's.
+      if (!failed_ && inflight_count_.load(std::memory_order_acquire) < iodepth_ &&
+          !queue_.empty() && !queue_.front()->appends.empty() &&
+          (just_wrote || worth_waking_writer(*queue_.front()))) {
+        const auto now = clock::now();
+        const front_state f = take_front(now);
+        if (f.taken != nullptr) {
+          taken = f.taken;
+          break;
+        }
+        // Otherwise the last appender still copying wakes a writer.
+        if (f.wait > clock::duration::zero()) until = now + f.wait;
+      }
+      just_wrote = false;
+      ++idle_writers_;
+      if (until != clock::time_point{}) {
+        lock.wait_until(writers_cv_, until);
+      } else {
+        lock.wait(writers_cv_);
+      }
+      --idle_writers_;
+    }
+    if (room_waiters_ > 0) room_cv_.notify_all();
+    if (room_wanted_) {
+      room_wanted_ = false;
+      room_callback = room_callback_;
+    }
+  }
+  if (room_callback) room_callback();
+  return taken;
 }
 
 void uring_wal::finish_written(batch& b) {
@@ -422,25 +505,11 @@ void uring_wal::finish_written(batch& b) {
     b.ops_left = 0;
     retire();  // `b` may be gone from here on
   }
-  // Completions no longer wake the I/O thread by themselves: only when it has work.
+  // The I/O thread waits for completions only to recover from a failure or to exit.
   bool wake = false;
   {
     base::lock_guard lock(mu_);
-    if (closing_ || failed_ || requested_trim_ > persisted_trim_ ||
-        (has_work_to_drain() && wake_on_ != wake_on::any_work)) {
-      wake_on_ = wake_on::nothing;
-      wake = true;
-    } else {
-      // The I/O thread may be asleep counting on this completion to wake it (its write slots
-      // full, or small batches left to wait for it): what it asked for no longer holds, so the
-      // next append (or close) must wake it as it would now ask. If it is awake, it sets this
-      // again before it sleeps.
-      if (inflight_count_.load(std::memory_order_acquire) < eager_writes) {
-        wake_on_ = wake_on::any_work;
-      } else if (wake_on_ == wake_on::nothing) {
-        wake_on_ = wake_on::big_batch;
-      }
-    }
+    wake = closing_ || failed_;
   }
   if (wake) signal();
 }
@@ -625,6 +694,7 @@ void uring_wal::finish_recovery() {
     callback = room_callback_;
     if (room_waiters_ > 0) room_cv_.notify_all();
   }
+  writers_cv_.notify_all();
   if (callback) callback();
 }
 
@@ -635,9 +705,12 @@ void uring_wal::finish_batches() {
 
 void uring_wal::retire() {
   std::vector<std::unique_ptr<batch>> done;
-  while (!inflight_.empty() && inflight_.front()->ops_left == 0) {
-    done.push_back(std::move(inflight_.front()));
-    inflight_.pop_front();
+  {
+    base::lock_guard lock(mu_);
+    while (!inflight_.empty() && inflight_.front()->ops_left == 0) {
+      done.push_back(std::move(inflight_.front()));
+      inflight_.pop_front();
+    }
   }
   if (done.empty()) return;
   const auto now = clock::now();
@@ -671,12 +744,13 @@ void uring_wal::retire() {
       free_buffers_.push_back(std::move(b->buf));
     }
   }
-  // Under mu_, where the I/O thread decides whether it is drained.
+  // Under mu_, where the WAL's threads decide whether a write slot is free or it is drained;
+  // only now, once the callbacks (and a failed batch's rewind) are done.
   inflight_count_.fetch_sub(done.size(), std::memory_order_acq_rel);
 }
 
 void uring_wal::run() {
-  std::vector<std::unique_ptr<batch>> ready;
+  std::vector<batch*> ready;
   std::vector<std::unique_ptr<batch>> doomed;
   for (;;) {
     reap();
@@ -710,33 +784,15 @@ void uring_wal::run() {
           queue_.pop_front();
           continue;
         }
-        if (inflight_count_.load(std::memory_order_acquire) + ready.size() >= iodepth_) break;
-        if (faults_ && !b.fault_drawn) {
-          const write_fault f = faults_->next();
-          b.fault_drawn = true;
-          b.inject_failure = f.fail;
-          if (f.delay > clock::duration::zero()) b.held_until = now + f.delay;
-        }
-        if (b.held_until > now) {
-          wait = b.held_until - now;
+        // Writer threads take batches themselves.
+        if (threaded_ || inflight_count_.load(std::memory_order_acquire) >= iodepth_) break;
+        const front_state f = take_front(now);
+        if (f.taken == nullptr) {
+          wait = f.wait;
+          waiting_for_copies = f.copies;
           break;
         }
-        const auto pace = bucket_.wait_time(now);
-        if (pace > clock::duration::zero()) {
-          paced_.fetch_add(1, std::memory_order_relaxed);
-          wait = pace;
-          break;
-        }
-        // From here on appends go to the next batch; the last copies into this one finish.
-        if (!b.sealed) seal(b);
-        if (b.copies > 0) {
-          waiting_for_copies = true;
-          break;
-        }
-        const uint64_t len = format::padded_end(b.start + b.used) - b.start;
-        bucket_.take(b.start % capacity_ + len > capacity_ ? 2 : 1, now);
-        ready.push_back(std::move(queue_.front()));
-        queue_.pop_front();
+        ready.push_back(f.taken);
       }
       if (!ready.empty() || !doomed.empty()) {
         if (room_waiters_ > 0) room_cv_.notify_all();
@@ -746,8 +802,8 @@ void uring_wal::run() {
         }
       }
       const size_t inflight = inflight_count_.load(std::memory_order_acquire);
-      const bool drained = ready.empty() && doomed.empty() && inflight == 0 && !header_inflight_ &&
-                           !has_work_to_drain();
+      const bool drained =
+          doomed.empty() && inflight == 0 && !header_inflight_ && !has_work_to_drain();
       if (failed_ && !recovery_abandoned_ && drained) {
         // Recovery: the new epoch's header, one slot after the other, then appends again (also
         // when closing, so that what the failed writes left is never replayed).
@@ -766,11 +822,14 @@ void uring_wal::run() {
         header_next.trim_point = requested_trim_;
         write_header = true;
       }
+      // Header writes are few (one per trim at most, coalesced); they take from the IOPS budget
+      // but never wait for it.
+      if (write_header) bucket_.take(1, now);
       exit = closing_ && drained && !write_header;
-      const size_t busy = inflight + ready.size();
-      if (exit || wait > clock::duration::zero() || busy >= iodepth_) {
+      if (threaded_ || exit || wait > clock::duration::zero() || inflight >= iodepth_) {
+        // Writer threads wake this thread themselves when it has work.
         wake_on_ = wake_on::nothing;
-      } else if (busy < eager_writes || waiting_for_copies) {
+      } else if (inflight < eager_writes || waiting_for_copies) {
         wake_on_ = wake_on::any_work;
       } else {
         wake_on_ = wake_on::big_batch;
@@ -779,24 +838,8 @@ void uring_wal::run() {
     if (exit) break;
     if (room_callback) room_callback();
     for (auto& b : doomed) fail_appends(*b, wal_error::io);
-    for (auto& b : ready) {
-      // In flight before it is submitted, as a writer may finish it at once; until then it
-      // must not look complete to a writer retiring the batches before it.
-      batch& submitted = *b;
-      submitted.ops_left = 1;
-      inflight_count_.fetch_add(1, std::memory_order_acq_rel);
-      {
-        base::lock_guard retire_lock(retire_mu_);
-        inflight_.push_back(std::move(b));
-      }
-      submit_batch(submitted);
-    }
-    if (write_header) {
-      // Header writes are few (one per trim at most, coalesced); they take from the IOPS budget
-      // but never wait for it.
-      bucket_.take(1, clock::now());
-      submit_header(header_next, epoch_step);
-    }
+    for (batch* b : ready) submit_batch(*b);
+    if (write_header) submit_header(header_next, epoch_step);
     if (!wake_armed_) arm_wake();
     if (!doomed.empty()) {
       // Failing them changed the state without any I/O to wake this thread (recovery, or

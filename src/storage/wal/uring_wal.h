@@ -1,26 +1,29 @@
 // The WAL after recovery: appends are framed into batches by the calling threads and written
-// by one I/O thread, through io_uring or, with io_engine::threads, by writer threads that it
-// hands each batch to (see wal.h for the contract).
+// through io_uring by one I/O thread or, with io_engine::threads, by writer threads that take
+// each batch from the queue themselves (see wal.h for the contract).
 //
 // Failures: a failed write fails every batch after it; once nothing is in flight the I/O
 // thread writes a new epoch's header (two slots, one after the other) with its start at the
 // first failed batch, and appends resume there (see wal.h and docs/formats/wal.md).
 //
-// Ownership: the fields under "shared" belong to mu_; the in-flight batches to retire_mu_; the
-// ring, the token bucket and the header buffer to the I/O thread; counters and the durable end
-// are atomics that anyone may read. With writer threads, a submitted batch's writes belong to
-// the writer that took it from jobs_ (under jobs_mu_); once they are done, that writer retires
-// what completed in order and runs the callbacks itself, and wakes the I/O thread (through the
-// eventfd appenders use) only when it has something to do: queued batches, a trim to persist,
-// a failure, closing. Lifecycle: start() launches the I/O thread (and the writers), close()
-// (or the destructor) drains them and joins them.
+// Ownership: the fields under "shared" belong to mu_ (the queue, the in-flight batches in
+// position order, the IOPS bucket); the callbacks' order to retire_mu_; the io_uring and the
+// header buffer to the I/O thread; counters and the durable end are atomics that anyone may
+// read. A batch taken from the queue belongs to the thread that writes it until its writes are
+// done; then whichever WAL thread sees the oldest batch in flight done retires what completed,
+// in order, and runs the callbacks. Lifecycle: start() launches the I/O thread (and the
+// writers), close() (or the destructor) drains them and joins them.
 //
 // Hand-offs: an appender reserves space in the open batch under mu_ and copies its frame
-// outside it. The I/O thread sleeps in io_uring; it is woken through an eventfd that it reads
+// outside it. With writer threads, the appender that completes a batch worth writing wakes an
+// idle writer directly (a condition variable), and a writer that finished a write takes
+// whatever queued behind it before it sleeps: an append costs one wake-up, of the thread that
+// writes it. The I/O thread then only persists trims and recovers from failures. With
+// io_uring, the I/O thread sleeps in io_uring; it is woken through an eventfd that it reads
 // with io_uring, and only when it asked to be (wake_on_), so a burst of appends costs one
 // wake-up, not one per record; while writes are in flight, completions pick up what queued
-// behind them, and appenders wake the thread only for a batch big enough to be worth a write
-// in a free slot.
+// behind them. Either way, while writes are in flight only a batch big enough to be worth a
+// write in a free slot is written at once; smaller ones wait for the next completion and grow.
 #pragma once
 
 #include <array>
@@ -138,6 +141,15 @@ class uring_wal final : public wal {
   void reap();
   void finish_batches() EXCLUDES(retire_mu_);
   void retire() REQUIRES(retire_mu_);
+  // What the front of the queue allows now (the caller checked that a write slot is free and
+  // no failure is pending).
+  struct front_state {
+    batch* taken = nullptr;  // sealed, in inflight_; its writes now belong to the caller
+    clock_type::duration wait = clock_type::duration::zero();  // paced or held until then
+    bool copies = false;  // sealed, but appenders are still copying into it
+  };
+  [[nodiscard]] front_state take_front(clock_type::time_point now) REQUIRES(mu_);
+  void prepare_requests(batch& b);
   void finish_header();
   void submit_batch(batch& b);
   void submit_header(const format::header_slot& slot, bool epoch_step);
@@ -154,6 +166,8 @@ class uring_wal final : public wal {
   void start_writers();
   void stop_writers();
   void writer_run();
+  [[nodiscard]] batch* writer_take(bool just_wrote);
+  [[nodiscard]] bool worth_waking_writer(const batch& b) const REQUIRES(mu_);
   void write_batch(batch& b);
   void finish_written(batch& b);
   [[nodiscard]] io_uring_sqe* next_sqe();
@@ -198,16 +212,22 @@ class uring_wal final : public wal {
   bool recovery_abandoned_ GUARDED_BY(mu_) = false;  // a header write failed while closing
   bool stopped_ GUARDED_BY(mu_) = false;
   std::vector<aligned_buffer> free_buffers_ GUARDED_BY(mu_);
+  token_bucket bucket_ GUARDED_BY(mu_);
+  // Submitted batches, in position order; retired from the front by whichever WAL thread sees
+  // it complete: the I/O thread (io_uring) or a writer.
+  std::deque<std::unique_ptr<batch>> inflight_ GUARDED_BY(mu_);
+  // Writer threads (io_engine::threads): those asleep, waiting for a batch worth writing.
+  std::condition_variable writers_cv_;
+  uint32_t idle_writers_ GUARDED_BY(mu_) = 0;
+  bool writers_stop_ GUARDED_BY(mu_) = false;
   // Where writing resumes after a failure: the first failed batch's start, with the rewritten
   // tail it began with (if any), which the first write of the new epoch must carry again.
   std::optional<wal_position> rewind_start_ GUARDED_BY(mu_);
   std::vector<uint8_t> rewind_tail_ GUARDED_BY(mu_);
 
-  // Submitted batches, retired in position order by whichever WAL thread sees the front one
-  // complete: the I/O thread (io_uring) or a writer. Callbacks run under retire_mu_, which
-  // keeps them in append order; it is taken before mu_, never while holding it.
+  // Callbacks run under retire_mu_, which keeps them in append order; it is taken before mu_,
+  // never while holding it.
   base::mutex retire_mu_;
-  std::deque<std::unique_ptr<batch>> inflight_ GUARDED_BY(retire_mu_);  // in position order
   bool io_failed_ GUARDED_BY(retire_mu_) = false;  // a retired batch failed: fail all after it
   // inflight_.size(), for the I/O thread's decisions under mu_.
   std::atomic<size_t> inflight_count_{0};
@@ -222,7 +242,6 @@ class uring_wal final : public wal {
   int epoch_steps_ = 0;                // header slots still to write for a new epoch
   format::header_slot recovery_slot_;  // the new epoch's header (its sequence aside)
   clock_type::time_point retry_at_{};  // the next attempt at the new epoch's header
-  token_bucket bucket_;
   aligned_buffer header_buf_;
   format::header_slot header_;          // the last slot written durably
   format::header_slot pending_header_;  // the slot being written
@@ -235,12 +254,6 @@ class uring_wal final : public wal {
 
   std::thread thread_;
   base::mutex close_mu_;  // serializes close()
-
-  // Writer threads (io_engine::threads): batches to write, in submission order.
-  base::mutex jobs_mu_;
-  std::condition_variable jobs_cv_;
-  std::deque<batch*> jobs_ GUARDED_BY(jobs_mu_);
-  bool writers_stop_ GUARDED_BY(jobs_mu_) = false;
   std::vector<std::thread> writers_;
 
   // Readable from any thread.

@@ -16,7 +16,8 @@
 // tries again every second.
 //
 // Threads: append() and trim() may be called from any thread. The WAL owns one I/O thread that
-// submits writes, and (io_engine::threads) writer threads that issue them; callbacks run on
+// submits writes through io_uring, or (io_engine::threads) writer threads that take and issue
+// them, the I/O thread then persisting trims and recovering from failures; callbacks run on
 // one of these, one at a time, in append order, and must be short (hand work off). A callback
 // may call trim() and try_append() but not append() (it could wait for room that only the
 // WAL's threads can make) nor close() (which joins them). open() replays the durable records before
@@ -95,7 +96,8 @@ struct write_fault {
 
 // Decides the fault of each data write, for tests of the code above the WAL: failed writes
 // and stalls, drawn by probability from a seeded generator, or scripted (fail_next). Called
-// on the I/O thread only, once per write; thread-safe for the test that adjusts it.
+// by the WAL thread that takes the write, once per write, under the WAL's lock; thread-safe
+// for the test that adjusts it.
 class write_faults {
  public:
   struct options {
@@ -133,7 +135,7 @@ struct replayed_record {
   std::span<const uint8_t> payload;
 };
 
-// Counters of the I/O thread since open(), for metrics and tests.
+// Counters of the WAL's threads since open(), for metrics and tests.
 struct wal_stats {
   uint64_t appends = 0;        // records made durable
   uint64_t writes = 0;         // coalesced data writes completed (a write that wraps the ring
@@ -178,7 +180,7 @@ class wal {
   // `done`, on the calling thread.
   virtual void append(base::stream_id stream_id, base::offset offset,
                       std::span<const uint8_t> payload, append_callback done) = 0;
-  // Called on the I/O thread when room may have appeared after try_append() refused with
+  // Called on one of the WAL's threads when room may have appeared after try_append() refused with
   // `full`, or the WAL has recovered from a failed write. Set before the first append.
   virtual void set_room_callback(std::function<void()> callback) = 0;
 
@@ -197,7 +199,7 @@ class wal {
   [[nodiscard]] virtual wal_stats stats() const = 0;
 
   // Waits for queued appends to complete and the last trim point to be persisted, then stops
-  // the I/O thread. Appends after close() (or waiting for room when it is called) fail with
+  // the WAL's threads. Appends after close() (or waiting for room when it is called) fail with
   // wal_error::closed. Idempotent; the destructor closes.
   virtual void close() = 0;
 };
