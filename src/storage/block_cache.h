@@ -6,9 +6,11 @@
 // threads; it must outlive them. Every method may be called from any thread: one mutex guards
 // all state, held only for map and list updates (a block is never copied or freed under it).
 //
-// Blocks are keyed by (object key, block position) and held as shared immutable buffers, so
-// a reader keeps using a block after the cache evicts it. The cache bounds what it holds, not
-// what evicted blocks still held by readers use. Eviction is least recently used first.
+// Blocks are keyed by (object key, block position) and held as shared immutable views of the
+// buffer they were read into (one ranged read may bring several blocks), so a reader keeps
+// using a block after the cache evicts it. The cache bounds the blocks' bytes it holds, not
+// what evicted blocks still held by readers use, nor the rest of a shared buffer (the blocks
+// of one read that were cached already). Eviction is least recently used first.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +18,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -34,7 +37,12 @@ struct block_cache_stats {
 
 class block_cache {
  public:
-  using block_ptr = std::shared_ptr<const std::vector<uint8_t>>;
+  // A block's bytes, and what keeps them alive.
+  struct block {
+    std::shared_ptr<const void> owner;
+    std::span<const uint8_t> bytes;
+  };
+  using block_ptr = std::shared_ptr<const block>;
 
   // Bookkeeping counted per cached block on top of its bytes (list and hash nodes), so that
   // many small blocks cannot hold much more memory than the capacity.
@@ -59,10 +67,8 @@ class block_cache {
   [[nodiscard]] size_t capacity_bytes() const { return capacity_; }
   [[nodiscard]] size_t block_count() const;
   [[nodiscard]] block_cache_stats stats() const;
-  // What a block of this buffer counts against the capacity.
-  [[nodiscard]] static size_t charge(const std::vector<uint8_t>& block) {
-    return block.capacity() + entry_overhead;
-  }
+  // What a block counts against the capacity.
+  [[nodiscard]] static size_t charge(const block& b) { return b.bytes.size() + entry_overhead; }
 
  private:
   struct string_hash {

@@ -65,7 +65,7 @@ tl::expected<read_result, stream_error> cold_reader::read(base::stream_id stream
       last = next;
     }
   }
-  std::vector<std::shared_ptr<const std::vector<uint8_t>>> data(fetch.size());
+  std::vector<block_cache::block_ptr> data(fetch.size());
   size_t first_miss = fetch.size();
   for (size_t i = 0; i < fetch.size(); ++i) {
     data[i] = blocks_.get(located.key, fetch[i]->position);
@@ -78,16 +78,18 @@ tl::expected<read_result, stream_error> cold_reader::read(base::stream_id stream
     size_t last_needed = fetch.size() - 1;
     const uint64_t begin = fetch[first_miss]->position;
     const uint64_t end = fetch[last_needed]->position + fetch[last_needed]->size;
-    auto bytes = store_.get(located.key, begin, end - begin);
+    auto got = store_.get(located.key, begin, end - begin);
     gets_.fetch_add(1, std::memory_order_relaxed);
     // A short read (a response cut off) is the store's failure, not the object's: retried.
-    if (!bytes || bytes->size() != end - begin) return fail(stream_error::object_store);
+    if (!got || got->size() != end - begin) return fail(stream_error::object_store);
+    // The blocks are views of the buffer read, which they keep alive; each is checked once,
+    // here, before it is cached.
+    auto bytes = std::make_shared<const std::vector<uint8_t>>(std::move(*got));
     for (size_t i = first_miss; i < fetch.size(); ++i) {
       if (data[i]) continue;
-      const auto from = static_cast<ptrdiff_t>(fetch[i]->position - begin);
-      auto block = std::make_shared<const std::vector<uint8_t>>(
-          bytes->begin() + from, bytes->begin() + from + fetch[i]->size);
-      if (!open_block(*fetch[i], *block)) return fail(stream_error::corrupt_object);
+      const auto view = std::span(*bytes).subspan(fetch[i]->position - begin, fetch[i]->size);
+      if (!open_block(*fetch[i], view)) return fail(stream_error::corrupt_object);
+      auto block = std::make_shared<const block_cache::block>(block_cache::block{bytes, view});
       blocks_.put(located.key, fetch[i]->position, block);
       data[i] = std::move(block);
     }
@@ -97,7 +99,7 @@ tl::expected<read_result, stream_error> cold_reader::read(base::stream_id stream
   size_t out_bytes = 0;
   bool full = false;
   for (size_t i = 0; i < wanted.size() && !full; ++i) {
-    auto batches = open_block(*wanted[i], *data[i]);
+    auto batches = checked_block_batches(*wanted[i], data[i]->bytes);
     if (!batches || !batch::add_to(out, out_bytes, *batches, offset, max_bytes, full)) {
       return fail(stream_error::corrupt_object);
     }

@@ -301,13 +301,19 @@ tl::expected<std::vector<block_entry>, object_format_error> parse_index(
   return entries;
 }
 
-tl::expected<std::span<const uint8_t>, object_format_error> open_block(
+tl::expected<std::span<const uint8_t>, object_format_error> checked_block_batches(
     const block_entry& entry, std::span<const uint8_t> block) {
   if (block.size() != entry.size || block.size() <= block_trailer_size) {
     return fail(object_format_error::bad_block);
   }
-  const auto batches = block.first(block.size() - block_trailer_size);
-  if (base::crc32c(batches) != base::load_be<uint32_t>(block.data() + batches.size())) {
+  return block.first(block.size() - block_trailer_size);
+}
+
+tl::expected<std::span<const uint8_t>, object_format_error> open_block(
+    const block_entry& entry, std::span<const uint8_t> block) {
+  const auto batches = checked_block_batches(entry, block);
+  if (!batches) return batches;
+  if (base::crc32c(*batches) != base::load_be<uint32_t>(block.data() + batches->size())) {
     return fail(object_format_error::bad_block);
   }
   return batches;

@@ -158,6 +158,10 @@ struct object_footer {
 // into `block`).
 [[nodiscard]] tl::expected<std::span<const uint8_t>, object_format_error> open_block(
     const block_entry& entry, std::span<const uint8_t> block);
+// The batches of a block that open_block() checked already (its checksum is not computed
+// again); bad_block only when its size is not the entry's.
+[[nodiscard]] tl::expected<std::span<const uint8_t>, object_format_error> checked_block_batches(
+    const block_entry& entry, std::span<const uint8_t> block);
 
 // The blocks of stream_id to read for a fetch from `offset`: the block holding `offset` and the
 // ones after it in the stream until their sizes add up to max_bytes (so the last may pass it).

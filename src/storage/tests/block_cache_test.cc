@@ -12,12 +12,13 @@ namespace silt::storage {
 namespace {
 
 block_cache::block_ptr make_block(size_t n, uint8_t fill) {
-  return std::make_shared<const std::vector<uint8_t>>(n, fill);
+  auto bytes = std::make_shared<const std::vector<uint8_t>>(n, fill);
+  return std::make_shared<const block_cache::block>(block_cache::block{bytes, *bytes});
 }
 
 // What a block of n bytes counts against the capacity.
 size_t charge_of(size_t n) {
-  return block_cache::charge(std::vector<uint8_t>(n));
+  return block_cache::charge(*make_block(n, 0));
 }
 
 TEST(BlockCache, MissesUntilPutThenHits) {
@@ -35,9 +36,9 @@ TEST(BlockCache, KeysAreObjectAndPosition) {
   cache.put("a", 0, make_block(10, 1));
   cache.put("a", 10, make_block(10, 2));
   cache.put("b", 0, make_block(10, 3));
-  EXPECT_EQ(cache.get("a", 0)->front(), 1);
-  EXPECT_EQ(cache.get("a", 10)->front(), 2);
-  EXPECT_EQ(cache.get("b", 0)->front(), 3);
+  EXPECT_EQ(cache.get("a", 0)->bytes.front(), 1);
+  EXPECT_EQ(cache.get("a", 10)->bytes.front(), 2);
+  EXPECT_EQ(cache.get("b", 0)->bytes.front(), 3);
   EXPECT_EQ(cache.get("b", 10), nullptr);
   EXPECT_EQ(cache.get("ab", 0), nullptr);
 }
@@ -115,7 +116,7 @@ TEST(BlockCache, PutReplacesTheBlockAtItsKey) {
   block_cache cache(1 << 20);
   cache.put("o", 0, make_block(100, 1));
   cache.put("o", 0, make_block(300, 2));
-  EXPECT_EQ(cache.get("o", 0)->size(), 300u);
+  EXPECT_EQ(cache.get("o", 0)->bytes.size(), 300u);
   EXPECT_EQ(cache.block_count(), 1u);
   EXPECT_EQ(cache.size_bytes(), charge_of(300));
   EXPECT_EQ(cache.stats().evictions, 0u);
@@ -151,7 +152,7 @@ TEST(BlockCache, EraseObjectDropsOnlyThatObjectsBlocks) {
   }
   // The object's blocks can be cached again, and LRU order still works after the erase.
   cache.put("gone", 0, make_block(100, 3));
-  EXPECT_EQ(cache.get("gone", 0)->front(), 3);
+  EXPECT_EQ(cache.get("gone", 0)->bytes.front(), 3);
 }
 
 TEST(BlockCache, ReaderKeepsABlockTheCacheEvicted) {
@@ -163,7 +164,8 @@ TEST(BlockCache, ReaderKeepsABlockTheCacheEvicted) {
   ASSERT_EQ(cache.get("o", 0), nullptr);
   ASSERT_NE(held, nullptr);
   EXPECT_EQ(held.use_count(), 1) << "the reader holds the only reference";
-  EXPECT_EQ(*held, std::vector<uint8_t>(1000, 0x5a));
+  EXPECT_EQ(std::vector<uint8_t>(held->bytes.begin(), held->bytes.end()),
+            std::vector<uint8_t>(1000, 0x5a));
 }
 
 // Content is a function of the key, so a reader can tell a block served under the wrong key.
@@ -191,8 +193,8 @@ TEST(BlockCache, ConcurrentReadersAndWritersKeepItConsistent) {
         if (op < 60) {
           ++gets;
           if (const auto block = cache.get(key, position)) {
-            if (block->empty() || block->front() != fill_of(object, position) ||
-                block->back() != fill_of(object, position)) {
+            if (block->bytes.empty() || block->bytes.front() != fill_of(object, position) ||
+                block->bytes.back() != fill_of(object, position)) {
               ++wrong;
             }
           }
