@@ -99,14 +99,10 @@ asio::awaitable<size_t> gather(context& ctx, std::vector<wanted>& ws, int32_t ma
     }
     if (r->chunks.empty()) continue;
     const size_t n = r->bytes();
-    if (r->chunks.size() == 1) {
-      g.data.records = protocol::records_view(r->chunks.front());
-      g.owners = std::move(r->owners);
-    } else {
-      auto joined = std::make_shared<std::vector<uint8_t>>(r->concatenate());
-      g.data.records = protocol::records_view(*joined);
-      g.owners.push_back(std::move(joined));
-    }
+    // Batches from several buffers (log cache entries, object blocks) are sent from there,
+    // one piece after the other.
+    g.data.records = protocol::records_view(std::move(r->chunks));
+    g.owners = std::move(r->owners);
     total += n;
     budget = budget > n ? budget - n : 0;
   }

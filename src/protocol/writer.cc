@@ -65,7 +65,7 @@ void writer::bytes(std::span<const uint8_t> b, bool compact) {
 }
 
 void writer::records(const records_view& r, bool compact) {
-  if (r.size() < zero_copy_threshold_) return bytes(r.bytes(), compact);
+  if (r.in_one_piece() && r.size() < zero_copy_threshold_) return bytes(r.bytes(), compact);
   if (r.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
     return fail(encode_error::value_too_large);
   }
@@ -74,7 +74,14 @@ void writer::records(const records_view& r, bool compact) {
   } else {
     int32(static_cast<int32_t>(r.size()));
   }
-  segments_.push_back({buf_.size(), r.bytes()});
+  for (const auto& piece : r.pieces()) {
+    // Pieces below the threshold are copied; the others follow as segments at the same place.
+    if (piece.size() < zero_copy_threshold_) {
+      raw(piece);
+    } else {
+      segments_.push_back({buf_.size(), piece});
+    }
+  }
 }
 
 void writer::null_string(bool compact) {

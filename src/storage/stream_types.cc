@@ -43,13 +43,20 @@ namespace batch {
 
 bool add_to(read_result& out, size_t& bytes, std::span<const uint8_t> data, base::offset offset,
             size_t max_bytes, bool& full) {
+  const size_t first_new = out.chunks.size();
   return for_each(data, [&](const view& b) {
     if (full || b.end_offset <= offset) return;
     if (!out.chunks.empty() && bytes + b.bytes.size() > max_bytes) {
       full = true;
       return;
     }
-    out.chunks.push_back(b.bytes);
+    // Batches that follow each other in `data` make one chunk.
+    if (out.chunks.size() > first_new &&
+        out.chunks.back().data() + out.chunks.back().size() == b.bytes.data()) {
+      out.chunks.back() = {out.chunks.back().data(), out.chunks.back().size() + b.bytes.size()};
+    } else {
+      out.chunks.push_back(b.bytes);
+    }
     out.next_offset = b.end_offset;
     bytes += b.bytes.size();
   });

@@ -34,7 +34,8 @@ enum class stream_error : uint8_t {
   return tl::make_unexpected(e);
 }
 
-// What read() returns: whole record batches in offset order, as views kept alive by owners.
+// What read() returns: whole record batches in offset order, as views kept alive by owners
+// (batches next to each other in one buffer make one chunk).
 struct read_result {
   std::vector<std::span<const uint8_t>> chunks;
   std::vector<std::shared_ptr<const void>> owners;

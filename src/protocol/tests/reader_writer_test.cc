@@ -193,6 +193,32 @@ TEST(Writer, LargeRecordsCanBeReferencedInsteadOfCopied) {
   EXPECT_EQ(referenced.take(), copied.take());
 }
 
+TEST(Writer, RecordsInPiecesAreWrittenInOrderLargeOnesReferenced) {
+  std::vector<uint8_t> whole(4096 + 100 + 2048);
+  for (size_t i = 0; i < whole.size(); ++i) whole[i] = static_cast<uint8_t>(i * 7);
+  // Three buffers: large, small (copied), large.
+  const std::vector<uint8_t> a(whole.begin(), whole.begin() + 4096);
+  const std::vector<uint8_t> b(whole.begin() + 4096, whole.begin() + 4196);
+  const std::vector<uint8_t> c(whole.begin() + 4196, whole.end());
+  produce_request in_pieces = sample_produce({});
+  in_pieces.topic_data[0].partition_data[0].records =
+      records_view(std::vector<std::span<const uint8_t>>{a, b, c});
+  EXPECT_EQ(in_pieces.topic_data[0].partition_data[0].records->size(), whole.size());
+  EXPECT_EQ(in_pieces.topic_data[0].partition_data[0].records, records_view(whole));
+
+  writer copied;
+  sample_produce(whole).encode(copied, 9);
+  writer referenced;
+  referenced.set_zero_copy_threshold(1024);
+  in_pieces.encode(referenced, 9);
+  ASSERT_TRUE(referenced.ok());
+  ASSERT_EQ(referenced.segments().size(), 2u);
+  EXPECT_EQ(referenced.segments()[0].data.data(), a.data());
+  EXPECT_EQ(referenced.segments()[1].data.data(), c.data());
+  EXPECT_EQ(referenced.size() + a.size() + c.size(), copied.size());
+  EXPECT_EQ(referenced.take(), copied.take());
+}
+
 TEST(TaggedFields, UnknownTagsArePreservedInOrderAroundKnownOnes) {
   // FetchResponse partition data (v12+) has known tags 0, 1 and 2.
   produce_request p = sample_produce({});
