@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/java_properties.h"
+
 namespace silt::perf {
 namespace {
 
@@ -410,114 +412,10 @@ tl::expected<parsed_flags, std::string> parse_flags(const std::vector<std::strin
 
 // ================================================================ client properties
 
-namespace {
-
-bool is_property_space(char c) {
-  return c == ' ' || c == '\t' || c == '\f';
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
-// The text of a key or value with Properties' escapes resolved.
-std::string unescape_property(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '\\' || i + 1 == s.size()) {
-      out += s[i];
-      continue;
-    }
-    const char c = s[++i];
-    switch (c) {
-      case 't':
-        out += '\t';
-        break;
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'u': {
-        uint32_t cp = 0;
-        const auto res =
-            std::from_chars(s.data() + i + 1, s.data() + std::min(s.size(), i + 5), cp, 16);
-        if (res.ptr == s.data() + i + 5) {
-          append_utf8(out, cp);
-          i += 4;
-        } else {
-          out += 'u';  // Java throws on a malformed \u; keep the text instead
-        }
-        break;
-      }
-      default:
-        out += c;
-        break;
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 properties parse_java_properties(std::string_view text) {
   properties out;
-  size_t pos = 0;
-  auto next_line = [&text, &pos] {
-    const size_t end = text.find_first_of("\r\n", pos);
-    std::string_view line = text.substr(pos, end == std::string_view::npos ? end : end - pos);
-    pos = end == std::string_view::npos ? text.size() : end + 1;
-    if (end != std::string_view::npos && text[end] == '\r' && pos < text.size() &&
-        text[pos] == '\n') {
-      ++pos;
-    }
-    while (!line.empty() && is_property_space(line.front())) line.remove_prefix(1);
-    return line;
-  };
-  while (pos < text.size()) {
-    std::string_view natural = next_line();
-    if (natural.empty() || natural.front() == '#' || natural.front() == '!') continue;
-    // A line ending in an odd number of backslashes continues on the next one.
-    std::string logical;
-    for (;;) {
-      size_t backslashes = 0;
-      while (backslashes < natural.size() && natural[natural.size() - 1 - backslashes] == '\\') {
-        ++backslashes;
-      }
-      if (backslashes % 2 == 0) {
-        logical.append(natural);
-        break;
-      }
-      logical.append(natural.substr(0, natural.size() - 1));
-      if (pos >= text.size()) break;
-      natural = next_line();
-    }
-    // The key ends at the first unescaped '=', ':' or blank.
-    size_t k = 0;
-    while (k < logical.size() && logical[k] != '=' && logical[k] != ':' &&
-           !is_property_space(logical[k])) {
-      k += logical[k] == '\\' ? 2 : 1;
-    }
-    k = std::min(k, logical.size());
-    size_t v = k;
-    while (v < logical.size() && is_property_space(logical[v])) ++v;
-    if (v < logical.size() && (logical[v] == '=' || logical[v] == ':')) ++v;
-    while (v < logical.size() && is_property_space(logical[v])) ++v;
-    out.emplace_back(unescape_property(std::string_view(logical).substr(0, k)),
-                     unescape_property(std::string_view(logical).substr(v)));
+  for (auto& p : base::parse_java_properties(text)) {
+    out.emplace_back(std::move(p.key), std::move(p.value));
   }
   return out;
 }

@@ -16,6 +16,7 @@
 #include <system_error>
 #include <utility>
 
+#include "base/java_properties.h"
 #include "config/internal.h"
 #include "config/topic_config.h"
 
@@ -830,87 +831,15 @@ tl::expected<broker_config, std::string> build(const std::vector<property>& prop
   return c;
 }
 
-// Java Properties basics: '#' and '!' comments, key=value, key: value or key value, trimmed
-// whitespace, backslash escapes and line continuation. Unlike Java, trailing whitespace of a
-// value is dropped too.
-void unescape_into(std::string_view s, std::string& out) {
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '\\' || i + 1 == s.size()) {
-      out += s[i];
-      continue;
-    }
-    const char e = s[++i];
-    switch (e) {
-      case 't':
-        out += '\t';
-        break;
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      default:
-        out += e;
-        break;
-    }
-  }
-}
-
+// As java.util.Properties.load reads them (base/java_properties.h), except that trailing
+// whitespace of a value is dropped too.
 std::vector<property> parse_properties(std::string_view text, const std::string& file) {
   std::vector<property> out;
-  size_t line_no = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    // One logical line: natural lines joined while they end in an odd number of backslashes.
-    std::string logical;
-    const size_t first_line = line_no + 1;
-    bool continued = true;
-    while (continued && pos <= text.size()) {
-      const auto nl = text.find('\n', pos);
-      std::string_view line = text.substr(pos, nl == std::string_view::npos ? nl : nl - pos);
-      pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
-      ++line_no;
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      // Continuation lines lose their leading whitespace; a comment is a comment only at the
-      // start of a logical line.
-      line = trim(line);
-      if (logical.empty() && (line.empty() || line.front() == '#' || line.front() == '!')) {
-        continued = false;
-        break;
-      }
-      size_t backslashes = 0;
-      while (backslashes < line.size() && line[line.size() - 1 - backslashes] == '\\') {
-        ++backslashes;
-      }
-      continued = backslashes % 2 == 1;
-      if (continued) line.remove_suffix(1);
-      logical += line;
-    }
-    if (logical.empty()) continue;
-    // The key ends at the first unescaped '=', ':' or whitespace.
-    size_t k = 0;
-    while (k < logical.size()) {
-      const char ch = logical[k];
-      if (ch == '\\') {
-        k += 2;
-        continue;
-      }
-      if (ch == '=' || ch == ':' || ch == ' ' || ch == '\t' || ch == '\f') break;
-      ++k;
-    }
-    k = std::min(k, logical.size());
+  for (auto& e : base::parse_java_properties(text)) {
     property p;
-    unescape_into(std::string_view(logical).substr(0, k), p.key);
-    std::string_view rest = trim(std::string_view(logical).substr(k));
-    if (!rest.empty() && (rest.front() == '=' || rest.front() == ':')) {
-      rest = trim(rest.substr(1));
-    }
-    unescape_into(rest, p.value);
-    p.origin = file + ":" + std::to_string(first_line);
+    p.key = std::move(e.key);
+    p.value = std::string(trim(e.value));
+    p.origin = file + ":" + std::to_string(e.line);
     out.push_back(std::move(p));
   }
   return out;
