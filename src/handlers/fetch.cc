@@ -37,74 +37,83 @@ struct gathered {
   bool found = false;
 };
 
-// A read from the log cache runs here, on the connection; one that needs the catalog or the
-// object store runs on the blocking pool (the cache may have evicted the data since the
-// fetch looked at the stream's offsets: read_cached() decides under the store's lock).
-asio::awaitable<tl::expected<storage::read_result, storage::stream_error>> read(
-    context& ctx, base::stream_id stream, base::offset offset, size_t max_bytes) {
-  if (auto cached = ctx.store.read_cached(stream, offset, max_bytes)) co_return std::move(*cached);
-  co_return co_await asio::co_spawn(
-      ctx.blocking,
-      [&ctx, stream, offset,
-       max_bytes]() -> asio::awaitable<tl::expected<storage::read_result, storage::stream_error>> {
-        co_return ctx.store.read(stream, offset, max_bytes);
-      },
-      asio::use_awaitable);
+// One partition of a fetch: what it has from its fetch offset on, within `budget` (which the
+// bytes read are taken from). A read from the log cache runs on the calling thread; one that
+// needs the catalog or the object store only when `may_block`; otherwise it returns false
+// and leaves `budget` and `total` as they were, for the caller to do it again on a thread
+// that may block (the cache may have evicted the data since the fetch looked at the
+// stream's offsets: read_cached() decides under the store's lock).
+bool gather_one(context& ctx, const wanted& w, gathered& g, size_t& budget, size_t& total,
+                bool may_block) {
+  g = gathered{};
+  g.data.partition_index = w.partition;
+  auto t = w.topic.empty() ? ctx.topic(w.topic_id.bytes) : ctx.topic(w.topic);
+  const auto stream = stream_of(t, w.partition);
+  if (!stream) {
+    g.data.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
+    return true;
+  }
+  const base::stream_id stream_id = *stream;
+  const auto offs = ctx.store.offsets(stream_id);
+  if (const auto e = check_leader(offs, w.current_leader_epoch); e != error_code::none) {
+    g.data.error_code = static_cast<int16_t>(e);
+    return true;
+  }
+  g.found = true;
+  g.stream_id = stream_id;
+  g.data.high_watermark = offs.end_offset.value();
+  g.data.last_stable_offset = offs.end_offset.value();
+  g.data.log_start_offset = offs.start_offset.value();
+  if (w.fetch_offset < offs.start_offset || w.fetch_offset > offs.end_offset) {
+    g.data.error_code = static_cast<int16_t>(error_code::offset_out_of_range);
+    g.data.high_watermark = offs.end_offset.value();
+    return true;
+  }
+  if (w.fetch_offset == offs.end_offset) return true;
+  // The first partition with data gets at least one batch whatever the limits.
+  const size_t limit = std::min(static_cast<size_t>(std::max(w.max_bytes, 0)), budget);
+  if (limit == 0 && total > 0) return true;
+  const size_t max = std::max<size_t>(limit, 1);
+  auto cached = ctx.store.read_cached(g.stream_id, w.fetch_offset, max);
+  if (!cached && !may_block) return false;
+  auto r = cached ? std::move(*cached) : ctx.store.read(g.stream_id, w.fetch_offset, max);
+  if (!r) {
+    g.data.error_code = static_cast<int16_t>(
+        r.error() == storage::stream_error::offset_out_of_range ? error_code::offset_out_of_range
+        : r.error() == storage::stream_error::fenced            ? error_code::not_leader_or_follower
+                                                                : error_code::kafka_storage_error);
+    return true;
+  }
+  if (r->chunks.empty()) return true;
+  const size_t n = r->bytes();
+  // Batches from several buffers (log cache entries, object blocks) are sent from there, one
+  // piece after the other.
+  g.data.records = protocol::records_view(std::move(r->chunks));
+  g.owners = std::move(r->owners);
+  total += n;
+  budget = budget > n ? budget - n : 0;
+  return true;
 }
 
-// One pass over the partitions: what each has from its fetch offset on.
+// One pass over the partitions: what each has from its fetch offset on. From the first
+// partition that needs a cold read on, the rest of the pass runs on the blocking pool, so
+// that a fetch hands off to it once, not once per partition.
 asio::awaitable<size_t> gather(context& ctx, std::vector<wanted>& ws, int32_t max_bytes,
                                std::vector<gathered>& out) {
   out.clear();
   out.resize(ws.size());
   size_t total = 0;
   size_t budget = static_cast<size_t>(std::max(max_bytes, 0));
-  for (size_t i = 0; i < ws.size(); ++i) {
-    auto& w = ws[i];
-    auto& g = out[i];
-    g.data.partition_index = w.partition;
-    auto t = w.topic.empty() ? ctx.topic(w.topic_id.bytes) : ctx.topic(w.topic);
-    const auto stream = stream_of(t, w.partition);
-    if (!stream) {
-      g.data.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
-      continue;
-    }
-    const base::stream_id stream_id = *stream;
-    const auto offs = ctx.store.offsets(stream_id);
-    if (const auto e = check_leader(offs, w.current_leader_epoch); e != error_code::none) {
-      g.data.error_code = static_cast<int16_t>(e);
-      continue;
-    }
-    g.found = true;
-    g.stream_id = stream_id;
-    g.data.high_watermark = offs.end_offset.value();
-    g.data.last_stable_offset = offs.end_offset.value();
-    g.data.log_start_offset = offs.start_offset.value();
-    if (w.fetch_offset < offs.start_offset || w.fetch_offset > offs.end_offset) {
-      g.data.error_code = static_cast<int16_t>(error_code::offset_out_of_range);
-      g.data.high_watermark = offs.end_offset.value();
-      continue;
-    }
-    if (w.fetch_offset == offs.end_offset) continue;
-    // The first partition with data gets at least one batch whatever the limits.
-    const size_t limit = std::min(static_cast<size_t>(std::max(w.max_bytes, 0)), budget);
-    if (limit == 0 && total > 0) continue;
-    auto r = co_await read(ctx, g.stream_id, w.fetch_offset, std::max<size_t>(limit, 1));
-    if (!r) {
-      g.data.error_code = static_cast<int16_t>(
-          r.error() == storage::stream_error::offset_out_of_range ? error_code::offset_out_of_range
-          : r.error() == storage::stream_error::fenced ? error_code::not_leader_or_follower
-                                                       : error_code::kafka_storage_error);
-      continue;
-    }
-    if (r->chunks.empty()) continue;
-    const size_t n = r->bytes();
-    // Batches from several buffers (log cache entries, object blocks) are sent from there,
-    // one piece after the other.
-    g.data.records = protocol::records_view(std::move(r->chunks));
-    g.owners = std::move(r->owners);
-    total += n;
-    budget = budget > n ? budget - n : 0;
+  size_t i = 0;
+  while (i < ws.size() && gather_one(ctx, ws[i], out[i], budget, total, false)) ++i;
+  if (i < ws.size()) {
+    co_await asio::co_spawn(
+        ctx.blocking,
+        [&]() -> asio::awaitable<void> {
+          for (; i < ws.size(); ++i) (void)gather_one(ctx, ws[i], out[i], budget, total, true);
+          co_return;
+        },
+        asio::use_awaitable);
   }
   co_return total;
 }
