@@ -40,9 +40,9 @@ class records_view {
   // The bytes, of a view in one piece (every decoded one).
   [[nodiscard]] std::span<const uint8_t> bytes() const { return bytes_; }
   [[nodiscard]] const uint8_t* data() const { return bytes_.data(); }
-  // The pieces, in order.
-  [[nodiscard]] std::vector<std::span<const uint8_t>> pieces() const {
-    if (pieces_.empty()) return {bytes_};
+  // The pieces, in order (a view in one piece is one piece).
+  [[nodiscard]] std::span<const std::span<const uint8_t>> pieces() const {
+    if (pieces_.empty()) return {&bytes_, 1};
     return pieces_;
   }
   [[nodiscard]] bool in_one_piece() const { return pieces_.empty(); }
