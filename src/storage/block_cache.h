@@ -9,8 +9,11 @@
 // Blocks are keyed by (object key, block position) and held as shared immutable views of the
 // buffer they were read into (one ranged read may bring several blocks), so a reader keeps
 // using a block after the cache evicts it. The cache bounds the blocks' bytes it holds, not
-// what evicted blocks still held by readers use, nor the rest of a shared buffer (the blocks
-// of one read that were cached already). Eviction is least recently used first.
+// what evicted blocks still held by readers use, nor the rest of a shared buffer: the blocks
+// of one read that were cached already, or that were evicted while a neighbour stays (blocks
+// of one read are cached together and a catch-up reads them in order, so they age together;
+// at most a read's worth, the wanted blocks and their read-ahead, per cached block).
+// Eviction is least recently used first.
 #pragma once
 
 #include <cstddef>
