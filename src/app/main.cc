@@ -130,6 +130,14 @@ static int run(int argc, char** argv) {
             std::to_string(store.deleted_objects - store_before.deleted_objects) +
             " | metadata transactions " + std::to_string(transactions - transactions_before) + "\n";
       }
+      if (store.cold_reads != store_before.cold_reads) {
+        text += "silt: cold reads " + std::to_string(store.cold_reads - store_before.cold_reads) +
+                " | object GETs " + std::to_string(store.object_gets - store_before.object_gets) +
+                " (read-ahead " +
+                std::to_string(store.read_ahead_gets - store_before.read_ahead_gets) +
+                "), reads that waited for read-ahead " +
+                std::to_string(store.read_ahead_waits - store_before.read_ahead_waits) + "\n";
+      }
       store_before = store;
       transactions_before = transactions;
     }

@@ -55,8 +55,11 @@ struct cached_stream {
   std::deque<std::shared_ptr<entry>> cache;  // offset order; everything above committed_end
   int64_t retention_ms = -2;                 // -2: the store's default
   int64_t retention_bytes = -2;
-  // Where the last cold read stopped (read-ahead detection); none before the first.
-  std::optional<base::offset> last_cold_end;
+  // Cold read-ahead (cold_reader): where the window read ahead ends, the offset whose read
+  // queues the next window, and whether one is queued or running.
+  std::optional<base::offset> read_ahead_end;
+  base::offset read_ahead_refill_at{};
+  bool read_ahead_pending = false;
   base::node_id owner{-1};  // owner and epoch as this store holds the stream
   base::leader_epoch epoch{};
   bool fenced = false;  // a commit found a newer owner: no appends, reads or uploads here

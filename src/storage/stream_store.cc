@@ -16,7 +16,8 @@ stream_store::stream_store(const stream_store_options& options, object_store& st
     : options_(options),
       catalog_(std::move(catalog)),
       cache_(options.log_cache_bytes),
-      cold_(*catalog_, store, cache_, options.block_cache_bytes, options.read_ahead_blocks),
+      cold_(*catalog_, store, cache_, options.block_cache_bytes, options.read_ahead_blocks,
+            options.read_ahead_threads),
       uploader_(*catalog_, store, cache_, options.object_block_size, options.stream_object_bytes),
       compactor_(
           compactor_options{options.object_block_size, options.stream_object_bytes,
@@ -350,6 +351,8 @@ stream_store_stats stream_store::stats() {
   s.swept_objects = c.swept_objects;
   s.cold_reads = cold_.reads();
   s.object_gets = cold_.gets();
+  s.read_ahead_gets = cold_.read_ahead_gets();
+  s.read_ahead_waits = cold_.read_ahead_waits();
   s.log_cache_bytes = cache_.bytes();
   return s;
 }

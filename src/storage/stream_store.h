@@ -97,7 +97,10 @@ struct stream_store_options {
   std::chrono::milliseconds sweep_grace{3600000};
   int64_t retention_ms = -1;     // default per stream; -1: keep forever
   int64_t retention_bytes = -1;  // default per stream; -1: no size limit
+  // Blocks of a cold-reading stream read ahead of it, and the threads that read them (see
+  // cold_reader.h; 0 of either: no read-ahead).
   uint32_t read_ahead_blocks = 4;
+  uint32_t read_ahead_threads = 4;
   bool background = true;    // run the background thread (tests drive run_*_once() instead)
   base::node_id node_id{1};  // the owner take() names
 };
@@ -111,7 +114,9 @@ struct stream_store_stats {
   uint64_t deleted_objects = 0;
   uint64_t swept_objects = 0;  // never committed, deleted by the sweep
   uint64_t cold_reads = 0;
-  uint64_t object_gets = 0;
+  uint64_t object_gets = 0;  // ranged reads of objects, read-ahead included
+  uint64_t read_ahead_gets = 0;
+  uint64_t read_ahead_waits = 0;  // reads that waited for a block being read ahead
   size_t log_cache_bytes = 0;
 };
 
@@ -178,6 +183,8 @@ class stream_store {
   // One round of each background task.
   [[nodiscard]] tl::expected<void, std::string> run_upload_once();
   [[nodiscard]] tl::expected<void, std::string> run_compaction_once();
+  // Waits until no cold read-ahead is queued or running (tests).
+  void wait_read_ahead_idle() { cold_.wait_read_ahead_idle(); }
   [[nodiscard]] tl::expected<void, std::string> run_retention_once();
   [[nodiscard]] tl::expected<void, std::string> run_deletions_once();
   // Deletes the objects under objects/ that the catalog does not know and whose id was

@@ -204,19 +204,100 @@ TEST_F(StreamStore, StreamWithEnoughDataGetsAStreamObject) {
   EXPECT_EQ(s->stats().stream_set_objects, 1u);
 }
 
-TEST_F(StreamStore, SequentialColdReadsReadAhead) {
+TEST_F(StreamStore, ReadAheadRunsAheadOfColdReadsAcrossObjects) {
+  auto o = options();
+  o.log_cache_bytes = 0;
+  o.read_ahead_blocks = 8;
+  o.read_ahead_threads = 2;
+  auto s = open(o);
+  // Two objects, of about 15 blocks each.
+  for (int i = 0; i < 200; ++i) append(*s, sid(1), batch(1, i * 10, 10));
+  ASSERT_TRUE(s->run_upload_once());
+  for (int i = 200; i < 400; ++i) append(*s, sid(1), batch(1, i * 10, 10));
+  ASSERT_TRUE(s->run_upload_once());
+  // Reads of about one block, each given time for the read-ahead it starts: only the first
+  // reads from the object store itself, every later one finds its blocks read ahead.
+  std::vector<std::string> got;
+  int reads = 0;
+  for (base::offset offset = off(0);; ++reads) {
+    auto r = s->read(sid(1), offset, 3000);
+    ASSERT_TRUE(r.has_value()) << stream_error_name(r.error());
+    if (r->chunks.empty()) break;
+    for (auto& v : values(*r, offset)) got.push_back(std::move(v));
+    offset = r->next_offset;
+    s->wait_read_ahead_idle();
+  }
+  EXPECT_EQ(got, expected(1, 0, 4000));
+  const auto st = s->stats();
+  EXPECT_GT(reads, 20);
+  EXPECT_GT(st.read_ahead_gets, 2u);
+  EXPECT_EQ(st.object_gets - st.read_ahead_gets, 1u)
+      << "gets " << st.object_gets << " of which read-ahead " << st.read_ahead_gets;
+}
+
+TEST_F(StreamStore, AReadWaitsForTheBlockBeingReadAhead) {
   auto o = options();
   o.log_cache_bytes = 0;
   o.read_ahead_blocks = 4;
-  auto s = open(o);
-  for (int i = 0; i < 100; ++i) append(*s, sid(1), batch(1, i * 10, 10));
-  ASSERT_TRUE(s->run_upload_once());
-  // Reads of about one block: without read-ahead, one GET each.
-  const auto values_read = read_all(*s, sid(1), off(0), 3000);
-  EXPECT_EQ(values_read, expected(1, 0, 1000));
-  const auto st = s->stats();
-  EXPECT_LT(st.object_gets * 2, st.cold_reads)
-      << "gets " << st.object_gets << " reads " << st.cold_reads;
+  o.read_ahead_threads = 1;
+  faulty_store slow(objects(), faulty_store_options{});
+  auto opened = stream_store::open(o, slow);
+  ASSERT_TRUE(opened);
+  auto& s = **opened;
+  for (int i = 0; i < 200; ++i) append(s, sid(1), batch(1, i * 10, 10));
+  ASSERT_TRUE(s.run_upload_once());
+  std::vector<std::string> got;
+  auto read_next = [&](base::offset offset) {
+    auto r = s.read(sid(1), offset, 3000);
+    EXPECT_TRUE(r.has_value());
+    if (!r || r->chunks.empty()) return offset;
+    for (auto& v : values(*r, offset)) got.push_back(std::move(v));
+    return r->next_offset;
+  };
+  base::offset offset = read_next(off(0));
+  s.wait_read_ahead_idle();
+  // From now on a GET takes half a second: the next window's read-ahead is under way when the
+  // reads reach it, and the read that wants its first block waits for it.
+  faulty_store_options slow_gets;
+  slow_gets.slow_probability = 1;
+  slow_gets.slow_delay = std::chrono::milliseconds(500);
+  slow_gets.operations = 1u << static_cast<unsigned>(store_operation::get);
+  slow.set_options(slow_gets);
+  for (int i = 0; i < 40 && s.stats().read_ahead_waits == 0; ++i) {
+    offset = read_next(offset);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // Up to the read that waited, only the first read read an object itself.
+  const auto st = s.stats();
+  EXPECT_GE(st.read_ahead_waits, 1u);
+  EXPECT_EQ(st.object_gets - st.read_ahead_gets, 1u)
+      << "gets " << st.object_gets << " of which read-ahead " << st.read_ahead_gets;
+  slow.set_options(faulty_store_options{});
+  for (base::offset next = read_next(offset); next != offset; next = read_next(offset)) {
+    offset = next;
+  }
+  EXPECT_EQ(got, expected(1, 0, 2000));
+}
+
+TEST_F(StreamStore, AFailedReadAheadLeavesTheReadToTheReader) {
+  auto o = options();
+  o.log_cache_bytes = 0;
+  o.read_ahead_blocks = 4;
+  o.read_ahead_threads = 1;
+  faulty_store flaky(objects(), faulty_store_options{});
+  auto opened = stream_store::open(o, flaky);
+  ASSERT_TRUE(opened);
+  auto& s = **opened;
+  for (int i = 0; i < 200; ++i) append(s, sid(1), batch(1, i * 10, 10));
+  ASSERT_TRUE(s.run_upload_once());
+  // The first read's GETs (footer, index, its block) pass; the read-ahead's fails.
+  flaky.script(store_operation::get, {fault::none, fault::none, fault::none, fault::io});
+  auto first = s.read(sid(1), off(0), 3000);
+  ASSERT_TRUE(first.has_value());
+  s.wait_read_ahead_idle();
+  EXPECT_EQ(flaky.injected(fault::io), 1u);
+  // The blocks it did not bring are read by the reads (or by a later read-ahead).
+  EXPECT_EQ(read_all(s, sid(1), off(0), 3000), expected(1, 0, 2000));
 }
 
 TEST_F(StreamStore, RecoveryReplaysTheWalAboveWhatObjectsHold) {
