@@ -45,8 +45,11 @@ class local_store final : public object_store {
       const std::filesystem::path& root, bool direct_io = true);
 
   // The size of the chunks O_DIRECT writes go out in, and their alignment (of memory, file
-  // offsets and lengths).
-  static constexpr size_t write_chunk_size = size_t{4} << 20;
+  // offsets and lengths). The WAL shares the disk: its writes, each with the device's flush,
+  // wait for the object write ahead of them in the device, so that write is kept short
+  // (512 KiB, against 4 MiB: the WAL's write p99 1.4 ms against 2.8 ms at 50 MiB/s of
+  // 64 KiB records, with uploads as fast).
+  static constexpr size_t write_chunk_size = size_t{512} << 10;
   static constexpr size_t direct_alignment = 4096;
 
   [[nodiscard]] tl::expected<void, store_error> put(std::string_view key,
