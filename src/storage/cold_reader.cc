@@ -138,14 +138,18 @@ tl::expected<std::vector<block_cache::block_ptr>, stream_error> cold_reader::loa
     if (may_wait) {
       // Blocks another thread is reading: wait for them, then look in the cache again (once:
       // a read that failed, or blocks evicted meanwhile, are read here).
+      // One bound for all of them.
       may_wait = false;
       bool waited = false;
+      const auto deadline = std::chrono::steady_clock::now() + read_ahead_wait;
       for (size_t i = first; i <= last; ++i) {
         if (out[i]) continue;
         const block_key k{key, blocks[i].position};
         if (!in_flight_.contains(k)) continue;
         waited = true;
-        lock.wait_for(flight_cv_, read_ahead_wait,
+        const auto left = deadline - std::chrono::steady_clock::now();
+        if (left <= left.zero()) break;
+        lock.wait_for(flight_cv_, left,
                       [&]() REQUIRES(flight_mu_) { return !in_flight_.contains(k); });
       }
       if (waited) {
@@ -267,9 +271,10 @@ void cold_reader::read_ahead(const read_ahead_job& job) {
   }
 }
 
-void cold_reader::wait_read_ahead_idle() {
+bool cold_reader::wait_read_ahead_idle(std::chrono::milliseconds timeout) {
   base::unique_lock lock(queue_mu_);
-  lock.wait(idle_cv_, [&]() REQUIRES(queue_mu_) { return queue_.empty() && running_ == 0; });
+  return lock.wait_for(idle_cv_, timeout,
+                       [&]() REQUIRES(queue_mu_) { return queue_.empty() && running_ == 0; });
 }
 
 void cold_reader::forget(const std::string& key) {

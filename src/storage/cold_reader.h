@@ -18,6 +18,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -41,7 +42,8 @@ namespace silt::storage {
 
 class cold_reader {
  public:
-  // read_ahead_threads: how many blocks reads may run ahead at once (0: no read-ahead).
+  // read_ahead_blocks: how many blocks a stream's window holds; read_ahead_threads: how many
+  // windows are read at once (either 0: no read-ahead).
   cold_reader(metadata::stream_catalog& catalog, object_store& store, log_cache& cache,
               size_t block_cache_bytes, uint32_t read_ahead_blocks, uint32_t read_ahead_threads);
   // Stops the read-ahead threads (a read under way finishes first; queued ones are dropped).
@@ -63,12 +65,12 @@ class cold_reader {
   [[nodiscard]] uint64_t read_ahead_gets() const {
     return read_ahead_gets_.load(std::memory_order_relaxed);
   }
-  // Blocks a read found being read ahead and waited for.
+  // Reads that found blocks being read ahead and waited for them.
   [[nodiscard]] uint64_t read_ahead_waits() const {
     return read_ahead_waits_.load(std::memory_order_relaxed);
   }
-  // Waits until no read-ahead is queued or running (tests).
-  void wait_read_ahead_idle();
+  // Waits until no read-ahead is queued or running (tests); false after `timeout`.
+  [[nodiscard]] bool wait_read_ahead_idle(std::chrono::milliseconds timeout);
 
  private:
   using block_key = std::pair<std::string, uint64_t>;  // object key, block position

@@ -183,8 +183,11 @@ class stream_store {
   // One round of each background task.
   [[nodiscard]] tl::expected<void, std::string> run_upload_once();
   [[nodiscard]] tl::expected<void, std::string> run_compaction_once();
-  // Waits until no cold read-ahead is queued or running (tests).
-  void wait_read_ahead_idle() { cold_.wait_read_ahead_idle(); }
+  // Waits up to 10 s until no cold read-ahead is queued or running (tests); false if one
+  // still is.
+  [[nodiscard]] bool wait_read_ahead_idle() {
+    return cold_.wait_read_ahead_idle(std::chrono::seconds(10));
+  }
   [[nodiscard]] tl::expected<void, std::string> run_retention_once();
   [[nodiscard]] tl::expected<void, std::string> run_deletions_once();
   // Deletes the objects under objects/ that the catalog does not know and whose id was

@@ -142,6 +142,21 @@ class StreamStore : public ::testing::Test {
     return out;
   }
 
+  // A store over `via` without a log cache and with one read-ahead thread of 4-block
+  // windows, holding stream 1's offsets 0-1999 in one uploaded object.
+  std::unique_ptr<stream_store> open_one_cold_stream(object_store& via) {
+    auto o = options();
+    o.log_cache_bytes = 0;
+    o.read_ahead_blocks = 4;
+    o.read_ahead_threads = 1;
+    auto s = stream_store::open(o, via);
+    EXPECT_TRUE(s.has_value()) << (s ? "" : s.error());
+    if (!s) return nullptr;
+    for (int i = 0; i < 200; ++i) append(**s, sid(1), batch(1, i * 10, 10));
+    EXPECT_TRUE((*s)->run_upload_once());
+    return std::move(*s);
+  }
+
   scratch_dir dir_;
   std::unique_ptr<object_store> store_;
 };
@@ -225,7 +240,7 @@ TEST_F(StreamStore, ReadAheadRunsAheadOfColdReadsAcrossObjects) {
     if (r->chunks.empty()) break;
     for (auto& v : values(*r, offset)) got.push_back(std::move(v));
     offset = r->next_offset;
-    s->wait_read_ahead_idle();
+    ASSERT_TRUE(s->wait_read_ahead_idle());
   }
   EXPECT_EQ(got, expected(1, 0, 4000));
   const auto st = s->stats();
@@ -236,16 +251,10 @@ TEST_F(StreamStore, ReadAheadRunsAheadOfColdReadsAcrossObjects) {
 }
 
 TEST_F(StreamStore, AReadWaitsForTheBlockBeingReadAhead) {
-  auto o = options();
-  o.log_cache_bytes = 0;
-  o.read_ahead_blocks = 4;
-  o.read_ahead_threads = 1;
   faulty_store slow(objects(), faulty_store_options{});
-  auto opened = stream_store::open(o, slow);
+  auto opened = open_one_cold_stream(slow);
   ASSERT_TRUE(opened);
-  auto& s = **opened;
-  for (int i = 0; i < 200; ++i) append(s, sid(1), batch(1, i * 10, 10));
-  ASSERT_TRUE(s.run_upload_once());
+  auto& s = *opened;
   std::vector<std::string> got;
   auto read_next = [&](base::offset offset) {
     auto r = s.read(sid(1), offset, 3000);
@@ -255,7 +264,7 @@ TEST_F(StreamStore, AReadWaitsForTheBlockBeingReadAhead) {
     return r->next_offset;
   };
   base::offset offset = read_next(off(0));
-  s.wait_read_ahead_idle();
+  ASSERT_TRUE(s.wait_read_ahead_idle());
   // From now on a GET takes half a second: the next window's read-ahead is under way when the
   // reads reach it, and the read that wants its first block waits for it.
   faulty_store_options slow_gets;
@@ -280,21 +289,15 @@ TEST_F(StreamStore, AReadWaitsForTheBlockBeingReadAhead) {
 }
 
 TEST_F(StreamStore, AFailedReadAheadLeavesTheReadToTheReader) {
-  auto o = options();
-  o.log_cache_bytes = 0;
-  o.read_ahead_blocks = 4;
-  o.read_ahead_threads = 1;
   faulty_store flaky(objects(), faulty_store_options{});
-  auto opened = stream_store::open(o, flaky);
+  auto opened = open_one_cold_stream(flaky);
   ASSERT_TRUE(opened);
-  auto& s = **opened;
-  for (int i = 0; i < 200; ++i) append(s, sid(1), batch(1, i * 10, 10));
-  ASSERT_TRUE(s.run_upload_once());
+  auto& s = *opened;
   // The first read's GETs (footer, index, its block) pass; the read-ahead's fails.
   flaky.script(store_operation::get, {fault::none, fault::none, fault::none, fault::io});
   auto first = s.read(sid(1), off(0), 3000);
   ASSERT_TRUE(first.has_value());
-  s.wait_read_ahead_idle();
+  ASSERT_TRUE(s.wait_read_ahead_idle());
   EXPECT_EQ(flaky.injected(fault::io), 1u);
   // The blocks it did not bring are read by the reads (or by a later read-ahead).
   EXPECT_EQ(read_all(s, sid(1), off(0), 3000), expected(1, 0, 2000));
