@@ -6,13 +6,17 @@ SPECS       ?= ../shared/kafka-protocol
 JOBS        ?= $(shell nproc)
 CLANG_CXX   ?= clang++-14
 
-.PHONY: all deps build run test generate check-generated format check-format tidy \
+.PHONY: all deps test-deps build run test generate check-generated format check-format tidy \
         unit-tests integration asan fuzz bench clean
 
 all: build
 
+# What building and running need; test-deps adds what the checks, tests and benchmarks need.
 deps:
 	@scripts/install-deps.sh
+
+test-deps:
+	@scripts/install-deps.sh --test
 
 $(BUILD)/build.ninja: CMakeLists.txt | deps
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -34,26 +38,26 @@ check-generated:
 format:
 	@scripts/check-format.sh --fix
 
-check-format: deps
+check-format: test-deps
 	@scripts/check-format.sh
 
-tidy: $(BUILD)/build.ninja
+tidy: test-deps $(BUILD)/build.ninja
 	@scripts/run-clang-tidy.sh $(BUILD)
 
-unit-tests: build
+unit-tests: test-deps build
 	@scripts/run-ctest.sh $(BUILD)
 
 # Black-box tests over TCP with real clients, against Silt and the reference Kafka broker;
 # then against Silt again with its metadata in PostgreSQL (silt-perf's own tests aside: they
 # test the tool, not the store).
-integration: build
+integration: test-deps build
 	@scripts/run-integration.sh $(BUILD)
 	@SILT_TEST_BROKERS=silt SILT_TEST_METADATA=postgresql scripts/run-integration.sh $(BUILD) \
 	  -k "not silt_perf"
 
 # Unit tests, the black-box tests against Silt, and the fuzz target under AddressSanitizer
 # and UndefinedBehaviorSanitizer (clang).
-asan: deps
+asan: test-deps
 	@CXX=$(CLANG_CXX) cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DSILT_SANITIZE=ON -DSILT_FUZZ=ON -DSILT_BENCH=OFF >/dev/null
 	@ninja -C $(ASAN_BUILD) -j $(JOBS) --quiet
@@ -63,10 +67,10 @@ asan: deps
 fuzz: asan
 	@scripts/run-fuzzers.sh $(ASAN_BUILD)
 
-bench: build
+bench: test-deps build
 	@for b in $(BUILD)/bench/*_bench; do $$b; done
 
-test: deps check-generated check-format build tidy unit-tests integration fuzz
+test: test-deps check-generated check-format build tidy unit-tests integration fuzz
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

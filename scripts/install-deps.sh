@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
-# Installs the Debian packages that building and testing Silt need.
+# Installs the Debian packages that building and running Silt need (`make run`); with --test,
+# also those its checks, tests and benchmarks need (`make test`).
 # Idempotent and silent when everything is already present; uses apt-get (needs root or sudo).
 set -euo pipefail
 
 packages=(
   # toolchain
   build-essential cmake ninja-build python3 pkg-config ccache
-  clang-14 clang-format-14 clang-tidy-14 libclang-rt-14-dev
   # libraries
   libboost1.81-dev liburing-dev libssl-dev libcurl4-openssl-dev
   zlib1g-dev libzstd-dev liblz4-dev libsnappy-dev libisal-dev
   libsqlite3-dev libpq-dev libexpected-dev nlohmann-json3-dev libpugixml-dev
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev librdkafka-dev kcat fio
-  # silt-perf (perf/): its workload files, and the browser that checks its HTML report
-  libyaml-cpp-dev chromium
+  # built with the broker: its unit tests and benchmarks, and silt-perf (perf/) with its
+  # workload files
+  libgtest-dev libgmock-dev libbenchmark-dev librdkafka-dev libyaml-cpp-dev
+  # the client the README's first session uses
+  kcat
+)
+test_packages=(
+  # clang: format and tidy checks, the sanitizer and fuzzing build
+  clang-14 clang-format-14 clang-tidy-14 libclang-rt-14-dev
+  # the WAL benchmark's baseline, and the browser that checks silt-perf's HTML report
+  fio chromium
   # black-box integration tests (tests/integration): Python clients with every codec, and
   # the JDK and Maven that fetch and run the reference Kafka broker
   python3-pytest python3-pytest-timeout python3-confluent-kafka python3-kafka
@@ -25,6 +32,11 @@ packages=(
   # the PostgreSQL server the metadata store tests run against (initdb in a temp folder)
   postgresql
 )
+case "${1:-}" in
+  "") ;;
+  --test) packages+=("${test_packages[@]}") ;;
+  *) echo "usage: $0 [--test]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
