@@ -44,4 +44,5 @@ fi
 
 cd "$root"
 export SILT_BIN="$build/silt"
-"$py" -m pytest -q -p no:cacheprovider "${timeout_args[@]}" tests/integration "$@"
+# The slowest tests are listed at the end, to show where the suite's time goes.
+"$py" -m pytest -q -p no:cacheprovider --durations=15 "${timeout_args[@]}" tests/integration "$@"

@@ -59,9 +59,19 @@ def test_properties_file_and_overrides(tmp_path, topic_name):
     b.start()
     try:
         from util import admin
-        md = admin(b.bootstrap).list_topics(topic_name, timeout=10)  # auto-creates
+        a = admin(b.bootstrap)
+        # The first Metadata auto-creates the topic; as on Kafka, it may answer before the
+        # creation is done (LEADER_NOT_AVAILABLE, no partitions), so ask until it is there.
+        deadline = time.time() + 10
+        while True:
+            md = a.list_topics(topic_name, timeout=10)
+            t = md.topics[topic_name]
+            if (t.error is None and t.partitions) or time.time() > deadline:
+                break
+            time.sleep(0.1)
         assert 7 in md.brokers
-        assert len(md.topics[topic_name].partitions) == 3
+        assert t.error is None, t.error
+        assert len(t.partitions) == 3
     finally:
         assert b.stop() == 0
 
