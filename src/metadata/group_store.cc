@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "metadata/broker_registry.h"
+
 namespace silt::metadata {
 
 namespace {
@@ -285,6 +287,10 @@ tl::expected<std::vector<int32_t>, group_store_error> group_store::apply(
   sql::connection& c = *c_;
   sql::transaction tx(c);
   if (!tx.ok()) return fail(group_store_error::io);
+  // A broker whose lease lapsed writes nothing until it registered anew.
+  auto lapsed = lease_lapsed(c, node_);
+  if (!lapsed) return fail(group_store_error::io);
+  if (*lapsed) return fail(group_store_error::lapsed);
   auto held = holders(c, shards);
   if (!held) return fail(held.error());
   // A shard is fenced if any of its writes is (a shard never taken has no row: nobody may

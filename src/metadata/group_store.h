@@ -29,6 +29,7 @@ namespace silt::metadata {
 
 enum class group_store_error : uint8_t {
   fenced,  // the writer's owner or epoch of a shard is no longer the shard's
+  lapsed,  // the writing broker's lease has lapsed (broker_registry.h): nothing was written
   io,      // the database failed (logged)
 };
 

@@ -108,6 +108,21 @@ CREATE TABLE consumer_groups(
   data {blob} NOT NULL);
 CREATE INDEX consumer_groups_by_shard ON consumer_groups(shard);
 )sql"},
+    // Cluster membership (broker_registry.h): each broker's registration, its broker epoch
+    // (from a counter, unique across the cluster) and its lease in the database's clock.
+    {4, R"sql(
+CREATE TABLE brokers(
+  node_id {int} PRIMARY KEY,
+  broker_epoch {int} NOT NULL,
+  host TEXT NOT NULL,
+  port {int} NOT NULL,
+  rack TEXT NOT NULL,
+  wal_location TEXT NOT NULL,
+  machine TEXT NOT NULL,
+  lease_expires_ms {int} NOT NULL,
+  registered_ms {int} NOT NULL);
+INSERT INTO registry_counters VALUES('broker_epoch', 0) ON CONFLICT DO NOTHING;
+)sql"},
 };
 
 std::string expand(std::string_view sql, dialect d) {
@@ -204,6 +219,11 @@ void count_statement(const connection& c, std::string_view sql) {
       return;
     }
   }
+}
+
+std::string_view now_ms_expression(dialect d) {
+  return d == dialect::sqlite ? "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
+                              : "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
 }
 
 tl::expected<int64_t, std::string> stored_schema_version(connection& c) {

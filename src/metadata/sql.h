@@ -117,13 +117,17 @@ class database {
 
 // The schema version this build writes; open_database() migrates older schemas to it and
 // refuses newer ones.
-inline constexpr int64_t schema_version = 3;
+inline constexpr int64_t schema_version = 4;
 
 // Opens `uri` (sqlite:///path/file.db, sqlite://:memory: for a private in-memory database,
 // or postgresql://user:password@host:port/dbname; a bare path is an SQLite file), creating
 // or migrating the schema.
 [[nodiscard]] tl::expected<std::shared_ptr<database>, std::string> open_database(
     const std::string& uri);
+
+// An SQL expression for the database server's clock in milliseconds since the Unix epoch.
+// Leases are kept in this clock, so that brokers need not agree on theirs.
+[[nodiscard]] std::string_view now_ms_expression(dialect d);
 
 // The schema version stored in a database (0 before the first migration).
 [[nodiscard]] tl::expected<int64_t, std::string> stored_schema_version(connection& c);

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "base/clock.h"
+#include "metadata/broker_registry.h"
 
 namespace silt::metadata {
 
@@ -175,6 +176,8 @@ std::string_view catalog_error_name(catalog_error e) {
       return "unknown object";
     case catalog_error::fenced:
       return "fenced: the stream has a newer owner or epoch";
+    case catalog_error::lapsed:
+      return "the owner's broker lease has lapsed";
     case catalog_error::io:
       return "catalog I/O error";
   }
@@ -217,6 +220,14 @@ tl::expected<void, catalog_error> stream_catalog::check_owner_locked(base::strea
   return {};
 }
 
+tl::expected<void, catalog_error> stream_catalog::check_lease_locked(base::node_id owner) {
+  if (owner == base::node_id(-1)) return {};
+  auto lapsed = lease_lapsed(*c_, owner);
+  if (!lapsed) return fail(catalog_error::io);
+  if (*lapsed) return fail(catalog_error::lapsed);
+  return {};
+}
+
 tl::expected<void, catalog_error> stream_catalog::commit_object(
     const object_record& object, const std::vector<stream_range>& ranges) {
   for (const auto& r : ranges) {
@@ -231,6 +242,12 @@ tl::expected<void, catalog_error> stream_catalog::commit_object(
   base::lock_guard lock(mu_);
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
+  base::node_id checked(-1);
+  for (const auto& r : ranges) {
+    if (r.owner == checked) continue;
+    if (auto f = check_lease_locked(r.owner); !f) return f;
+    checked = r.owner;
+  }
   if (!insert_object(*c_, object)) return fail(catalog_error::io);
   std::vector<sql::param> params;
   std::unordered_set<base::stream_id> moved;
@@ -417,6 +434,7 @@ tl::expected<void, catalog_error> stream_catalog::trim(base::stream_id stream_id
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
   if (auto f = check_owner_locked(stream_id, owner, epoch); !f) return f;
+  if (auto f = check_lease_locked(owner); !f) return f;
   auto up = c_->query(
       "UPDATE streams SET start_offset = CASE WHEN start_offset > ? THEN start_offset ELSE ? END "
       "WHERE stream_id = ?",
@@ -524,6 +542,7 @@ tl::expected<void, catalog_error> stream_catalog::put_producer_state(
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
   if (auto f = check_owner_locked(stream_id, owner, epoch); !f) return f;
+  if (auto f = check_lease_locked(owner); !f) return f;
   auto r = data.empty()
                ? c_->query("DELETE FROM producer_states WHERE stream_id = ?", i64(stream_id))
                : c_->query(

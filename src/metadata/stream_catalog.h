@@ -9,7 +9,8 @@
 // Ownership: a stream is owned by one node at an epoch. take() gives it to a node with the
 // next epoch. Commits, trims and producer-state writes name the owner and epoch the writer
 // holds the stream at and are refused (`fenced`) in the same transaction when the stream has
-// moved on. A stream never taken has owner -1 at epoch 0.
+// moved on, and (`lapsed`) when the owner's broker lease has lapsed. A stream never taken has
+// owner -1 at epoch 0.
 //
 // Thread-safe: every call takes the catalog's mutex (one connection).
 #pragma once
@@ -34,6 +35,8 @@ enum class catalog_error : uint8_t {
                    // exactly what it claims to)
   unknown_object,  // an object id that is not in the catalog
   fenced,          // the writer's owner or epoch of a stream is no longer the stream's
+  lapsed,          // the writer's broker lease has lapsed (broker_registry.h): try again
+                   // once it registered anew, if it still owns the stream then
   io,              // the database failed (message logged)
 };
 
@@ -186,6 +189,8 @@ class stream_catalog {
                                                        base::node_id owner,
                                                        base::leader_epoch epoch) REQUIRES(mu_);
   tl::expected<void, catalog_error> mark_orphans_deleting_locked() REQUIRES(mu_);
+  // Caller holds mu_ and a transaction. Lapsed when `owner` registered and its lease lapsed.
+  tl::expected<void, catalog_error> check_lease_locked(base::node_id owner) REQUIRES(mu_);
 
   base::mutex mu_;
   std::shared_ptr<sql::database> db_;

@@ -458,8 +458,10 @@ TEST_P(GroupStore, AVersionTwoDatabaseIsMigrated) {
     auto conn = (*db)->connect();
     ASSERT_TRUE(conn);
     auto& c = **conn;
-    for (const char* q : {"DROP TABLE coordinator_shards", "DROP TABLE group_offsets",
-                          "DROP TABLE consumer_groups", "UPDATE schema_version SET version = 2"}) {
+    for (const char* q :
+         {"DROP TABLE coordinator_shards", "DROP TABLE group_offsets", "DROP TABLE consumer_groups",
+          "DROP TABLE brokers", "DELETE FROM registry_counters WHERE name = 'broker_epoch'",
+          "UPDATE schema_version SET version = 2"}) {
       ASSERT_TRUE(c.script(q)) << q;
     }
     ASSERT_TRUE(

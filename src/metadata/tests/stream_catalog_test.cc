@@ -361,10 +361,11 @@ TEST_P(StreamCatalog, AnUnversionedSchemaIsMigrated) {
   ASSERT_TRUE(conn);
   auto& c = **conn;
   // Back to what the first releases wrote: version 1's tables without the version table.
-  for (const char* q : {"DROP TABLE schema_version", "DROP TABLE stream_epochs",
-                        "DROP TABLE producer_states", "ALTER TABLE streams DROP COLUMN owner",
-                        "ALTER TABLE streams DROP COLUMN epoch", "DROP TABLE coordinator_shards",
-                        "DROP TABLE group_offsets", "DROP TABLE consumer_groups"}) {
+  for (const char* q :
+       {"DROP TABLE schema_version", "DROP TABLE stream_epochs", "DROP TABLE producer_states",
+        "ALTER TABLE streams DROP COLUMN owner", "ALTER TABLE streams DROP COLUMN epoch",
+        "DROP TABLE coordinator_shards", "DROP TABLE group_offsets", "DROP TABLE consumer_groups",
+        "DROP TABLE brokers", "DELETE FROM registry_counters WHERE name = 'broker_epoch'"}) {
     ASSERT_TRUE(c.script(q)) << q;
   }
   ASSERT_TRUE(c.query("INSERT INTO streams(stream_id, start_offset, end_offset) VALUES(5, 0, 9)"));

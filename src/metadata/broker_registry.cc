@@ -1,0 +1,164 @@
+#include "metadata/broker_registry.h"
+
+#include <fstream>
+#include <utility>
+
+#include <unistd.h>
+
+namespace silt::metadata {
+
+namespace {
+
+tl::unexpected<registry_error> fail(registry_error e) {
+  return tl::make_unexpected(e);
+}
+
+int64_t i64(base::node_id v) {
+  return v.value();
+}
+
+std::string with_now(std::string_view sql, const std::string& now) {
+  std::string out;
+  for (size_t i = 0; i < sql.size();) {
+    if (sql.substr(i, 5) == "{now}") {
+      out += now;
+      i += 5;
+    } else {
+      out += sql[i++];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view registry_error_name(registry_error e) {
+  switch (e) {
+    case registry_error::duplicate:
+      return "the node id is registered by a broker whose lease has not lapsed";
+    case registry_error::fenced:
+      return "fenced: the lease lapsed or the node id registered again";
+    case registry_error::io:
+      return "the metadata store failed";
+  }
+  return "unknown";
+}
+
+std::string same_machine_id() {
+  std::string boot;
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::getline(in, boot);
+  char host[256] = {};
+  (void)::gethostname(host, sizeof(host) - 1);
+  return std::string(host) + "/" + boot;
+}
+
+broker_registry::broker_registry(std::shared_ptr<sql::database> db,
+                                 std::unique_ptr<sql::connection> c)
+    : db_(std::move(db)), c_(std::move(c)), now_(sql::now_ms_expression(db_->kind())) {}
+
+broker_registry::~broker_registry() = default;
+
+tl::expected<std::unique_ptr<broker_registry>, std::string> broker_registry::open(
+    std::shared_ptr<sql::database> db) {
+  auto c = db->connect();
+  if (!c) return tl::make_unexpected(c.error());
+  return std::unique_ptr<broker_registry>(new broker_registry(std::move(db), std::move(*c)));
+}
+
+tl::expected<int64_t, registry_error> broker_registry::register_broker(
+    const broker_info& info, std::chrono::milliseconds session_timeout, bool replace_own) {
+  base::lock_guard lock(mu_);
+  sql::transaction tx(*c_);
+  if (!tx.ok()) return fail(registry_error::io);
+  // The counter's row lock orders registrations on PostgreSQL: what follows sees every
+  // registration committed before this one.
+  auto epoch = c_->query(
+      "UPDATE registry_counters SET value = value + 1 WHERE name = 'broker_epoch' RETURNING value");
+  if (!epoch || epoch->rows.empty()) return fail(registry_error::io);
+  const int64_t broker_epoch = epoch->rows.front().integer(0);
+  auto old = c_->query(with_now("SELECT CASE WHEN lease_expires_ms > {now} THEN 1 ELSE 0 END, "
+                                "machine, wal_location FROM brokers WHERE node_id = ?",
+                                now_),
+                       i64(info.node));
+  if (!old) return fail(registry_error::io);
+  if (!old->rows.empty() && old->rows.front().integer(0) != 0) {
+    const auto& r = old->rows.front();
+    const bool own = replace_own && r.text(1) == info.machine && r.text(2) == info.wal_location;
+    if (!own) return fail(registry_error::duplicate);
+  }
+  auto up = c_->query(
+      with_now("INSERT INTO brokers(node_id, broker_epoch, host, port, rack, wal_location, "
+               "machine, lease_expires_ms, registered_ms) VALUES(?,?,?,?,?,?,?,{now} + ?,{now}) "
+               "ON CONFLICT(node_id) DO UPDATE SET broker_epoch = excluded.broker_epoch, "
+               "host = excluded.host, port = excluded.port, rack = excluded.rack, "
+               "wal_location = excluded.wal_location, machine = excluded.machine, "
+               "lease_expires_ms = excluded.lease_expires_ms, "
+               "registered_ms = excluded.registered_ms",
+               now_),
+      i64(info.node), broker_epoch, std::string_view(info.host), int64_t{info.port},
+      std::string_view(info.rack), std::string_view(info.wal_location),
+      std::string_view(info.machine), static_cast<int64_t>(session_timeout.count()));
+  if (!up) return fail(registry_error::io);
+  if (!tx.commit()) return fail(registry_error::io);
+  return broker_epoch;
+}
+
+tl::expected<void, registry_error> broker_registry::heartbeat(
+    base::node_id node, int64_t broker_epoch, std::chrono::milliseconds session_timeout) {
+  base::lock_guard lock(mu_);
+  auto r = c_->query(with_now("UPDATE brokers SET lease_expires_ms = {now} + ? WHERE node_id = ? "
+                              "AND broker_epoch = ? AND lease_expires_ms > {now}",
+                              now_),
+                     static_cast<int64_t>(session_timeout.count()), i64(node), broker_epoch);
+  if (!r) return fail(registry_error::io);
+  if (r->changes == 0) return fail(registry_error::fenced);
+  return {};
+}
+
+tl::expected<void, registry_error> broker_registry::unregister(base::node_id node,
+                                                               int64_t broker_epoch) {
+  base::lock_guard lock(mu_);
+  auto r = c_->query(with_now("UPDATE brokers SET lease_expires_ms = {now} WHERE node_id = ? AND "
+                              "broker_epoch = ? AND lease_expires_ms > {now}",
+                              now_),
+                     i64(node), broker_epoch);
+  if (!r) return fail(registry_error::io);
+  if (r->changes == 0) return fail(registry_error::fenced);
+  return {};
+}
+
+tl::expected<std::vector<broker_record>, registry_error> broker_registry::brokers() {
+  base::lock_guard lock(mu_);
+  auto r =
+      c_->query(with_now("SELECT node_id, broker_epoch, host, port, rack, wal_location, "
+                         "machine, lease_expires_ms - {now} FROM brokers ORDER BY node_id",
+                         now_));
+  if (!r) return fail(registry_error::io);
+  std::vector<broker_record> out;
+  out.reserve(r->rows.size());
+  for (const auto& row : r->rows) {
+    broker_record b;
+    b.info.node = base::node_id(static_cast<int32_t>(row.integer(0)));
+    b.broker_epoch = row.integer(1);
+    b.info.host = row.text(2);
+    b.info.port = static_cast<int32_t>(row.integer(3));
+    b.info.rack = row.text(4);
+    b.info.wal_location = row.text(5);
+    b.info.machine = row.text(6);
+    b.lease_left_ms = row.integer(7);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+tl::expected<bool, std::string> lease_lapsed(sql::connection& c, base::node_id node) {
+  const std::string q = with_now(
+      "SELECT CASE WHEN lease_expires_ms > {now} THEN 1 ELSE 0 END FROM brokers WHERE node_id = ?",
+      std::string(sql::now_ms_expression(c.kind())));
+  auto r = c.query(q, i64(node));
+  if (!r) return tl::make_unexpected(r.error());
+  return !r->rows.empty() && r->rows.front().integer(0) == 0;
+}
+
+}  // namespace silt::metadata

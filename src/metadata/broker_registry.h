@@ -1,0 +1,98 @@
+// The broker registry: which brokers are members of the cluster. Each broker registers its
+// advertised endpoint, rack and WAL location and holds a lease that it renews by heartbeat;
+// a broker whose lease lapsed is no longer a member. Leases are kept in the database's clock
+// (sql::now_ms_expression), so brokers need not agree on theirs.
+//
+// Every registration gets a broker epoch from a counter, unique across the cluster and
+// increasing. A heartbeat names the epoch it renews: once the lease lapsed (or the node id
+// registered again), the old epoch is fenced for good and the broker must register anew.
+// A broker whose lease lapsed can no longer commit: the stream catalog and the group store
+// check the committing node's lease in the same transaction (lease_lapsed()).
+//
+// Stored through sql::database; every call blocks on the database (never on a network
+// thread). Thread-safe: every call takes the registry's mutex (one connection).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+#include "base/ids.h"
+#include "base/mutex.h"
+#include "metadata/sql.h"
+
+namespace silt::metadata {
+
+enum class registry_error : uint8_t {
+  duplicate,  // the node id is registered with a lease that has not lapsed
+  fenced,     // the lease of this epoch lapsed, or the node id registered again since
+  io,         // the database failed (logged)
+};
+
+[[nodiscard]] std::string_view registry_error_name(registry_error e);
+
+// What a broker registers.
+struct broker_info {
+  base::node_id node{-1};
+  std::string host;  // advertised host and port, as clients reach it
+  int32_t port = 0;
+  std::string rack;          // broker.rack; empty: none
+  std::string wal_location;  // where a survivor finds this broker's WAL
+  std::string machine;       // the machine and boot it runs on (same_machine_id())
+  bool operator==(const broker_info&) const = default;
+};
+
+struct broker_record {
+  broker_info info;
+  int64_t broker_epoch = 0;
+  int64_t lease_left_ms = 0;  // until the lease lapses, in the database's clock (<= 0: lapsed)
+  [[nodiscard]] bool live() const { return lease_left_ms > 0; }
+};
+
+// This machine and boot (the kernel's boot id): a registration made from the same machine
+// and boot by a process that no longer holds the broker's WAL lock is known to be dead.
+[[nodiscard]] std::string same_machine_id();
+
+class broker_registry {
+ public:
+  [[nodiscard]] static tl::expected<std::unique_ptr<broker_registry>, std::string> open(
+      std::shared_ptr<sql::database> db);
+  ~broker_registry();
+  broker_registry(const broker_registry&) = delete;
+  broker_registry& operator=(const broker_registry&) = delete;
+
+  // Registers `info` with a lease of `session_timeout` and returns its broker epoch. A node id
+  // whose lease has not lapsed is refused (`duplicate`), unless `replace_own` and that
+  // registration came from the same machine and WAL location: the caller holds the WAL's
+  // lock, so the process that registered it is gone.
+  [[nodiscard]] tl::expected<int64_t, registry_error> register_broker(
+      const broker_info& info, std::chrono::milliseconds session_timeout, bool replace_own);
+  // Renews the lease of (node, epoch) for `session_timeout` from now; fenced when that lease
+  // lapsed or the node registered again.
+  [[nodiscard]] tl::expected<void, registry_error> heartbeat(
+      base::node_id node, int64_t broker_epoch, std::chrono::milliseconds session_timeout);
+  // Ends the lease of (node, epoch) now (a clean shutdown): the node id is free at once.
+  [[nodiscard]] tl::expected<void, registry_error> unregister(base::node_id node,
+                                                              int64_t broker_epoch);
+  // Every registration, live or not, by node id.
+  [[nodiscard]] tl::expected<std::vector<broker_record>, registry_error> brokers();
+
+ private:
+  broker_registry(std::shared_ptr<sql::database> db, std::unique_ptr<sql::connection> c);
+
+  base::mutex mu_;
+  std::shared_ptr<sql::database> db_;
+  std::unique_ptr<sql::connection> c_ GUARDED_BY(mu_);
+  const std::string now_;  // the database's clock in ms, as SQL
+};
+
+// Whether `node` has a registration whose lease has lapsed, read on `c` inside the caller's
+// transaction. A node that never registered (a store used without the registry, as in tests
+// of one component) has no lease to lapse.
+[[nodiscard]] tl::expected<bool, std::string> lease_lapsed(sql::connection& c, base::node_id node);
+
+}  // namespace silt::metadata

@@ -1,0 +1,212 @@
+// The broker registry on SQLite and on PostgreSQL: registration with a lease, heartbeats,
+// refusal of a node id whose lease is live, fencing of a lapsed epoch, and the lapsed lease
+// refusing the catalog's and the group store's writes until the broker registered anew.
+#include "metadata/broker_registry.h"
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "metadata/group_store.h"
+#include "metadata/stream_catalog.h"
+#include "metadata/testing/test_database.h"
+
+namespace silt::metadata {
+namespace {
+
+using std::chrono::milliseconds;
+
+base::node_id node(int32_t v) {
+  return base::node_id(v);
+}
+
+broker_info info_of(int32_t id, const std::string& wal = "/wal") {
+  broker_info b;
+  b.node = node(id);
+  b.host = "host" + std::to_string(id);
+  b.port = 9000 + id;
+  b.rack = id % 2 == 0 ? "rack-b" : "rack-a";
+  b.wal_location = wal;
+  b.machine = same_machine_id();
+  return b;
+}
+
+class BrokerRegistry : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("silt-brokers-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    auto db = sql::open_database(testing::fresh_uri(GetParam(), dir_));
+    ASSERT_TRUE(db) << db.error();
+    db_ = *db;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::unique_ptr<broker_registry> registry() {
+    auto r = broker_registry::open(db_);
+    EXPECT_TRUE(r) << r.error();
+    return std::move(*r);
+  }
+
+  std::filesystem::path dir_;
+  std::shared_ptr<sql::database> db_;
+};
+
+TEST_P(BrokerRegistry, RegistersBrokersWithLeasesAndListsThem) {
+  auto r = registry();
+  auto e1 = r->register_broker(info_of(1), milliseconds(60000), false);
+  auto e2 = r->register_broker(info_of(2), milliseconds(60000), false);
+  ASSERT_TRUE(e1);
+  ASSERT_TRUE(e2);
+  EXPECT_LT(*e1, *e2);
+  ASSERT_TRUE(r->heartbeat(node(1), *e1, milliseconds(60000)));
+  auto all = r->brokers();
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].info, info_of(1));
+  EXPECT_EQ((*all)[1].info, info_of(2));
+  EXPECT_EQ((*all)[0].broker_epoch, *e1);
+  EXPECT_TRUE((*all)[0].live());
+  EXPECT_GT((*all)[0].lease_left_ms, 50000);
+  EXPECT_LE((*all)[0].lease_left_ms, 60000);
+}
+
+TEST_P(BrokerRegistry, ALiveNodeIdIsRefusedUntilItsLeaseLapses) {
+  auto r = registry();
+  auto first = r->register_broker(info_of(1), milliseconds(300), false);
+  ASSERT_TRUE(first);
+  auto again = r->register_broker(info_of(1), milliseconds(300), false);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error(), registry_error::duplicate);
+  std::this_thread::sleep_for(milliseconds(400));
+  // The lapsed epoch can no longer be renewed, and the node id is free.
+  auto hb = r->heartbeat(node(1), *first, milliseconds(300));
+  ASSERT_FALSE(hb);
+  EXPECT_EQ(hb.error(), registry_error::fenced);
+  EXPECT_FALSE(r->brokers()->front().live());
+  auto second = r->register_broker(info_of(1), milliseconds(60000), false);
+  ASSERT_TRUE(second);
+  EXPECT_GT(*second, *first);
+  EXPECT_EQ(r->heartbeat(node(1), *first, milliseconds(60000)).error(), registry_error::fenced);
+  EXPECT_TRUE(r->heartbeat(node(1), *second, milliseconds(60000)));
+}
+
+// A broker restarted on the same machine and WAL (whose lock it holds) replaces its own
+// registration at once; from another WAL location it must wait like anyone else.
+TEST_P(BrokerRegistry, ReplacesItsOwnRegistrationOnlyFromTheSameMachineAndWal) {
+  auto r = registry();
+  auto first = r->register_broker(info_of(1, "/a/wal"), milliseconds(60000), false);
+  ASSERT_TRUE(first);
+  auto other = r->register_broker(info_of(1, "/b/wal"), milliseconds(60000), true);
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error(), registry_error::duplicate);
+  auto elsewhere = info_of(1, "/a/wal");
+  elsewhere.machine = "another-host/boot";
+  EXPECT_EQ(r->register_broker(elsewhere, milliseconds(60000), true).error(),
+            registry_error::duplicate);
+  auto own = r->register_broker(info_of(1, "/a/wal"), milliseconds(60000), true);
+  ASSERT_TRUE(own);
+  EXPECT_EQ(r->heartbeat(node(1), *first, milliseconds(60000)).error(), registry_error::fenced);
+}
+
+TEST_P(BrokerRegistry, UnregisteringFreesTheNodeIdAtOnce) {
+  auto r = registry();
+  auto first = r->register_broker(info_of(3), milliseconds(60000), false);
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(r->unregister(node(3), *first));
+  EXPECT_EQ(r->heartbeat(node(3), *first, milliseconds(60000)).error(), registry_error::fenced);
+  EXPECT_FALSE(r->brokers()->front().live());
+  EXPECT_TRUE(r->register_broker(info_of(3), milliseconds(60000), false));
+}
+
+// Two registries (two brokers' connections) racing for one node id: exactly one wins.
+TEST_P(BrokerRegistry, ConcurrentRegistrationsOfOneNodeIdHaveOneWinner) {
+  constexpr int rounds = 10;
+  for (int round = 0; round < rounds; ++round) {
+    auto a = registry();
+    auto b = registry();
+    const int32_t id = 100 + round;
+    std::atomic<int> wins{0};
+    std::atomic<int> duplicates{0};
+    auto run = [&](broker_registry& reg) {
+      auto e = reg.register_broker(info_of(id), milliseconds(60000), false);
+      if (e) {
+        wins.fetch_add(1);
+      } else if (e.error() == registry_error::duplicate) {
+        duplicates.fetch_add(1);
+      }
+    };
+    std::thread ta([&] { run(*a); });
+    std::thread tb([&] { run(*b); });
+    ta.join();
+    tb.join();
+    EXPECT_EQ(wins.load(), 1) << "round " << round;
+    EXPECT_EQ(duplicates.load(), 1) << "round " << round;
+  }
+}
+
+// Once its lease lapsed, a broker commits, trims and writes producer state and group offsets
+// no more; registered anew, and still the streams' owner, it goes on where it stopped.
+TEST_P(BrokerRegistry, ALapsedLeaseRefusesCommitsUntilTheBrokerRegistersAgain) {
+  auto r = registry();
+  auto catalog = stream_catalog::open(db_);
+  ASSERT_TRUE(catalog) << catalog.error();
+  auto groups = group_store::open(db_, node(1));
+  ASSERT_TRUE(groups) << groups.error();
+  auto& c = **catalog;
+  ASSERT_TRUE(r->register_broker(info_of(1), milliseconds(300), false));
+  auto taken = c.take(node(1), {{base::stream_id(7), base::offset(0)}});
+  ASSERT_TRUE(taken);
+  const base::leader_epoch ep = taken->front();
+  const std::vector<int32_t> shards{0};
+  auto shard_epochs = (*groups)->take(shards);
+  ASSERT_TRUE(shard_epochs);
+  auto commit = [&](int64_t start, int64_t end) {
+    object_record o;
+    o.object_id = *c.next_object_id();
+    o.key = "objects/" + std::to_string(o.object_id);
+    o.size = 10;
+    stream_range range{base::stream_id(7), base::offset(start), base::offset(end), 1, 10};
+    range.owner = node(1);
+    range.epoch = ep;
+    return c.commit_object(o, {range});
+  };
+  std::vector<shard_write> writes(1);
+  writes[0].shard = 0;
+  writes[0].epoch = shard_epochs->front();
+  committed_offset o;
+  o.key = {"g", "t", 0};
+  o.offset = 5;
+  writes[0].offsets = {o};
+  ASSERT_TRUE(commit(0, 10));
+  ASSERT_TRUE((*groups)->apply(writes));
+
+  std::this_thread::sleep_for(milliseconds(400));
+  EXPECT_EQ(commit(10, 20).error(), catalog_error::lapsed);
+  EXPECT_EQ(c.trim(base::stream_id(7), base::offset(5), node(1), ep).error(),
+            catalog_error::lapsed);
+  EXPECT_EQ(c.put_producer_state(base::stream_id(7), node(1), ep, {1, 2}).error(),
+            catalog_error::lapsed);
+  EXPECT_EQ((*groups)->apply(writes).error(), group_store_error::lapsed);
+  EXPECT_EQ(c.stream(base::stream_id(7))->value().end_offset, base::offset(10));
+  EXPECT_EQ(c.stream(base::stream_id(7))->value().start_offset, base::offset(0));
+
+  ASSERT_TRUE(r->register_broker(info_of(1), milliseconds(60000), false));
+  EXPECT_TRUE(commit(10, 20));
+  EXPECT_TRUE(c.trim(base::stream_id(7), base::offset(5), node(1), ep));
+  EXPECT_TRUE(c.put_producer_state(base::stream_id(7), node(1), ep, {1, 2}));
+  EXPECT_TRUE((*groups)->apply(writes));
+  EXPECT_EQ(c.stream(base::stream_id(7))->value().end_offset, base::offset(20));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BrokerRegistry, ::testing::ValuesIn(testing::backends()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace silt::metadata
