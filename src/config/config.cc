@@ -411,6 +411,18 @@ std::vector<setting> make_settings() {
                    "The cluster id. Empty: the broker generates one on first start and stores it "
                    "in the metadata store; a given id must match the stored one.",
                    "letters, digits, '-' and '_'", is_base64url));
+  t.push_back(text("broker.rack", &bc::broker_rack, "",
+                   "The rack (zone) of this broker, registered with it and listed in Metadata "
+                   "and DescribeCluster. Empty: none.",
+                   "any string", nullptr));
+  t.push_back(integer("broker.heartbeat.interval.ms", &bc::broker_heartbeat_interval_ms, 10, kMax,
+                      "Every this many milliseconds the broker renews its membership lease in the "
+                      "metadata store."));
+  t.push_back(integer("broker.session.timeout.ms", &bc::broker_session_timeout_ms, 100, kMax,
+                      "A broker's membership lease lasts this many milliseconds from its last "
+                      "renewal; once it lapsed, the broker acknowledges, commits and trims "
+                      "nothing until it registered again. Must be above "
+                      "`broker.heartbeat.interval.ms`."));
   t.push_back(integer("num.network.threads", &bc::num_network_threads, 1, 1024,
                       "Threads that read requests from and write responses to the sockets."));
   t.push_back(integer("num.io.threads", &bc::num_io_threads, 1, 1024,
@@ -738,6 +750,12 @@ tl::expected<void, std::string> resolve(broker_config& c,
     if (ec) return tl::unexpected("cannot make data.dir " + quote(c.data_dir) + " absolute");
     c.metadata_path = (absolute.lexically_normal() / "metadata.db").string();
     c.metadata_store_uri = "sqlite://" + c.metadata_path;
+  }
+  if (c.broker_heartbeat_interval_ms >= c.broker_session_timeout_ms) {
+    return tl::unexpected("broker.heartbeat.interval.ms (" +
+                          std::to_string(c.broker_heartbeat_interval_ms) +
+                          ") must be below broker.session.timeout.ms (" +
+                          std::to_string(c.broker_session_timeout_ms) + ")");
   }
   // A small WAL uploads sooner by default: at a quarter of its capacity at most.
   if (!given.contains("upload.threshold.bytes")) {

@@ -43,6 +43,9 @@ struct broker_config {
       {"SASL_PLAINTEXT", "SASL_PLAINTEXT"}};
   int32_t node_id = 1;                           // node.id
   std::string cluster_id;                        // cluster.id (default: generated once, stored)
+  std::string broker_rack;                       // broker.rack (empty: none)
+  int64_t broker_heartbeat_interval_ms = 500;    // broker.heartbeat.interval.ms
+  int64_t broker_session_timeout_ms = 3000;      // broker.session.timeout.ms
   uint32_t num_network_threads = 2;              // num.network.threads
   uint32_t num_io_threads = 2;                   // num.io.threads (blocking object reads)
   int32_t socket_request_max_bytes = 104857600;  // socket.request.max.bytes

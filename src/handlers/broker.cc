@@ -1,6 +1,8 @@
 #include "handlers/broker.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include <boost/asio/co_spawn.hpp>
@@ -8,6 +10,9 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "base/endian.h"
 #include "handlers/handlers.h"
@@ -99,6 +104,26 @@ asio::awaitable<net::response> serve_blocking(context& ctx, net::request& raw, F
   co_return co_await asio::co_spawn(ctx.blocking, serve<Req>(ctx, raw, fn), asio::use_awaitable);
 }
 
+// Locks the WAL for this process: `<wal.path>.lock`, or the block device itself. The lock
+// goes with the process, however it ends; the file descriptor is the broker's to close.
+tl::expected<int, std::string> lock_wal(const std::string& wal_path) {
+  const bool device = wal_path.starts_with("/dev/");
+  const std::string path = device ? wal_path : wal_path + ".lock";
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2) takes a mode
+  const int fd = ::open(path.c_str(), (device ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC, 0644);
+  if (fd < 0) return tl::make_unexpected("cannot open " + path + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    ::close(fd);
+    if (e == EWOULDBLOCK) {
+      return tl::make_unexpected("the WAL " + wal_path + " is in use by another broker process (" +
+                                 path + " is locked)");
+    }
+    return tl::make_unexpected("cannot lock " + path + ": " + std::strerror(e));
+  }
+  return fd;
+}
+
 }  // namespace
 
 broker::broker(const config::broker_config& config)
@@ -108,6 +133,7 @@ broker::~broker() {
   try {
     close();
     blocking_.join();
+    if (wal_lock_fd_ >= 0) ::close(wal_lock_fd_);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "silt: closing the broker failed: %s\n", e.what());
   }
@@ -127,6 +153,9 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   for (const auto& p : dirs) {
     if (!p.empty()) fs::create_directories(p, ec);
   }
+  auto locked = lock_wal(config.wal_path);
+  if (!locked) return tl::make_unexpected(locked.error());
+  b->wal_lock_fd_ = *locked;
   auto db = metadata::sql::open_database(config.metadata_store_uri);
   if (!db) return tl::make_unexpected("metadata.store.uri: " + db.error());
   auto objects = storage::open_object_store(config.object_store_uri);
@@ -175,6 +204,25 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
     return tl::make_unexpected("cluster.id " + config.cluster_id + " does not match the id " +
                                *cluster_id + " stored in " + (*db)->describe());
   }
+  // Membership: registered (at a new broker epoch) before it takes anything.
+  cluster::membership_options mo;
+  mo.self.node = base::node_id(config.node_id);
+  {
+    const auto& l = config.advertised_listeners.empty() ? config.listeners.front()
+                                                        : config.advertised_listeners.front();
+    mo.self.host = l.host.empty() ? "localhost" : l.host;
+    mo.self.port = l.port;
+  }
+  mo.self.rack = config.broker_rack;
+  std::error_code abs_ec;
+  mo.self.wal_location = fs::absolute(config.wal_path, abs_ec).lexically_normal().string();
+  mo.self.machine = metadata::same_machine_id();
+  mo.heartbeat_interval = std::chrono::milliseconds(config.broker_heartbeat_interval_ms);
+  mo.session_timeout = std::chrono::milliseconds(config.broker_session_timeout_ms);
+  mo.holds_wal_lock = true;
+  auto member = cluster::membership::start(*db, mo);
+  if (!member) return tl::make_unexpected(member.error());
+  b->membership_ = std::move(*member);
   // This broker serves every topic's streams: it takes them all, each at its next epoch
   // (Kafka's leader epoch), before it serves a request.
   std::vector<base::stream_id> streams;
@@ -206,6 +254,7 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   if (!groups) return tl::make_unexpected(groups.error() + " in " + (*db)->describe());
   b->groups_ = std::move(*groups);
   b->ctx_->set_groups(b->groups_.get());
+  b->ctx_->set_membership(b->membership_.get());
   // A produce waiting for room in the WAL tries again.
   b->store_->set_room_listener(
       [ctx = b->ctx_.get()] { ctx->waiters.notify(data_waiters::wal_room); });
@@ -251,7 +300,12 @@ void broker::close() {
   }
   objects_->cancel();
   store_->close();
-  if (auto r = producers_->snapshot(); !r) std::fprintf(stderr, "silt: %s\n", r.error().c_str());
+  // (A broker whose open() failed half way has no producer state yet.)
+  if (producers_) {
+    if (auto r = producers_->snapshot(); !r) std::fprintf(stderr, "silt: %s\n", r.error().c_str());
+  }
+  // Last: the lease ends once nothing more is committed under it.
+  if (membership_) membership_->stop();
 }
 
 asio::awaitable<net::response> broker::handle(net::request req) {

@@ -12,6 +12,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <tl/expected.hpp>
 
+#include "cluster/membership.h"
 #include "config/config.h"
 #include "coordinator/coordinator.h"
 #include "handlers/context.h"
@@ -47,6 +48,8 @@ class broker final : public net::request_handler {
   explicit broker(const config::broker_config& config);
 
   config::broker_config config_;
+  int wal_lock_fd_ = -1;  // holds the WAL's lock (lock_wal) while the broker lives
+  std::unique_ptr<cluster::membership> membership_;
   std::unique_ptr<storage::object_store> objects_;
   std::unique_ptr<storage::stream_store> store_;
   std::unique_ptr<metadata::topic_registry> registry_;

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,7 @@
 
 #include "base/ids.h"
 #include "base/mutex.h"
+#include "cluster/membership.h"
 #include "config/config.h"
 #include "config/topic_config.h"
 #include "coordinator/coordinator.h"
@@ -72,12 +74,40 @@ class context {
   produce_order order;  // a connection's produces append in arrival order
   std::atomic<bool> stopping{false};
 
+  // This broker's cluster membership, set by the broker before it serves (null in tests).
+  void set_membership(const cluster::membership* m) { membership_ = m; }
+  // Whether this broker may acknowledge writes: its membership lease holds.
+  [[nodiscard]] bool can_acknowledge() const {
+    return membership_ == nullptr || membership_->can_acknowledge();
+  }
+  // The live brokers, this one always among them, as a response's broker entries
+  // ({id, host, port, rack} and the tagged fields).
+  template <typename Broker>
+  [[nodiscard]] std::vector<Broker> brokers_as() const {
+    std::vector<Broker> out;
+    const auto list = membership_ != nullptr ? membership_->brokers() : nullptr;
+    if (!list) {
+      out.push_back({node_id, advertised_host, advertised_port, rack_of(config.broker_rack), {}});
+      return out;
+    }
+    out.reserve(list->size());
+    for (const auto& b : *list) {
+      out.push_back({b.info.node.value(), b.info.host, b.info.port, rack_of(b.info.rack), {}});
+    }
+    return out;
+  }
+
   // The group coordinator, set by the broker before it serves (null in tests without groups).
   [[nodiscard]] coordinator::group_coordinator& groups() const { return *groups_; }
   void set_groups(coordinator::group_coordinator* groups) { groups_ = groups; }
 
  private:
+  static std::optional<std::string> rack_of(const std::string& rack) {
+    return rack.empty() ? std::nullopt : std::optional<std::string>(rack);
+  }
+
   coordinator::group_coordinator* groups_ = nullptr;
+  const cluster::membership* membership_ = nullptr;
   mutable base::mutex mu_;
   // Ordered with a transparent comparator: the request path looks names up without copying.
   std::map<std::string, topic_entry_ptr, std::less<>> by_name_ GUARDED_BY(mu_);

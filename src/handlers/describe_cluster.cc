@@ -43,7 +43,7 @@ asio::awaitable<describe_cluster_response> handle_describe_cluster(
   resp.endpoint_type = endpoint_brokers;
   resp.cluster_id = ctx.cluster_id;
   resp.controller_id = ctx.node_id;
-  resp.brokers.push_back({ctx.node_id, ctx.advertised_host, ctx.advertised_port, std::nullopt, {}});
+  resp.brokers = ctx.brokers_as<describe_cluster_response::DescribeClusterBroker>();
   resp.cluster_authorized_operations =
       req.include_cluster_authorized_operations ? cluster_operations : INT32_MIN;
   co_return resp;

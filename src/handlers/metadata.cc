@@ -1,6 +1,6 @@
-// Metadata (key 3): brokers (this one), the controller (this one: the Java admin client sends
-// admin requests to it) and topics, auto-creating requested topics when allowed. The groups'
-// internal topic __consumer_offsets is listed, marked internal, once groups are in use.
+// Metadata (key 3): brokers (the live members of the cluster), the controller (this one: the Java
+// admin client sends admin requests to it) and topics, auto-creating requested topics when allowed.
+// The groups' internal topic __consumer_offsets is listed, marked internal, once groups are in use.
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -41,7 +41,7 @@ asio::awaitable<metadata_response> handle_metadata(context& ctx, const net::requ
                                                    const protocol::metadata_request& req) {
   const int16_t version = raw.header.header.request_api_version;
   metadata_response resp;
-  resp.brokers.push_back({ctx.node_id, ctx.advertised_host, ctx.advertised_port, std::nullopt, {}});
+  resp.brokers = ctx.brokers_as<metadata_response::MetadataResponseBroker>();
   resp.cluster_id = ctx.cluster_id;
   resp.controller_id = ctx.node_id;
   // v0 has no null topics: an empty list means all topics. From v1 on, null means all.

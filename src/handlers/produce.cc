@@ -305,6 +305,9 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
   const bool bad_acks = req.acks != 0 && req.acks != 1 && req.acks != -1;
   const int64_t now = base::now_ms();
 
+  // A broker whose cluster lease may have lapsed takes no writes (the client finds the leader
+  // again and retries).
+  const bool member = ctx.can_acknowledge();
   std::vector<checked> work;
   std::vector<uint8_t> scratch;  // decompressed records, one batch at a time
   for (size_t ti = 0; ti < req.topic_data.size(); ++ti) {
@@ -324,6 +327,11 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
       const auto stream = stream_of(topic, pd.index);
       if (!stream) {
         set_error(out, error_code::unknown_topic_or_partition);
+        continue;
+      }
+      if (!member) {
+        set_error(out, error_code::not_leader_or_follower,
+                  "this broker's cluster membership lease has lapsed");
         continue;
       }
       if (req.transactional_id) {
@@ -417,6 +425,13 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
         set_error(*c.out, error_code::kafka_storage_error, "the WAL write failed");
         break;
       case outcome::durable:
+        // Durable in the WAL, but not acknowledged by a broker that may no longer own the
+        // partition; an idempotent producer's retry finds the batch, as with a lost reply.
+        if (!ctx.can_acknowledge()) {
+          set_error(*c.out, error_code::not_leader_or_follower,
+                    "this broker's cluster membership lease lapsed before the write was "
+                    "acknowledged");
+        }
         break;
     }
     if (c.out->error_code == 0) {

@@ -9,7 +9,7 @@ namespace silt::metadata {
 
 namespace {
 
-tl::unexpected<registry_error> fail(registry_error e) {
+tl::unexpected<membership_error> fail(membership_error e) {
   return tl::make_unexpected(e);
 }
 
@@ -32,13 +32,13 @@ std::string with_now(std::string_view sql, const std::string& now) {
 
 }  // namespace
 
-std::string_view registry_error_name(registry_error e) {
+std::string_view membership_error_name(membership_error e) {
   switch (e) {
-    case registry_error::duplicate:
-      return "the node id is registered by a broker whose lease has not lapsed";
-    case registry_error::fenced:
+    case membership_error::duplicate:
+      return "the node id is registered by a live broker (its lease has not lapsed)";
+    case membership_error::fenced:
       return "fenced: the lease lapsed or the node id registered again";
-    case registry_error::io:
+    case membership_error::io:
       return "the metadata store failed";
   }
   return "unknown";
@@ -66,26 +66,26 @@ tl::expected<std::unique_ptr<broker_registry>, std::string> broker_registry::ope
   return std::unique_ptr<broker_registry>(new broker_registry(std::move(db), std::move(*c)));
 }
 
-tl::expected<int64_t, registry_error> broker_registry::register_broker(
+tl::expected<int64_t, membership_error> broker_registry::register_broker(
     const broker_info& info, std::chrono::milliseconds session_timeout, bool replace_own) {
   base::lock_guard lock(mu_);
   sql::transaction tx(*c_);
-  if (!tx.ok()) return fail(registry_error::io);
+  if (!tx.ok()) return fail(membership_error::io);
   // The counter's row lock orders registrations on PostgreSQL: what follows sees every
   // registration committed before this one.
   auto epoch = c_->query(
       "UPDATE registry_counters SET value = value + 1 WHERE name = 'broker_epoch' RETURNING value");
-  if (!epoch || epoch->rows.empty()) return fail(registry_error::io);
+  if (!epoch || epoch->rows.empty()) return fail(membership_error::io);
   const int64_t broker_epoch = epoch->rows.front().integer(0);
   auto old = c_->query(with_now("SELECT CASE WHEN lease_expires_ms > {now} THEN 1 ELSE 0 END, "
                                 "machine, wal_location FROM brokers WHERE node_id = ?",
                                 now_),
                        i64(info.node));
-  if (!old) return fail(registry_error::io);
+  if (!old) return fail(membership_error::io);
   if (!old->rows.empty() && old->rows.front().integer(0) != 0) {
     const auto& r = old->rows.front();
     const bool own = replace_own && r.text(1) == info.machine && r.text(2) == info.wal_location;
-    if (!own) return fail(registry_error::duplicate);
+    if (!own) return fail(membership_error::duplicate);
   }
   auto up = c_->query(
       with_now("INSERT INTO brokers(node_id, broker_epoch, host, port, rack, wal_location, "
@@ -99,42 +99,42 @@ tl::expected<int64_t, registry_error> broker_registry::register_broker(
       i64(info.node), broker_epoch, std::string_view(info.host), int64_t{info.port},
       std::string_view(info.rack), std::string_view(info.wal_location),
       std::string_view(info.machine), static_cast<int64_t>(session_timeout.count()));
-  if (!up) return fail(registry_error::io);
-  if (!tx.commit()) return fail(registry_error::io);
+  if (!up) return fail(membership_error::io);
+  if (!tx.commit()) return fail(membership_error::io);
   return broker_epoch;
 }
 
-tl::expected<void, registry_error> broker_registry::heartbeat(
+tl::expected<void, membership_error> broker_registry::heartbeat(
     base::node_id node, int64_t broker_epoch, std::chrono::milliseconds session_timeout) {
   base::lock_guard lock(mu_);
   auto r = c_->query(with_now("UPDATE brokers SET lease_expires_ms = {now} + ? WHERE node_id = ? "
                               "AND broker_epoch = ? AND lease_expires_ms > {now}",
                               now_),
                      static_cast<int64_t>(session_timeout.count()), i64(node), broker_epoch);
-  if (!r) return fail(registry_error::io);
-  if (r->changes == 0) return fail(registry_error::fenced);
+  if (!r) return fail(membership_error::io);
+  if (r->changes == 0) return fail(membership_error::fenced);
   return {};
 }
 
-tl::expected<void, registry_error> broker_registry::unregister(base::node_id node,
-                                                               int64_t broker_epoch) {
+tl::expected<void, membership_error> broker_registry::unregister(base::node_id node,
+                                                                 int64_t broker_epoch) {
   base::lock_guard lock(mu_);
   auto r = c_->query(with_now("UPDATE brokers SET lease_expires_ms = {now} WHERE node_id = ? AND "
                               "broker_epoch = ? AND lease_expires_ms > {now}",
                               now_),
                      i64(node), broker_epoch);
-  if (!r) return fail(registry_error::io);
-  if (r->changes == 0) return fail(registry_error::fenced);
+  if (!r) return fail(membership_error::io);
+  if (r->changes == 0) return fail(membership_error::fenced);
   return {};
 }
 
-tl::expected<std::vector<broker_record>, registry_error> broker_registry::brokers() {
+tl::expected<std::vector<broker_record>, membership_error> broker_registry::brokers() {
   base::lock_guard lock(mu_);
   auto r =
       c_->query(with_now("SELECT node_id, broker_epoch, host, port, rack, wal_location, "
                          "machine, lease_expires_ms - {now} FROM brokers ORDER BY node_id",
                          now_));
-  if (!r) return fail(registry_error::io);
+  if (!r) return fail(membership_error::io);
   std::vector<broker_record> out;
   out.reserve(r->rows.size());
   for (const auto& row : r->rows) {

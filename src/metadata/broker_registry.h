@@ -27,13 +27,13 @@
 
 namespace silt::metadata {
 
-enum class registry_error : uint8_t {
+enum class membership_error : uint8_t {
   duplicate,  // the node id is registered with a lease that has not lapsed
   fenced,     // the lease of this epoch lapsed, or the node id registered again since
   io,         // the database failed (logged)
 };
 
-[[nodiscard]] std::string_view registry_error_name(registry_error e);
+[[nodiscard]] std::string_view membership_error_name(membership_error e);
 
 // What a broker registers.
 struct broker_info {
@@ -69,17 +69,17 @@ class broker_registry {
   // whose lease has not lapsed is refused (`duplicate`), unless `replace_own` and that
   // registration came from the same machine and WAL location: the caller holds the WAL's
   // lock, so the process that registered it is gone.
-  [[nodiscard]] tl::expected<int64_t, registry_error> register_broker(
+  [[nodiscard]] tl::expected<int64_t, membership_error> register_broker(
       const broker_info& info, std::chrono::milliseconds session_timeout, bool replace_own);
   // Renews the lease of (node, epoch) for `session_timeout` from now; fenced when that lease
   // lapsed or the node registered again.
-  [[nodiscard]] tl::expected<void, registry_error> heartbeat(
+  [[nodiscard]] tl::expected<void, membership_error> heartbeat(
       base::node_id node, int64_t broker_epoch, std::chrono::milliseconds session_timeout);
   // Ends the lease of (node, epoch) now (a clean shutdown): the node id is free at once.
-  [[nodiscard]] tl::expected<void, registry_error> unregister(base::node_id node,
-                                                              int64_t broker_epoch);
+  [[nodiscard]] tl::expected<void, membership_error> unregister(base::node_id node,
+                                                                int64_t broker_epoch);
   // Every registration, live or not, by node id.
-  [[nodiscard]] tl::expected<std::vector<broker_record>, registry_error> brokers();
+  [[nodiscard]] tl::expected<std::vector<broker_record>, membership_error> brokers();
 
  private:
   broker_registry(std::shared_ptr<sql::database> db, std::unique_ptr<sql::connection> c);

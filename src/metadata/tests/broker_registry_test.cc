@@ -83,17 +83,17 @@ TEST_P(BrokerRegistry, ALiveNodeIdIsRefusedUntilItsLeaseLapses) {
   ASSERT_TRUE(first);
   auto again = r->register_broker(info_of(1), milliseconds(300), false);
   ASSERT_FALSE(again);
-  EXPECT_EQ(again.error(), registry_error::duplicate);
+  EXPECT_EQ(again.error(), membership_error::duplicate);
   std::this_thread::sleep_for(milliseconds(400));
   // The lapsed epoch can no longer be renewed, and the node id is free.
   auto hb = r->heartbeat(node(1), *first, milliseconds(300));
   ASSERT_FALSE(hb);
-  EXPECT_EQ(hb.error(), registry_error::fenced);
+  EXPECT_EQ(hb.error(), membership_error::fenced);
   EXPECT_FALSE(r->brokers()->front().live());
   auto second = r->register_broker(info_of(1), milliseconds(60000), false);
   ASSERT_TRUE(second);
   EXPECT_GT(*second, *first);
-  EXPECT_EQ(r->heartbeat(node(1), *first, milliseconds(60000)).error(), registry_error::fenced);
+  EXPECT_EQ(r->heartbeat(node(1), *first, milliseconds(60000)).error(), membership_error::fenced);
   EXPECT_TRUE(r->heartbeat(node(1), *second, milliseconds(60000)));
 }
 
@@ -105,14 +105,14 @@ TEST_P(BrokerRegistry, ReplacesItsOwnRegistrationOnlyFromTheSameMachineAndWal) {
   ASSERT_TRUE(first);
   auto other = r->register_broker(info_of(1, "/b/wal"), milliseconds(60000), true);
   ASSERT_FALSE(other);
-  EXPECT_EQ(other.error(), registry_error::duplicate);
+  EXPECT_EQ(other.error(), membership_error::duplicate);
   auto elsewhere = info_of(1, "/a/wal");
   elsewhere.machine = "another-host/boot";
   EXPECT_EQ(r->register_broker(elsewhere, milliseconds(60000), true).error(),
-            registry_error::duplicate);
+            membership_error::duplicate);
   auto own = r->register_broker(info_of(1, "/a/wal"), milliseconds(60000), true);
   ASSERT_TRUE(own);
-  EXPECT_EQ(r->heartbeat(node(1), *first, milliseconds(60000)).error(), registry_error::fenced);
+  EXPECT_EQ(r->heartbeat(node(1), *first, milliseconds(60000)).error(), membership_error::fenced);
 }
 
 TEST_P(BrokerRegistry, UnregisteringFreesTheNodeIdAtOnce) {
@@ -120,7 +120,7 @@ TEST_P(BrokerRegistry, UnregisteringFreesTheNodeIdAtOnce) {
   auto first = r->register_broker(info_of(3), milliseconds(60000), false);
   ASSERT_TRUE(first);
   ASSERT_TRUE(r->unregister(node(3), *first));
-  EXPECT_EQ(r->heartbeat(node(3), *first, milliseconds(60000)).error(), registry_error::fenced);
+  EXPECT_EQ(r->heartbeat(node(3), *first, milliseconds(60000)).error(), membership_error::fenced);
   EXPECT_FALSE(r->brokers()->front().live());
   EXPECT_TRUE(r->register_broker(info_of(3), milliseconds(60000), false));
 }
@@ -138,7 +138,7 @@ TEST_P(BrokerRegistry, ConcurrentRegistrationsOfOneNodeIdHaveOneWinner) {
       auto e = reg.register_broker(info_of(id), milliseconds(60000), false);
       if (e) {
         wins.fetch_add(1);
-      } else if (e.error() == registry_error::duplicate) {
+      } else if (e.error() == membership_error::duplicate) {
         duplicates.fetch_add(1);
       }
     };

@@ -1,0 +1,188 @@
+#include "cluster/membership.h"
+
+#include <cstdio>
+#include <utility>
+
+namespace silt::cluster {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+int64_t ticks(clock::time_point t) {
+  return t.time_since_epoch().count();
+}
+
+std::string describe(const metadata::broker_info& b) {
+  return "node " + std::to_string(b.node.value()) + " (" + b.host + ":" + std::to_string(b.port) +
+         ")";
+}
+
+}  // namespace
+
+membership::membership(std::unique_ptr<metadata::broker_registry> registry,
+                       membership_options options)
+    : registry_(std::move(registry)), options_(std::move(options)) {}
+
+membership::~membership() {
+  stop();
+}
+
+tl::expected<std::unique_ptr<membership>, std::string> membership::start(
+    std::shared_ptr<metadata::sql::database> db, membership_options options) {
+  auto registry = metadata::broker_registry::open(std::move(db));
+  if (!registry) return tl::make_unexpected(registry.error());
+  std::unique_ptr<membership> m(new membership(std::move(*registry), std::move(options)));
+  const auto& o = m->options_;
+  // A registration of this node id whose lease is live belongs to another broker, or to this
+  // one's previous process that stopped without ending it: wait for it to lapse.
+  const auto deadline = clock::now() + o.session_timeout + o.heartbeat_interval;
+  metadata::membership_error last = metadata::membership_error::io;
+  bool said = false;
+  for (;;) {
+    const auto sent = clock::now();
+    auto e = m->registry_->register_broker(o.self, o.session_timeout, o.holds_wal_lock);
+    if (e) {
+      m->epoch_.store(*e, std::memory_order_release);
+      m->lease_until_.store(ticks(sent + o.session_timeout - o.session_timeout / 20),
+                            std::memory_order_release);
+      m->registrations_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+    last = e.error();
+    if (clock::now() >= deadline) {
+      return tl::make_unexpected("cannot register " + describe(o.self) + " in the cluster: " +
+                                 std::string(metadata::membership_error_name(last)));
+    }
+    if (!said && last == metadata::membership_error::duplicate) {
+      std::fprintf(stderr,
+                   "silt: node.id %d is registered with a live lease; waiting up to %lld ms for "
+                   "it to lapse\n",
+                   o.self.node.value(), static_cast<long long>(o.session_timeout.count()));
+      said = true;
+    }
+    std::this_thread::sleep_for(std::min(o.heartbeat_interval, std::chrono::milliseconds(200)));
+  }
+  m->refresh_list();
+  m->thread_ = std::thread([p = m.get()] { p->run(); });
+  return m;
+}
+
+bool membership::can_acknowledge() const {
+  return ticks(clock::now()) < lease_until_.load(std::memory_order_acquire);
+}
+
+std::shared_ptr<const broker_list> membership::brokers() const {
+  base::lock_guard lock(mu_);
+  return brokers_;
+}
+
+void membership::run() {
+  auto next = clock::now() + options_.heartbeat_interval;
+  for (;;) {
+    {
+      base::unique_lock lock(mu_);
+      while (!stopping_ && clock::now() < next) lock.wait_until(wake_, next);
+      if (stopping_) return;
+    }
+    next = clock::now() + options_.heartbeat_interval;
+    beat();
+  }
+}
+
+void membership::beat() {
+  const auto sent = clock::now();
+  const int64_t epoch = epoch_.load(std::memory_order_acquire);
+  auto r = registry_->heartbeat(options_.self.node, epoch, options_.session_timeout);
+  if (r) {
+    lease_until_.store(ticks(sent + options_.session_timeout - options_.session_timeout / 20),
+                       std::memory_order_release);
+    heartbeats_.fetch_add(1, std::memory_order_relaxed);
+    if (failures_ > 0) {
+      std::fprintf(stderr, "silt: cluster: heartbeats succeed again after %llu failure(s)\n",
+                   static_cast<unsigned long long>(failures_));
+    }
+    failures_ = 0;
+  } else if (r.error() == metadata::membership_error::fenced) {
+    // The lease lapsed in the database (or the node id registered again): this epoch is over.
+    lease_until_.store(0, std::memory_order_release);
+    std::fprintf(stderr,
+                 "silt: cluster: the lease of broker epoch %lld lapsed; acknowledging nothing "
+                 "until registered again\n",
+                 static_cast<long long>(epoch));
+    (void)register_now(false);
+  } else {
+    if (failures_ % 20 == 0) {
+      std::fprintf(stderr,
+                   "silt: cluster: heartbeat to the metadata store failed (%s); the lease holds "
+                   "for at most %lld ms after the last success\n",
+                   std::string(metadata::membership_error_name(r.error())).c_str(),
+                   static_cast<long long>(options_.session_timeout.count()));
+    }
+    ++failures_;
+  }
+  refresh_list();
+}
+
+bool membership::register_now(bool first) {
+  const auto sent = clock::now();
+  auto e =
+      registry_->register_broker(options_.self, options_.session_timeout, options_.holds_wal_lock);
+  if (!e) {
+    if (failures_ % 20 == 0) {
+      std::fprintf(stderr, "silt: cluster: registering %s failed: %s\n",
+                   describe(options_.self).c_str(),
+                   std::string(metadata::membership_error_name(e.error())).c_str());
+    }
+    ++failures_;
+    return false;
+  }
+  epoch_.store(*e, std::memory_order_release);
+  lease_until_.store(ticks(sent + options_.session_timeout - options_.session_timeout / 20),
+                     std::memory_order_release);
+  registrations_.fetch_add(1, std::memory_order_relaxed);
+  failures_ = 0;
+  if (!first) {
+    std::fprintf(stderr, "silt: cluster: registered again at broker epoch %lld\n",
+                 static_cast<long long>(*e));
+  }
+  return true;
+}
+
+void membership::refresh_list() {
+  auto all = registry_->brokers();
+  if (!all) return;  // the last list stands
+  auto live = std::make_shared<broker_list>();
+  bool self = false;
+  for (auto& b : *all) {
+    if (!b.live()) continue;
+    self = self || b.info.node == options_.self.node;
+    live->push_back(std::move(b));
+  }
+  if (!self) {
+    metadata::broker_record me;
+    me.info = options_.self;
+    me.broker_epoch = epoch_.load(std::memory_order_acquire);
+    live->push_back(std::move(me));
+    std::sort(live->begin(), live->end(),
+              [](const auto& a, const auto& b) { return a.info.node < b.info.node; });
+  }
+  base::lock_guard lock(mu_);
+  brokers_ = std::move(live);
+}
+
+void membership::stop() {
+  {
+    base::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  lease_until_.store(0, std::memory_order_release);
+  if (const int64_t epoch = epoch_.load(std::memory_order_acquire); epoch != 0) {
+    (void)registry_->unregister(options_.self.node, epoch);
+  }
+}
+
+}  // namespace silt::cluster

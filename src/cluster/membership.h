@@ -1,0 +1,92 @@
+// This broker's membership of the cluster: it registers in the broker registry
+// (metadata/broker_registry.h) when it starts, renews its lease from a thread of its own
+// every heartbeat interval, and keeps the list of live brokers that Metadata and
+// DescribeCluster answer with.
+//
+// The lease as this broker counts it starts when a heartbeat is sent, not when the database
+// stored it, so it always ends before the database's: while can_acknowledge() is false the
+// broker acknowledges no produce (and the metadata store refuses its commits, trims and group
+// writes). A broker whose lease lapsed (the database unreachable for a session timeout, the
+// process stopped) registers again, at a new broker epoch, as soon as it can.
+//
+// Thread-safe. No call blocks on the database except start() (before the broker serves) and
+// stop().
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+#include "base/mutex.h"
+#include "metadata/broker_registry.h"
+
+namespace silt::cluster {
+
+struct membership_options {
+  metadata::broker_info self;
+  std::chrono::milliseconds heartbeat_interval{500};
+  std::chrono::milliseconds session_timeout{3000};
+  // The caller holds the WAL's lock: a live registration of this node id from this machine
+  // and WAL location is a dead process's, replaced at once.
+  bool holds_wal_lock = false;
+};
+
+using broker_list = std::vector<metadata::broker_record>;
+
+class membership {
+ public:
+  // Registers (waiting at most a session timeout for a live registration of this node id to
+  // lapse) and starts the heartbeat thread.
+  [[nodiscard]] static tl::expected<std::unique_ptr<membership>, std::string> start(
+      std::shared_ptr<metadata::sql::database> db, membership_options options);
+  ~membership();
+  membership(const membership&) = delete;
+  membership& operator=(const membership&) = delete;
+
+  // Whether this broker's lease still holds: false from when it may have lapsed in the
+  // database until the broker registered again.
+  [[nodiscard]] bool can_acknowledge() const;
+  // The live brokers by node id as of the last heartbeat, this one always among them.
+  [[nodiscard]] std::shared_ptr<const broker_list> brokers() const;
+  [[nodiscard]] int64_t broker_epoch() const { return epoch_.load(std::memory_order_acquire); }
+  // Heartbeats sent and registrations made since start (the first included).
+  [[nodiscard]] uint64_t heartbeats() const { return heartbeats_.load(std::memory_order_relaxed); }
+  [[nodiscard]] uint64_t registrations() const {
+    return registrations_.load(std::memory_order_relaxed);
+  }
+
+  // Stops the heartbeats and ends the lease (a clean shutdown: the node id is free at once).
+  void stop();
+
+ private:
+  membership(std::unique_ptr<metadata::broker_registry> registry, membership_options options);
+  void run();
+  // One heartbeat (or registration, when the lease lapsed) and a refresh of the broker list.
+  void beat();
+  [[nodiscard]] bool register_now(bool first);
+  void refresh_list();
+
+  std::unique_ptr<metadata::broker_registry> registry_;
+  const membership_options options_;
+  std::atomic<int64_t> epoch_{0};
+  // steady_clock ticks until which the lease holds (0: none).
+  std::atomic<int64_t> lease_until_{0};
+  std::atomic<uint64_t> heartbeats_{0};
+  std::atomic<uint64_t> registrations_{0};
+  mutable base::mutex mu_;
+  std::shared_ptr<const broker_list> brokers_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::condition_variable wake_;
+  std::thread thread_;
+  // Failures logged since the last success (the first of a run, then every 20th).
+  uint64_t failures_ = 0;  // heartbeat thread only
+};
+
+}  // namespace silt::cluster

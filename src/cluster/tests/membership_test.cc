@@ -1,0 +1,126 @@
+// Membership on SQLite and on PostgreSQL: brokers sharing one database see each other and
+// see a stopped one go; a broker whose heartbeats cannot reach the database stops
+// acknowledging before its lease lapses there, and registers again at a new epoch after.
+#include "cluster/membership.h"
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "metadata/testing/test_database.h"
+
+namespace silt::cluster {
+namespace {
+
+using std::chrono::milliseconds;
+
+membership_options options_of(int32_t id) {
+  membership_options o;
+  o.self.node = base::node_id(id);
+  o.self.host = "localhost";
+  o.self.port = 9000 + id;
+  o.self.rack = "r" + std::to_string(id % 2);
+  o.self.wal_location = "/wal/" + std::to_string(id);
+  o.self.machine = metadata::same_machine_id();
+  o.heartbeat_interval = milliseconds(50);
+  o.session_timeout = milliseconds(500);
+  return o;
+}
+
+template <typename F>
+bool eventually(F done, milliseconds within = milliseconds(5000)) {
+  const auto end = std::chrono::steady_clock::now() + within;
+  while (std::chrono::steady_clock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return done();
+}
+
+std::vector<int32_t> nodes(const membership& m) {
+  std::vector<int32_t> out;
+  for (const auto& b : *m.brokers()) out.push_back(b.info.node.value());
+  return out;
+}
+
+class Membership : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("silt-membership-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    auto db = metadata::sql::open_database(metadata::testing::fresh_uri(GetParam(), dir_));
+    ASSERT_TRUE(db) << db.error();
+    db_ = *db;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::filesystem::path dir_;
+  std::shared_ptr<metadata::sql::database> db_;
+};
+
+TEST_P(Membership, BrokersSeeEachOtherAndAStoppedOneGoes) {
+  auto a = membership::start(db_, options_of(1));
+  ASSERT_TRUE(a) << a.error();
+  auto b = membership::start(db_, options_of(2));
+  ASSERT_TRUE(b) << b.error();
+  EXPECT_TRUE((*a)->can_acknowledge());
+  EXPECT_TRUE(eventually([&] { return nodes(**a) == std::vector<int32_t>{1, 2}; }));
+  EXPECT_EQ(nodes(**b), (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ((*b)->brokers()->front().info, options_of(1).self);
+  (*b)->stop();
+  EXPECT_FALSE((*b)->can_acknowledge());
+  EXPECT_TRUE(eventually([&] { return nodes(**a) == std::vector<int32_t>{1}; }));
+  // Stopped cleanly, its node id is free at once.
+  auto again = membership::start(db_, options_of(2));
+  ASSERT_TRUE(again) << again.error();
+  EXPECT_EQ((*again)->registrations(), 1u);
+}
+
+// The same node id twice: the second waits a session timeout for the first's lease and gives
+// up, since the first keeps renewing it.
+TEST_P(Membership, ALiveNodeIdCannotJoinTwice) {
+  auto a = membership::start(db_, options_of(1));
+  ASSERT_TRUE(a) << a.error();
+  auto other = options_of(1);
+  other.self.wal_location = "/elsewhere";
+  auto b = membership::start(db_, other);
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.error().find("live"), std::string::npos) << b.error();
+  EXPECT_TRUE((*a)->can_acknowledge());
+}
+
+// The database's brokers table held by another transaction: heartbeats wait or fail, the
+// broker stops acknowledging within its session timeout, and once the table is free it finds
+// its lease lapsed and registers again at a new epoch.
+TEST_P(Membership, ALeaseThatCannotBeRenewedStopsAcknowledgementsUntilRegisteredAgain) {
+  auto a = membership::start(db_, options_of(1));
+  ASSERT_TRUE(a) << a.error();
+  const int64_t first = (*a)->broker_epoch();
+  EXPECT_TRUE(eventually([&] { return (*a)->heartbeats() >= 2; }));
+  auto c = db_->connect();
+  ASSERT_TRUE(c) << c.error();
+  {
+    metadata::sql::transaction hold(**c);
+    ASSERT_TRUE(hold.ok());
+    if ((*c)->kind() == metadata::sql::dialect::postgresql) {
+      ASSERT_TRUE((*c)->query("LOCK TABLE brokers IN ACCESS EXCLUSIVE MODE"));
+    }
+    EXPECT_TRUE(eventually([&] { return !(*a)->can_acknowledge(); }, milliseconds(2000)));
+    std::this_thread::sleep_for(milliseconds(200));
+    EXPECT_FALSE((*a)->can_acknowledge());
+  }
+  EXPECT_TRUE(eventually([&] { return (*a)->can_acknowledge(); }));
+  EXPECT_GT((*a)->broker_epoch(), first);
+  EXPECT_EQ((*a)->registrations(), 2u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Membership, ::testing::ValuesIn(metadata::testing::backends()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace silt::cluster

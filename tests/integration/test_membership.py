@@ -1,0 +1,116 @@
+"""Cluster membership: Silt brokers sharing one metadata store (PostgreSQL when the run has
+one, else one SQLite file) list each other in Metadata with their racks, drop a broker killed
+with SIGKILL once its lease lapses, take it back when it restarts, and refuse a second
+broker with a node id that is live."""
+import struct
+import subprocess
+import time
+
+import pytest
+
+from conftest import POSTGRES_URI, SILT_BIN, SiltBroker, fresh_postgres_database, \
+    selected_brokers, start_silt
+from util import connect, metadata_request, read_response
+
+HEARTBEAT_MS = 200
+SESSION_MS = 1500
+
+
+def listed_brokers(bootstrap):
+    """{node id: (host, port, rack)} from a Metadata v1 request for no topics."""
+    with connect(bootstrap) as s:
+        s.sendall(metadata_request(7, topics=[], version=1))
+        corr, body = read_response(s)
+    assert corr == 7
+    (count,) = struct.unpack_from(">i", body, 0)
+    at = 4
+    out = {}
+    for _ in range(count):
+        node, hlen = struct.unpack_from(">ih", body, at)
+        at += 6
+        host = body[at:at + hlen].decode()
+        at += hlen
+        port, rlen = struct.unpack_from(">ih", body, at)
+        at += 6
+        rack = None
+        if rlen >= 0:
+            rack = body[at:at + rlen].decode()
+            at += rlen
+        out[node] = (host, port, rack)
+    return out
+
+
+def wait_listed(bootstrap, expected, timeout=10.0):
+    deadline = time.time() + timeout
+    seen = None
+    while time.time() < deadline:
+        seen = listed_brokers(bootstrap)
+        if seen == expected:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"{bootstrap} lists {seen}, expected {expected}")
+
+
+@pytest.fixture
+def shared_store_brokers(tmp_path):
+    if "silt" not in selected_brokers():
+        pytest.skip("Silt not selected (SILT_TEST_BROKERS)")
+    uri = fresh_postgres_database() if POSTGRES_URI else f"sqlite://{tmp_path}/shared.db"
+    common = {"metadata.store.uri": uri,
+              "broker.heartbeat.interval.ms": str(HEARTBEAT_MS),
+              "broker.session.timeout.ms": str(SESSION_MS)}
+    brokers = []
+    for node, rack in ((1, "zone-a"), (2, "zone-b")):
+        d = tmp_path / f"broker{node}"
+        d.mkdir()
+        brokers.append(SiltBroker(d, {**common, "node.id": str(node), "broker.rack": rack}))
+    for b in brokers:
+        start_silt(b)
+    yield brokers, common
+    for b in brokers:
+        if b.alive():
+            assert b.stop() == 0, b.log_text()[-4000:]
+        b.check_log()
+
+
+def test_brokers_sharing_a_store_list_each_other_and_drop_a_dead_one(shared_store_brokers):
+    (a, b), _ = shared_store_brokers
+    both = {1: ("127.0.0.1", a.port, "zone-a"), 2: ("127.0.0.1", b.port, "zone-b")}
+    wait_listed(a.bootstrap, both)
+    wait_listed(b.bootstrap, both)
+
+    b.kill()
+    killed = time.time()
+    wait_listed(a.bootstrap, {1: both[1]}, timeout=SESSION_MS / 1000 + 10)
+    print(f"a killed broker left the list after {time.time() - killed:.2f} s "
+          f"(session timeout {SESSION_MS} ms)")
+
+    # Restarted on its own WAL, it replaces its dead registration and is listed again.
+    b.start()
+    wait_listed(a.bootstrap, both)
+    wait_listed(b.bootstrap, both)
+    assert "registered with a live lease" not in b.log_text()
+
+
+def test_a_live_node_id_is_refused_to_another_broker(shared_store_brokers, tmp_path):
+    (a, _), common = shared_store_brokers
+    d = tmp_path / "impostor"
+    d.mkdir()
+    impostor = SiltBroker(d, {**common, "node.id": "1"})
+    proc = subprocess.run(impostor.command(), cwd=d, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "node.id 1 is registered with a live lease" in proc.stderr, proc.stderr
+    assert "registered by a live broker" in proc.stderr, proc.stderr
+    # The broker that holds the node id goes on.
+    wait_listed(a.bootstrap, {1: ("127.0.0.1", a.port, "zone-a"),
+                              2: listed_brokers(a.bootstrap)[2]})
+
+
+def test_a_second_broker_on_the_same_wal_is_refused(silt):
+    proc = subprocess.run(silt.command()[:1] + [
+        "--override", f"data.dir={silt.data_dir}", "--override",
+        f"listeners=PLAINTEXT://127.0.0.1:0"], cwd=silt.workdir, capture_output=True, text=True,
+        timeout=60)
+    assert proc.returncode != 0
+    assert "is in use by another broker process" in proc.stderr, proc.stderr
+    assert str(SILT_BIN)
