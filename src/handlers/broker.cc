@@ -16,6 +16,7 @@
 
 #include "base/endian.h"
 #include "handlers/handlers.h"
+#include "metadata/broker_registry.h"
 #include "protocol/request_header.h"
 
 namespace silt::handlers {
@@ -223,11 +224,39 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   auto member = cluster::membership::start(*db, mo);
   if (!member) return tl::make_unexpected(member.error());
   b->membership_ = std::move(*member);
-  // This broker serves every topic's streams: it takes them all, each at its next epoch
-  // (Kafka's leader epoch), before it serves a request.
+  // The streams this broker serves, each taken at its next epoch (Kafka's leader epoch) before
+  // it serves a request: those nobody owns, its own, and those of a node whose WAL is this
+  // one (the same broker under another node.id: the replay just read their data) or that
+  // never registered (a store written before membership). A stream of another broker stays
+  // that broker's: taking it would drop what waits in that broker's WAL.
+  auto registered = metadata::broker_registry::open(*db);
+  if (!registered) return tl::make_unexpected(registered.error());
+  auto members = (*registered)->brokers();
+  if (!members) {
+    return tl::make_unexpected("cannot read the brokers registered in " + (*db)->describe());
+  }
+  auto may_take = [&](base::node_id owner) {
+    if (owner == base::node_id(-1) || owner == base::node_id(config.node_id)) return true;
+    for (const auto& m : *members) {
+      if (m.info.node == owner) return m.info.wal_location == mo.self.wal_location;
+    }
+    return true;
+  };
   std::vector<base::stream_id> streams;
-  for (const auto& t : b->registry_->all())
-    streams.insert(streams.end(), t->streams.begin(), t->streams.end());
+  size_t others = 0;
+  for (const auto& t : b->registry_->all()) {
+    for (const base::stream_id s : t->streams) {
+      if (may_take(b->store_->offsets(s).owner)) {
+        streams.push_back(s);
+      } else {
+        ++others;
+      }
+    }
+  }
+  if (others > 0) {
+    std::fprintf(stderr, "silt: %zu partition(s) belong to other brokers and are left to them\n",
+                 others);
+  }
   if (auto taken = b->store_->take(streams); !taken) {
     return tl::make_unexpected("cannot take the partitions' streams in " + (*db)->describe());
   }
@@ -277,6 +306,49 @@ void broker::start_background(std::chrono::milliseconds period) {
         }
       },
       asio::detached);
+  // Topics created, changed or deleted through other brokers appear here within a heartbeat
+  // interval.
+  topics_timer_ = std::make_unique<asio::steady_timer>(blocking_.get_executor());
+  asio::co_spawn(
+      blocking_.get_executor(),
+      [this]() -> asio::awaitable<void> {
+        for (;;) {
+          topics_timer_->expires_after(
+              std::chrono::milliseconds(config_.broker_heartbeat_interval_ms));
+          boost::system::error_code ec;
+          co_await topics_timer_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+          if (ec || closed_) co_return;
+          refresh_topics();
+        }
+      },
+      asio::detached);
+}
+
+void broker::refresh_topics() {
+  auto changes = registry_->refresh();
+  if (!changes) return;  // the next round tries again
+  // (forget() leaves a topic created again under the name.)
+  for (const auto& t : changes->removed) ctx_->forget(t);
+  std::vector<base::stream_id> fresh;
+  fresh.swap(unsettled_);
+  for (const auto& t : changes->changed) {
+    const auto before = ctx_->topic(t->name);
+    for (const base::stream_id s : t->streams) {
+      const bool known = before && before->info->id == t->id &&
+                         std::find(before->info->streams.begin(), before->info->streams.end(), s) !=
+                             before->info->streams.end();
+      if (!known) fresh.push_back(s);
+    }
+  }
+  if (!fresh.empty()) {
+    auto unsettled = store_->learn(fresh);
+    if (!unsettled) {
+      unsettled_ = std::move(fresh);  // all of them again next round
+    } else {
+      unsettled_ = std::move(*unsettled);
+    }
+  }
+  for (const auto& t : changes->changed) (void)ctx_->refresh(t);
 }
 
 void broker::begin_shutdown() {
@@ -297,6 +369,9 @@ void broker::close() {
   if (groups_) groups_->close();
   if (snapshot_timer_) {
     asio::post(blocking_.get_executor(), [this] { snapshot_timer_->cancel(); });
+  }
+  if (topics_timer_) {
+    asio::post(blocking_.get_executor(), [this] { topics_timer_->cancel(); });
   }
   objects_->cancel();
   store_->close();

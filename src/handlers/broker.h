@@ -59,6 +59,10 @@ class broker final : public net::request_handler {
   std::unique_ptr<coordinator::group_coordinator> groups_;
   std::unique_ptr<context> ctx_;
   std::unique_ptr<boost::asio::steady_timer> snapshot_timer_;
+  std::unique_ptr<boost::asio::steady_timer> topics_timer_;
+  // Takes in the topic changes other brokers made (blocking pool).
+  void refresh_topics();
+  std::vector<base::stream_id> unsettled_;  // learned streams not taken yet (refresh_topics)
   bool closed_ = false;
 };
 

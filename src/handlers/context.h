@@ -80,6 +80,16 @@ class context {
   [[nodiscard]] bool can_acknowledge() const {
     return membership_ == nullptr || membership_->can_acknowledge();
   }
+  // Whether `node` is a live member of the cluster (this broker always is).
+  [[nodiscard]] bool live(int32_t node) const {
+    if (node == node_id) return true;
+    const auto list = membership_ != nullptr ? membership_->brokers() : nullptr;
+    if (!list) return false;
+    for (const auto& b : *list) {
+      if (b.info.node.value() == node) return true;
+    }
+    return false;
+  }
   // The live brokers, this one always among them, as a response's broker entries
   // ({id, host, port, rack} and the tagged fields).
   template <typename Broker>

@@ -139,8 +139,26 @@ template <typename Partition>
   std::vector<Partition> out;
   if (end > first) out.reserve(static_cast<size_t>(end - first));
   for (int32_t p = first; p < end; ++p) {
-    const auto epoch = ctx.store.offsets(*topic.stream_of(base::partition_id(p))).epoch;
-    out.push_back(led_here<Partition>(ctx, p, epoch.value()));
+    const auto o = ctx.store.offsets(*topic.stream_of(base::partition_id(p)));
+    const int32_t owner = o.owner.value();
+    if (!o.fenced || owner == ctx.node_id) {
+      out.push_back(led_here<Partition>(ctx, p, o.epoch.value()));
+      continue;
+    }
+    // Another broker's partition: its leader while that broker is live, none otherwise (nor
+    // while its creator has not taken it yet: no owner).
+    Partition part;
+    part.partition_index = p;
+    part.leader_epoch = o.epoch.value();
+    part.replica_nodes = {owner};
+    if (owner != -1 && ctx.live(owner)) {
+      part.leader_id = owner;
+      part.isr_nodes = {owner};
+    } else {
+      part.leader_id = -1;
+      part.error_code = static_cast<int16_t>(protocol::error_code::leader_not_available);
+    }
+    out.push_back(std::move(part));
   }
   return out;
 }

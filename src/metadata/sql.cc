@@ -109,7 +109,8 @@ CREATE TABLE consumer_groups(
 CREATE INDEX consumer_groups_by_shard ON consumer_groups(shard);
 )sql"},
     // Cluster membership (broker_registry.h): each broker's registration, its broker epoch
-    // (from a counter, unique across the cluster) and its lease in the database's clock.
+    // (from a counter, unique across the cluster) and its lease in the database's clock; a
+    // counter of topic changes, which brokers poll to see each other's.
     {4, R"sql(
 CREATE TABLE brokers(
   node_id {int} PRIMARY KEY,
@@ -122,6 +123,7 @@ CREATE TABLE brokers(
   lease_expires_ms {int} NOT NULL,
   registered_ms {int} NOT NULL);
 INSERT INTO registry_counters VALUES('broker_epoch', 0) ON CONFLICT DO NOTHING;
+INSERT INTO registry_counters VALUES('topics_changed', 0) ON CONFLICT DO NOTHING;
 )sql"},
 };
 

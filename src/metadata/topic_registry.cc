@@ -113,7 +113,28 @@ topic_registry::~topic_registry() = default;
 
 tl::expected<void, registry_error> topic_registry::load() {
   base::lock_guard db_lock(db_mu_);
-  std::map<std::string, std::shared_ptr<topic_info>> topics;
+  auto all = read_all_locked();
+  if (!all) return fail(all.error());
+  seen_ = all->second;
+  base::lock_guard lock(mu_);
+  for (auto& [name, t] : all->first) index_locked(t);
+  return {};
+}
+
+tl::expected<int64_t, registry_error> topic_registry::count_change_locked() {
+  auto r = c_->query(
+      "UPDATE registry_counters SET value = value + 1 WHERE name = 'topics_changed' "
+      "RETURNING value");
+  if (!r || r->rows.empty()) return fail(registry_error::io);
+  return r->rows.front().integer(0);
+}
+
+tl::expected<std::pair<topic_registry::topic_map, int64_t>, registry_error>
+topic_registry::read_all_locked() {
+  auto counter = c_->query("SELECT value FROM registry_counters WHERE name = 'topics_changed'");
+  if (!counter || counter->rows.empty()) return fail(registry_error::io);
+  const int64_t at = counter->rows.front().integer(0);
+  topic_map topics;
   auto ts = c_->query("SELECT name, id, created_ms FROM topics");
   auto ps = c_->query("SELECT name, partition, stream_id FROM topic_partitions");
   auto cs = c_->query("SELECT name, key, value FROM topic_configs");
@@ -137,9 +158,41 @@ tl::expected<void, registry_error> topic_registry::load() {
     auto it = topics.find(s.text(0));
     if (it != topics.end()) it->second->configs[s.text(1)] = s.text(2);
   }
+  return std::pair(std::move(topics), at);
+}
+
+tl::expected<topic_changes, registry_error> topic_registry::refresh() {
+  base::lock_guard db_lock(db_mu_);
+  auto counter = c_->query("SELECT value FROM registry_counters WHERE name = 'topics_changed'");
+  if (!counter || counter->rows.empty()) return fail(registry_error::io);
+  topic_changes out;
+  if (counter->rows.front().integer(0) == seen_) return out;
+  auto all = read_all_locked();
+  if (!all) return fail(all.error());
+  auto& stored = all->first;
   base::lock_guard lock(mu_);
-  for (auto& [name, t] : topics) index_locked(t);
-  return {};
+  std::vector<topic_ptr> gone;
+  for (const auto& [name, t] : by_name_) {
+    auto it = stored.find(name);
+    if (it == stored.end() || it->second->id != t->id) gone.push_back(t);
+  }
+  for (const auto& t : gone) {
+    by_id_.erase(t->id);
+    by_name_.erase(t->name);
+    out.removed.push_back(t);
+  }
+  for (auto& [name, t] : stored) {
+    auto it = by_name_.find(name);
+    if (it != by_name_.end() && it->second->streams == t->streams &&
+        it->second->configs == t->configs) {
+      continue;
+    }
+    out.changed.push_back(t);
+    index_locked(t);
+  }
+  if (!gone.empty()) version_.fetch_add(1, std::memory_order_release);
+  seen_ = all->second;
+  return out;
 }
 
 void topic_registry::index_locked(topic_ptr t) {
@@ -201,12 +254,19 @@ tl::expected<topic_ptr, registry_error> topic_registry::create(
   if (!first) return fail(first.error());
   for (int32_t p = 0; p < partitions; ++p)
     t->streams.emplace_back(*first + static_cast<uint64_t>(p));
+  // Created meanwhile by another broker (not yet refreshed here).
+  auto there = c_->query("SELECT 1 FROM topics WHERE name = ?", std::string_view(name));
+  if (!there) return fail(registry_error::io);
+  if (!there->rows.empty()) return fail(registry_error::exists);
+  auto changes = count_change_locked();
+  if (!changes) return fail(changes.error());
   if (!c_->query("INSERT INTO topics(name, id, created_ms) VALUES(?,?,?)", std::string_view(name),
                  sql::bytes_view{t->id}, t->created_ms) ||
       !write_partitions(*c_, name, t->streams, 0) || !write_configs(*c_, name, configs) ||
       !tx.commit()) {
     return fail(registry_error::io);
   }
+  seen_locked(*changes);
   base::lock_guard lock(mu_);
   index_locked(t);
   return t;
@@ -224,10 +284,13 @@ tl::expected<topic_ptr, registry_error> topic_registry::add_partitions(const std
   const int32_t added = total - old->partitions();
   auto first = next_counter_locked("stream_id", added);
   if (!first) return fail(first.error());
+  auto changes = count_change_locked();
+  if (!changes) return fail(changes.error());
   for (int32_t i = 0; i < added; ++i) t->streams.emplace_back(*first + static_cast<uint64_t>(i));
   if (!write_partitions(*c_, name, t->streams, old->streams.size()) || !tx.commit()) {
     return fail(registry_error::io);
   }
+  seen_locked(*changes);
   base::lock_guard lock(mu_);
   index_locked(t);
   return t;
@@ -239,12 +302,15 @@ tl::expected<topic_ptr, registry_error> topic_registry::remove(const std::string
   if (!t) return fail(registry_error::not_found);
   transaction tx(*c_);
   if (!tx.ok()) return fail(registry_error::io);
+  auto changes = count_change_locked();
+  if (!changes) return fail(changes.error());
   for (const char* sql :
        {"DELETE FROM topics WHERE name=?", "DELETE FROM topic_partitions WHERE name=?",
         "DELETE FROM topic_configs WHERE name=?"}) {
     if (!c_->query(sql, std::string_view(name))) return fail(registry_error::io);
   }
   if (!tx.commit()) return fail(registry_error::io);
+  seen_locked(*changes);
   base::lock_guard lock(mu_);
   by_id_.erase(t->id);
   by_name_.erase(name);
@@ -260,9 +326,11 @@ tl::expected<topic_ptr, registry_error> topic_registry::set_configs(
   auto t = std::make_shared<topic_info>(*old);
   t->configs = configs;
   transaction tx(*c_);
-  if (!tx.ok() || !write_configs(*c_, name, configs) || !tx.commit()) {
-    return fail(registry_error::io);
-  }
+  if (!tx.ok()) return fail(registry_error::io);
+  auto changes = count_change_locked();
+  if (!changes) return fail(changes.error());
+  if (!write_configs(*c_, name, configs) || !tx.commit()) return fail(registry_error::io);
+  seen_locked(*changes);
   base::lock_guard lock(mu_);
   index_locked(t);
   return t;

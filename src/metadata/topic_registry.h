@@ -53,6 +53,12 @@ enum class registry_error : uint8_t {
 
 using topic_ptr = std::shared_ptr<const topic_info>;
 
+// What refresh() found changed in the database since this registry last looked.
+struct topic_changes {
+  std::vector<topic_ptr> changed;  // created, grown or reconfigured, as they are now
+  std::vector<topic_ptr> removed;  // deleted (or deleted and created again: then in both)
+};
+
 class topic_registry {
  public:
   // Opens the registry in `db` and loads every topic.
@@ -89,6 +95,10 @@ class topic_registry {
   // The cluster id: `preferred` if not empty and none is stored yet, else the stored one,
   // else a fresh random one (Kafka's 22-character base64 form); stored once.
   [[nodiscard]] tl::expected<std::string, registry_error> cluster_id(const std::string& preferred);
+  // Takes in the topic changes other registries (other brokers) made in the database: one
+  // read of a change counter when nothing changed, else every topic is read again.
+  [[nodiscard]] tl::expected<topic_changes, registry_error> refresh();
+
   // Reserves `count` producer ids and returns the first; never hands out an id twice.
   [[nodiscard]] tl::expected<int64_t, registry_error> allocate_producer_ids(int64_t count);
 
@@ -96,6 +106,16 @@ class topic_registry {
   topic_registry(std::shared_ptr<sql::database> db, std::unique_ptr<sql::connection> c)
       : db_(std::move(db)), c_(std::move(c)) {}
   tl::expected<void, registry_error> load();
+  using topic_map = std::map<std::string, std::shared_ptr<topic_info>>;
+  // Every topic as stored, and the change counter read before them.
+  tl::expected<std::pair<topic_map, int64_t>, registry_error> read_all_locked() REQUIRES(db_mu_);
+  // In a change's transaction: counts the change; returns the counter's new value.
+  tl::expected<int64_t, registry_error> count_change_locked() REQUIRES(db_mu_);
+  // After a change committed at counter value `v`: nothing else changed in between if it
+  // follows the last value seen.
+  void seen_locked(int64_t v) REQUIRES(db_mu_) {
+    if (v == seen_ + 1) seen_ = v;
+  }
   tl::expected<uint64_t, registry_error> next_counter_locked(const char* name, int64_t count)
       REQUIRES(db_mu_);
   void index_locked(topic_ptr t) REQUIRES(mu_);
@@ -109,7 +129,8 @@ class topic_registry {
   std::unique_ptr<sql::connection> c_ GUARDED_BY(db_mu_);
   std::map<std::string, topic_ptr, std::less<>> by_name_ GUARDED_BY(mu_);
   std::map<topic_id, topic_ptr> by_id_ GUARDED_BY(mu_);
-  std::atomic<uint64_t> version_{0};  // moved under mu_, read without it
+  std::atomic<uint64_t> version_{0};     // moved under mu_, read without it
+  int64_t seen_ GUARDED_BY(db_mu_) = 0;  // the change counter the maps reflect
 };
 
 // Kafka's rules for topic names: 1-249 characters of [a-zA-Z0-9._-], not "." or "..".

@@ -16,9 +16,10 @@ cached_stream& log_cache::stream(base::stream_id stream_id) {
   return *slot;
 }
 
-void log_cache::load(base::stream_id stream_id, const metadata::stream_state& s) {
+void log_cache::load(base::stream_id stream_id, const metadata::stream_state& s, bool ours) {
   auto& st = stream(stream_id);
   base::lock_guard lock(st.mu);
+  st.fenced = !ours;
   st.owner = s.owner;
   st.epoch = s.epoch;
   st.start_offset = s.start_offset;
@@ -162,17 +163,20 @@ bool log_cache::fenced_by(base::stream_id stream_id,
   if (st.owner == owner && st.epoch == epoch) return false;
   st.fenced = true;
   std::fprintf(stderr,
-               "stream store: stream %llu has a newer owner than node %d at epoch %d; it is no "
-               "longer served here\n",
+               "stream store: stream %llu has a newer owner than node %d at epoch %d (node %d at "
+               "epoch %d); it is no longer served here\n",
                static_cast<unsigned long long>(stream_id.value()), st.owner.value(),
-               st.epoch.value());
+               st.epoch.value(), owner.value(), epoch.value());
+  // Who serves it now, for Metadata.
+  st.owner = owner;
+  st.epoch = epoch;
   return true;
 }
 
 stream_offsets log_cache::offsets(base::stream_id stream_id) {
   auto& st = stream(stream_id);
   base::lock_guard lock(st.mu);
-  return {st.start_offset, st.durable_end, st.epoch, st.fenced};
+  return {st.start_offset, st.durable_end, st.epoch, st.fenced, st.owner};
 }
 
 }  // namespace silt::storage

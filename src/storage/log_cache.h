@@ -73,8 +73,9 @@ class log_cache {
 
   // A stream's state, created empty (at offset 0) on first use.
   [[nodiscard]] cached_stream& stream(base::stream_id stream_id);
-  // Sets a stream's state as the catalog holds it (at open, before any append).
-  void load(base::stream_id stream_id, const metadata::stream_state& s);
+  // Loads a stream's state from the catalog; one owned by another node is fenced here until
+  // this node takes it.
+  void load(base::stream_id stream_id, const metadata::stream_state& s, bool ours);
 
   // Adds an entry whose offsets the caller assigned under st.mu.
   void push_locked(cached_stream& st, std::shared_ptr<entry> e) REQUIRES(st.mu);

@@ -37,7 +37,9 @@ tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
   if (!states) {
     return tl::make_unexpected(std::string("cannot read the streams of the catalog"));
   }
-  for (const auto& [id, c] : *states) s->cache_.load(id, c);
+  for (const auto& [id, c] : *states) {
+    s->cache_.load(id, c, c.owner == options.node_id || c.owner == base::node_id(-1));
+  }
   std::string replay_error;
   auto w = wal::wal::open(options.wal, [&](const wal::replayed_record& rec) {
     auto& st = s->cache_.stream(rec.stream_id);
@@ -272,6 +274,24 @@ tl::expected<void, stream_error> stream_store::take(
     st.fenced = false;
   }
   return {};
+}
+
+tl::expected<std::vector<base::stream_id>, stream_error> stream_store::learn(
+    const std::vector<base::stream_id>& stream_ids) {
+  std::vector<base::stream_id> unsettled;
+  for (const base::stream_id id : stream_ids) {
+    auto state = catalog_->stream(id);
+    if (!state) return fail(stream_error::catalog);
+    if (!*state) {
+      metadata::stream_state none;
+      cache_.load(id, none, false);
+      unsettled.push_back(id);
+      continue;
+    }
+    const auto owner = (*state)->owner;
+    cache_.load(id, **state, owner == options_.node_id || owner == base::node_id(-1));
+  }
+  return unsettled;
 }
 
 tl::expected<std::vector<metadata::epoch_start>, stream_error> stream_store::epochs(

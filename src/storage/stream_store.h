@@ -168,6 +168,11 @@ class stream_store {
   // stream's current end. A catalog transaction on the calling thread; appends go on.
   [[nodiscard]] tl::expected<void, stream_error> take(
       const std::vector<base::stream_id>& stream_ids);
+  // Streams of topics another broker created: reads their state from the catalog and serves
+  // none of them unless this node owns it. Returns those without a catalog row yet (their
+  // creator has not taken them): fenced, with no owner, until learned again.
+  [[nodiscard]] tl::expected<std::vector<base::stream_id>, stream_error> learn(
+      const std::vector<base::stream_id>& stream_ids);
   // A stream's epochs and the offsets they began at (catalog I/O on the calling thread).
   [[nodiscard]] tl::expected<std::vector<metadata::epoch_start>, stream_error> epochs(
       base::stream_id stream_id);

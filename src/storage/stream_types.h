@@ -50,6 +50,7 @@ struct stream_offsets {
   base::offset end_offset{};   // durable end: the next offset an append gets once all are durable
   base::leader_epoch epoch{};  // the stream's epoch (Kafka's leader epoch)
   bool fenced = false;         // another node took the stream
+  base::node_id owner{-1};     // the node owning it as far as this store knows (-1: none)
 };
 
 namespace batch {

@@ -1,7 +1,8 @@
 """Cluster membership: Silt brokers sharing one metadata store (PostgreSQL when the run has
 one, else one SQLite file) list each other in Metadata with their racks, drop a broker killed
 with SIGKILL once its lease lapses, take it back when it restarts, and refuse a second
-broker with a node id that is live."""
+broker with a node id that is live. A topic created through one broker is seen by the other,
+led by its creator, and served to clients that bootstrap from either."""
 import struct
 import subprocess
 import time
@@ -10,18 +11,55 @@ import pytest
 
 from conftest import POSTGRES_URI, SILT_BIN, SiltBroker, fresh_postgres_database, \
     selected_brokers, start_silt
-from util import connect, metadata_request, read_response
+from test_record_validation import Client, batch, records
+from util import admin, connect, consume_all, create_topic, metadata_request, produce_all, \
+    read_response, wait_futures
+
+NOT_LEADER_OR_FOLLOWER = 6
 
 HEARTBEAT_MS = 200
 SESSION_MS = 1500
 
 
-def listed_brokers(bootstrap):
-    """{node id: (host, port, rack)} from a Metadata v1 request for no topics."""
+def metadata_v4(bootstrap, topics):
+    """A Metadata v4 response body after its throttle time (no topic auto-creation)."""
     with connect(bootstrap) as s:
-        s.sendall(metadata_request(7, topics=[], version=1))
+        s.sendall(metadata_request(7, topics=topics, version=4))
         corr, body = read_response(s)
     assert corr == 7
+    return body[4:]
+
+
+def listed_brokers(bootstrap):
+    """{node id: (host, port, rack)} from a Metadata request for no topics."""
+    return parse_brokers(metadata_v4(bootstrap, []))[0]
+
+
+def partition_leaders(bootstrap, topic):
+    """{partition: (error code, leader id)} of `topic` from a Metadata request, or None
+    when the broker does not know the topic."""
+    body = metadata_v4(bootstrap, [topic])
+    _, at = parse_brokers(body)
+    (clen,) = struct.unpack_from(">h", body, at)
+    at += 2 + max(clen, 0) + 4  # cluster id, controller id
+    (count,) = struct.unpack_from(">i", body, at)
+    at += 4
+    assert count == 1
+    err, nlen = struct.unpack_from(">hh", body, at)
+    at += 4 + nlen + 1  # name, is_internal
+    (parts,) = struct.unpack_from(">i", body, at)
+    at += 4
+    out = {}
+    for _ in range(max(parts, 0)):
+        perr, index, leader, nreplicas = struct.unpack_from(">hiii", body, at)
+        at += 14 + 4 * nreplicas
+        (nisr,) = struct.unpack_from(">i", body, at)
+        at += 4 + 4 * nisr
+        out[index] = (perr, leader)
+    return None if err != 0 else out
+
+
+def parse_brokers(body):
     (count,) = struct.unpack_from(">i", body, 0)
     at = 4
     out = {}
@@ -37,7 +75,7 @@ def listed_brokers(bootstrap):
             rack = body[at:at + rlen].decode()
             at += rlen
         out[node] = (host, port, rack)
-    return out
+    return out, at
 
 
 def wait_listed(bootstrap, expected, timeout=10.0):
@@ -114,3 +152,37 @@ def test_a_second_broker_on_the_same_wal_is_refused(silt):
     assert proc.returncode != 0
     assert "is in use by another broker process" in proc.stderr, proc.stderr
     assert str(SILT_BIN)
+
+
+def test_a_topic_created_through_one_broker_is_served_through_both(shared_store_brokers):
+    (a, b), _ = shared_store_brokers
+    topic = "shared-topic"
+    create_topic(a.bootstrap, topic, partitions=3)
+    led_by_a = {p: (0, 1) for p in range(3)}
+    deadline = time.time() + 10
+    while partition_leaders(b.bootstrap, topic) != led_by_a and time.time() < deadline:
+        time.sleep(0.05)
+    assert partition_leaders(b.bootstrap, topic) == led_by_a
+
+    # Clients that know only the other broker find the leader through it.
+    sent = [{"value": b"v%d" % i, "partition": i % 3} for i in range(300)]
+    produce_all(b.bootstrap, topic, sent, acks="all")
+    got = consume_all(b.bootstrap, topic, 3, count=300)
+    assert sorted(m["value"] for m in got) == sorted(r["value"] for r in sent)
+
+    # The broker that does not own the partitions takes no writes for them.
+    c = Client(b.bootstrap)
+    try:
+        err, _, message = c.produce(topic, {0: batch(records(2), 2)})[0]
+    finally:
+        c.close()
+    assert err == NOT_LEADER_OR_FOLLOWER, message
+
+    # Deleted through the other broker, the topic goes from both.
+    client = admin(b.bootstrap)
+    fs = client.delete_topics([topic], operation_timeout=20, request_timeout=20)
+    assert wait_futures(fs, 20)[topic] is None
+    deadline = time.time() + 10
+    while partition_leaders(a.bootstrap, topic) is not None and time.time() < deadline:
+        time.sleep(0.05)
+    assert partition_leaders(a.bootstrap, topic) is None

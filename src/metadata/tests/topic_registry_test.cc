@@ -82,6 +82,55 @@ TEST_P(TopicRegistryTest, ErrorsForExistingMissingAndShrinking) {
   EXPECT_EQ(r->create("z", 0, {}).error(), registry_error::invalid);
 }
 
+// Two registries on one database (two brokers): each takes in the other's creations, growths,
+// config changes and deletions with refresh(), and its own changes are not reported back.
+TEST_P(TopicRegistryTest, RefreshTakesInAnotherRegistrysChanges) {
+  auto a = open();
+  auto b = open();
+  auto names = [](const std::vector<topic_ptr>& v) {
+    std::vector<std::string> out;
+    for (const auto& t : v) out.push_back(t->name);
+    return out;
+  };
+  auto none = b->refresh();
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->changed.empty() && none->removed.empty());
+
+  ASSERT_TRUE(a->create("orders", 2, {{"retention.ms", "5"}}));
+  ASSERT_TRUE(a->create("users", 1, {}));
+  EXPECT_TRUE(a->refresh()->changed.empty());
+  EXPECT_EQ(b->find("orders"), nullptr);
+  auto got = b->refresh();
+  ASSERT_TRUE(got);
+  EXPECT_EQ(names(got->changed), (std::vector<std::string>{"orders", "users"}));
+  EXPECT_TRUE(got->removed.empty());
+  ASSERT_NE(b->find("orders"), nullptr);
+  EXPECT_EQ(b->find("orders")->streams, a->find("orders")->streams);
+  EXPECT_EQ(b->find(a->find("orders")->id), b->find("orders"));
+  // A name created elsewhere and not yet refreshed here is refused, not duplicated.
+  ASSERT_TRUE(b->refresh()->changed.empty());
+  ASSERT_TRUE(a->create("late", 1, {}));
+  auto twice = b->create("late", 3, {});
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error(), registry_error::exists);
+  EXPECT_EQ(names(b->refresh()->changed), (std::vector<std::string>{"late"}));
+
+  ASSERT_TRUE(a->add_partitions("orders", 4));
+  ASSERT_TRUE(a->set_configs("users", {{"retention.bytes", "7"}}));
+  ASSERT_TRUE(a->remove("late"));
+  got = b->refresh();
+  ASSERT_TRUE(got);
+  EXPECT_EQ(names(got->changed), (std::vector<std::string>{"orders", "users"}));
+  EXPECT_EQ(names(got->removed), (std::vector<std::string>{"late"}));
+  EXPECT_EQ(b->find("orders")->partitions(), 4);
+  EXPECT_EQ(b->find("users")->configs.at("retention.bytes"), "7");
+  EXPECT_EQ(b->find("late"), nullptr);
+  // b's own change reaches a.
+  ASSERT_TRUE(b->create("from-b", 1, {}));
+  EXPECT_EQ(names(a->refresh()->changed), (std::vector<std::string>{"from-b"}));
+  EXPECT_TRUE(b->refresh()->changed.empty());
+}
+
 TEST_P(TopicRegistryTest, ClusterIdIsStoredOnce) {
   std::string id;
   {

@@ -16,8 +16,8 @@ base::offset off(int64_t v) {
 
 TEST(LogCache, AWriteMadeStaleByTheStoresOwnTakeIsNotAFence) {
   log_cache cache(1 << 20);
-  cache.load(sid(7), {off(0), off(10), base::node_id(1),
-                      base::leader_epoch(3)});  // this node (1) holds stream 7 at epoch 3
+  cache.load(sid(7), {off(0), off(10), base::node_id(1), base::leader_epoch(3)},
+             true);  // this node (1) holds stream 7 at epoch 3
   // The catalog says the same owner and epoch: the refused write carried an older epoch.
   EXPECT_FALSE(cache.fenced_by(
       sid(7), metadata::stream_state{off(0), off(10), base::node_id(1), base::leader_epoch(3)}));
@@ -26,9 +26,11 @@ TEST(LogCache, AWriteMadeStaleByTheStoresOwnTakeIsNotAFence) {
   EXPECT_TRUE(cache.fenced_by(
       sid(7), metadata::stream_state{off(0), off(10), base::node_id(2), base::leader_epoch(4)}));
   EXPECT_TRUE(cache.offsets(sid(7)).fenced);
+  EXPECT_EQ(cache.offsets(sid(7)).owner, base::node_id(2));  // who serves it now
+  EXPECT_EQ(cache.offsets(sid(7)).epoch, base::leader_epoch(4));
   EXPECT_EQ(cache.read(sid(7), off(0), 100)->error(), stream_error::fenced);
   // A stream never taken, whose row the catalog has lost, is fenced too.
-  cache.load(sid(8), {off(0), off(0), base::node_id(1), base::leader_epoch(0)});
+  cache.load(sid(8), {off(0), off(0), base::node_id(1), base::leader_epoch(0)}, true);
   EXPECT_TRUE(cache.fenced_by(sid(8), std::nullopt));
 }
 

@@ -793,19 +793,54 @@ TEST_P(StreamStoreOwnership, TheStaleOwnerIsFencedAndTheNewOwnerLosesNothing) {
   EXPECT_EQ(a->trim(sid(1), off(2)).error(), stream_error::fenced);
   EXPECT_EQ(a->put_producer_state(sid(1), {1}).error(), stream_error::fenced);
 
-  // Everything node 2 serves: node 1's committed records, then node 2's.
+  // Everything node 2 serves: node 1's committed records, then node 2's. Reopened, each
+  // node serves its own streams only: the other's may wait in the other's WAL.
   auto want = expected(1, 0, 5);
   for (auto& v : expected(1, 100, 104)) want.push_back(v);
   a.reset();
   b.reset();
   auto c = open(node(2, *db));
   EXPECT_EQ(read_all(*c, sid(1), off(0)), want);
-  EXPECT_EQ(read_all(*c, sid(2), off(0)), expected(2, 0, 6));
+  EXPECT_TRUE(c->offsets(sid(2)).fenced);
+  EXPECT_EQ(c->offsets(sid(2)).owner, base::node_id(1));
+  EXPECT_EQ(c->read(sid(2), off(0), 1000).error(), stream_error::fenced);
+  auto d = open(node(1, *db));
+  EXPECT_TRUE(d->offsets(sid(1)).fenced);
+  EXPECT_EQ(d->offsets(sid(1)).owner, base::node_id(2));
+  EXPECT_EQ(read_all(*d, sid(2), off(0)), expected(2, 0, 6));
   auto epochs = c->epochs(sid(1));
   ASSERT_TRUE(epochs);
   ASSERT_EQ(epochs->size(), 2u);
   EXPECT_EQ((*epochs)[1].epoch, base::leader_epoch(1));
   EXPECT_EQ((*epochs)[1].start_offset, off(5));
+}
+
+// Streams of a topic another broker created: learned from the catalog, served by their owner
+// only; one its creator has not taken yet is served by nobody and learned again later.
+TEST_P(StreamStoreOwnership, LearnedStreamsAreServedOnlyByTheirOwner) {
+  auto db = metadata::sql::open_database(metadata::testing::fresh_uri(GetParam(), dir_.path()));
+  ASSERT_TRUE(db) << db.error();
+  auto b = open(node(2, *db));
+  auto a = open(node(1, *db));
+  ASSERT_TRUE(a->take({sid(5), sid(6)}));
+  append(*a, sid(5), batch(5, 0, 3));
+  auto unsettled = b->learn({sid(5), sid(6), sid(7)});
+  ASSERT_TRUE(unsettled);
+  EXPECT_EQ(*unsettled, std::vector<base::stream_id>{sid(7)});
+  for (const auto s : {sid(5), sid(6)}) {
+    EXPECT_TRUE(b->offsets(s).fenced);
+    EXPECT_EQ(b->offsets(s).owner, base::node_id(1));
+  }
+  EXPECT_TRUE(b->offsets(sid(7)).fenced);
+  EXPECT_EQ(b->offsets(sid(7)).owner, base::node_id(-1));
+  std::promise<tl::expected<base::offset, stream_error>> refused;
+  b->append(sid(7), batch(7, 0, 1), [&](auto r) { refused.set_value(r); });
+  EXPECT_EQ(refused.get_future().get().error(), stream_error::fenced);
+  EXPECT_EQ(b->read(sid(5), off(0), 1000).error(), stream_error::fenced);
+  ASSERT_TRUE(a->take({sid(7)}));
+  ASSERT_TRUE(b->learn({sid(7)}));
+  EXPECT_EQ(b->offsets(sid(7)).owner, base::node_id(1));
+  EXPECT_EQ(read_all(*a, sid(5), off(0)), expected(5, 0, 3));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StreamStoreOwnership,
