@@ -80,6 +80,15 @@ class context {
   [[nodiscard]] bool can_acknowledge() const {
     return membership_ == nullptr || membership_->can_acknowledge();
   }
+  // A live member's registration (none for a node that is not live).
+  [[nodiscard]] std::optional<metadata::broker_info> member(int32_t node) const {
+    const auto list = membership_ != nullptr ? membership_->brokers() : nullptr;
+    if (!list) return std::nullopt;
+    for (const auto& b : *list) {
+      if (b.info.node.value() == node) return b.info;
+    }
+    return std::nullopt;
+  }
   // Whether `node` is a live member of the cluster (this broker always is).
   [[nodiscard]] bool live(int32_t node) const {
     if (node == node_id) return true;

@@ -55,12 +55,12 @@ bool gather_one(context& ctx, const wanted& w, gathered& g, size_t& budget, size
   }
   const base::stream_id stream_id = *stream;
   const auto offs = ctx.store.offsets(stream_id);
+  g.stream_id = stream_id;
   if (const auto e = check_leader(offs, w.current_leader_epoch); e != error_code::none) {
     g.data.error_code = static_cast<int16_t>(e);
     return true;
   }
   g.found = true;
-  g.stream_id = stream_id;
   g.data.high_watermark = offs.end_offset.value();
   g.data.last_stable_offset = offs.end_offset.value();
   g.data.log_start_offset = offs.start_offset.value();
@@ -291,6 +291,9 @@ asio::awaitable<with_owners<fetch_response>> handle_fetch(context& ctx, const ne
       auto& rt = resp.responses.emplace_back();
       rt.topic = w.topic;
       rt.topic_id = w.topic_id;
+    }
+    if (g.data.error_code == static_cast<int16_t>(error_code::not_leader_or_follower)) {
+      point_to_leader(ctx, g.stream_id, g.data.current_leader, resp.node_endpoints);
     }
     resp.responses.back().partitions.push_back(std::move(g.data));
     for (auto& o : g.owners) result.owners.push_back(std::move(o));

@@ -434,6 +434,9 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
         }
         break;
     }
+    if (c.out->error_code == static_cast<int16_t>(error_code::not_leader_or_follower)) {
+      point_to_leader(ctx, c.stream_id, c.out->current_leader, resp.node_endpoints);
+    }
     if (c.out->error_code == 0) {
       c.out->log_start_offset = ctx.store.offsets(c.stream_id).start_offset.value();
     } else {

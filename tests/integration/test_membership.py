@@ -12,8 +12,8 @@ import pytest
 from conftest import POSTGRES_URI, SILT_BIN, SiltBroker, fresh_postgres_database, \
     selected_brokers, start_silt
 from test_record_validation import Client, batch, records
-from util import admin, connect, consume_all, create_topic, metadata_request, produce_all, \
-    read_response, wait_futures
+from util import admin, compact_string, connect, consume_all, create_topic, i16, i32, \
+    metadata_request, produce_all, read_response, string, uvarint, wait_futures
 
 NOT_LEADER_OR_FOLLOWER = 6
 
@@ -154,6 +154,85 @@ def test_a_second_broker_on_the_same_wal_is_refused(silt):
     assert str(SILT_BIN)
 
 
+class Flex:
+    """Reads the flexible (compact) encoding of a response."""
+
+    def __init__(self, b):
+        self.b, self.at = b, 0
+
+    def take(self, fmt):
+        (v,) = struct.unpack_from(fmt, self.b, self.at)
+        self.at += struct.calcsize(fmt)
+        return v
+
+    def uvarint(self):
+        shift = value = 0
+        while True:
+            byte = self.b[self.at]
+            self.at += 1
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return value
+            shift += 7
+
+    def string(self):
+        n = self.uvarint() - 1
+        if n < 0:
+            return None
+        v = self.b[self.at:self.at + n].decode()
+        self.at += n
+        return v
+
+    def tags(self, read):
+        """Calls read(tag, self) for each tagged field."""
+        for _ in range(self.uvarint()):
+            tag, size = self.uvarint(), self.uvarint()
+            end = self.at + size
+            read(tag, self)
+            self.at = end
+
+
+def produce_v10(bootstrap, topic, partition, batch_bytes):
+    """One Produce v10 (flexible, KIP-951 fields) of one batch, acks=all. Returns (error code,
+    current leader (id, epoch) or None, {node id: (host, port, rack)} of node_endpoints)."""
+    part = i32(partition) + uvarint(len(batch_bytes) + 1) + batch_bytes + uvarint(0)
+    body = (uvarint(0) + i16(-1) + i32(30000) + uvarint(2) + compact_string(topic) +
+            uvarint(2) + part + uvarint(0) + uvarint(0))
+    payload = i16(0) + i16(10) + i32(11) + string("silt-tests") + uvarint(0) + body
+    with connect(bootstrap) as s:
+        s.sendall(i32(len(payload)) + payload)
+        corr, rest = read_response(s)
+    assert corr == 11
+    r = Flex(rest)
+    r.tags(lambda tag, r: None)  # response header
+    assert r.uvarint() == 2 and r.string() == topic
+    assert r.uvarint() == 2
+    assert r.take(">i") == partition
+    err = r.take(">h")
+    r.take(">q"), r.take(">q"), r.take(">q")
+    for _ in range(r.uvarint() - 1):  # record errors
+        r.take(">i")
+        r.string()
+        r.tags(lambda tag, r: None)
+    r.string()  # error message
+    leader = []
+    r.tags(lambda tag, r: leader.append((r.take(">i"), r.take(">i"))) if tag == 0 else None)
+    r.tags(lambda tag, r: None)  # topic
+    r.take(">i")  # throttle time
+    endpoints = {}
+
+    def read_endpoints(tag, r):
+        if tag != 0:
+            return
+        for _ in range(r.uvarint() - 1):
+            node, host, port, rack = r.take(">i"), r.string(), r.take(">i"), r.string()
+            r.tags(lambda tag, r: None)
+            endpoints[node] = (host, port, rack)
+
+    r.tags(read_endpoints)
+    return err, (leader[0] if leader else None), endpoints
+
+
 def test_a_topic_created_through_one_broker_is_served_through_both(shared_store_brokers):
     (a, b), _ = shared_store_brokers
     topic = "shared-topic"
@@ -177,6 +256,13 @@ def test_a_topic_created_through_one_broker_is_served_through_both(shared_store_
     finally:
         c.close()
     assert err == NOT_LEADER_OR_FOLLOWER, message
+    # From Produce v10 on, the refusal names the leader and where it listens (KIP-951).
+    err, leader, endpoints = produce_v10(b.bootstrap, topic, 1, batch(records(2), 2))
+    assert err == NOT_LEADER_OR_FOLLOWER
+    assert leader is not None and leader[0] == 1, leader
+    assert endpoints == {1: ("127.0.0.1", a.port, "zone-a")}
+    err, leader, endpoints = produce_v10(a.bootstrap, topic, 1, batch(records(2), 2))
+    assert (err, endpoints) == (0, {})
 
     # Deleted through the other broker, the topic goes from both.
     client = admin(b.bootstrap)
