@@ -417,7 +417,8 @@ std::vector<setting> make_settings() {
                    "any string", nullptr));
   t.push_back(integer("broker.heartbeat.interval.ms", &bc::broker_heartbeat_interval_ms, 10, kMax,
                       "Every this many milliseconds the broker renews its membership lease in the "
-                      "metadata store."));
+                      "metadata store, and takes in the topics other brokers sharing it created, "
+                      "changed or deleted."));
   t.push_back(integer("broker.session.timeout.ms", &bc::broker_session_timeout_ms, 100, kMax,
                       "A broker's membership lease lasts this many milliseconds from its last "
                       "renewal; once it lapsed, the broker acknowledges, commits and trims "

@@ -295,9 +295,10 @@ tl::expected<void, catalog_error> stream_catalog::commit_object(
   return {};
 }
 
-tl::expected<void, catalog_error> stream_catalog::replace(
-    const object_record& object, const std::vector<stream_range>& ranges,
-    const std::vector<stream_range>& replaced) {
+tl::expected<void, catalog_error> stream_catalog::replace(const object_record& object,
+                                                          const std::vector<stream_range>& ranges,
+                                                          const std::vector<stream_range>& replaced,
+                                                          base::node_id writer) {
   // The replaced ranges of each stream, merged where they touch, must be the new ranges: no
   // offset gained, lost or moved.
   std::map<base::stream_id, std::vector<stream_range>> old_by_stream;
@@ -329,6 +330,7 @@ tl::expected<void, catalog_error> stream_catalog::replace(
   base::lock_guard lock(mu_);
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
+  if (auto f = check_lease_locked(writer); !f) return f;
   for (const auto& o : replaced) {
     // A range trimmed away meanwhile (DeleteRecords, another writer of the database) is not
     // replaced: the whole compaction is refused.

@@ -116,10 +116,12 @@ class stream_catalog {
   // ranges (each as committed: stream, start and end offset). For each stream, `ranges` (in
   // offset order) must be exactly its replaced ranges merged where they touch, and every
   // replaced range must still exist; otherwise nothing changes (discontinuous). Objects left
-  // with no ranges are marked for deletion.
-  [[nodiscard]] tl::expected<void, catalog_error> replace(
-      const object_record& object, const std::vector<stream_range>& ranges,
-      const std::vector<stream_range>& replaced);
+  // with no ranges are marked for deletion. Refused (`lapsed`) while the lease of the
+  // compacting node `writer` has lapsed.
+  [[nodiscard]] tl::expected<void, catalog_error> replace(const object_record& object,
+                                                          const std::vector<stream_range>& ranges,
+                                                          const std::vector<stream_range>& replaced,
+                                                          base::node_id writer = base::node_id(-1));
 
   // Ranges of `stream_id` holding offsets from `offset` on, in offset order, at most `limit`.
   [[nodiscard]] tl::expected<std::vector<located_range>, catalog_error> find(

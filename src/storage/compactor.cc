@@ -63,7 +63,7 @@ tl::expected<void, std::string> load_pieces(
 // `kind` and commits it in place of the ranges they replace: for each stream, its pieces
 // merged where they touch.
 tl::expected<void, std::string> write_merged_object(
-    metadata::stream_catalog& catalog, object_store& store, uint32_t block_size,
+    metadata::stream_catalog& catalog, object_store& store, uint32_t block_size, base::node_id node,
     metadata::object_kind kind,
     const std::vector<std::pair<base::stream_id, std::span<const piece>>>& streams) {
   object_writer writer(block_size);
@@ -96,8 +96,11 @@ tl::expected<void, std::string> write_merged_object(
   if (!store.put_parts(record.key, object.parts)) {
     return tl::make_unexpected("compaction: upload of " + record.key + " failed");
   }
-  if (auto c = catalog.replace(record, ranges, replaced); !c) {
-    if (c.error() == metadata::catalog_error::discontinuous) (void)store.remove(record.key);
+  if (auto c = catalog.replace(record, ranges, replaced, node); !c) {
+    if (c.error() == metadata::catalog_error::discontinuous ||
+        c.error() == metadata::catalog_error::lapsed) {
+      (void)store.remove(record.key);
+    }
     return tl::make_unexpected("compaction: commit of " + record.key +
                                " refused: " + std::string(metadata::catalog_error_name(c.error())));
   }
@@ -151,7 +154,7 @@ tl::expected<void, std::string> compactor::compact_stream_sets() {
   std::vector<series> merged;
   auto flush = [&](series& m) -> tl::expected<void, std::string> {
     if (m.streams.empty()) return {};
-    auto r = write_merged_object(catalog_, store_, options_.block_size,
+    auto r = write_merged_object(catalog_, store_, options_.block_size, options_.node,
                                  metadata::object_kind::stream_set, m.streams);
     m.streams.clear();
     m.bytes = 0;
@@ -170,7 +173,7 @@ tl::expected<void, std::string> compactor::compact_stream_sets() {
     }
     if (bytes_of(all_pieces) >= options_.stream_object_bytes) {
       for (const auto& run : runs) {
-        if (auto r = write_merged_object(catalog_, store_, options_.block_size,
+        if (auto r = write_merged_object(catalog_, store_, options_.block_size, options_.node,
                                          metadata::object_kind::stream, {{stream, run}});
             !r) {
           return r;
@@ -236,7 +239,7 @@ tl::expected<void, std::string> compactor::compact_stream_objects() {
         auto& run = pieces[stream];
         std::sort(run.begin(), run.end(),
                   [](const piece& a, const piece& b) { return a.start < b.start; });
-        if (auto r = write_merged_object(catalog_, store_, options_.block_size,
+        if (auto r = write_merged_object(catalog_, store_, options_.block_size, options_.node,
                                          metadata::object_kind::stream, {{stream, run}});
             !r) {
           return r;

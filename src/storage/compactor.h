@@ -29,6 +29,7 @@ struct compactor_options {
   std::chrono::milliseconds sweep_grace{3600000};
   int64_t retention_ms = -1;     // default per stream; -1: keep forever
   int64_t retention_bytes = -1;  // default per stream; -1: no size limit
+  base::node_id node{-1};        // the compacting node (its lease is checked at each commit)
 };
 
 struct compactor_stats {

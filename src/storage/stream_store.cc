@@ -19,11 +19,11 @@ stream_store::stream_store(const stream_store_options& options, object_store& st
       cold_(*catalog_, store, cache_, options.block_cache_bytes, options.read_ahead_blocks,
             options.read_ahead_threads),
       uploader_(*catalog_, store, cache_, options.object_block_size, options.stream_object_bytes),
-      compactor_(
-          compactor_options{options.object_block_size, options.stream_object_bytes,
-                            options.compaction_max_object_bytes, options.delete_delay,
-                            options.sweep_grace, options.retention_ms, options.retention_bytes},
-          *catalog_, store, cache_, cold_) {}
+      compactor_(compactor_options{options.object_block_size, options.stream_object_bytes,
+                                   options.compaction_max_object_bytes, options.delete_delay,
+                                   options.sweep_grace, options.retention_ms,
+                                   options.retention_bytes, options.node_id},
+                 *catalog_, store, cache_, cold_) {}
 
 tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
     const stream_store_options& options, object_store& store) {

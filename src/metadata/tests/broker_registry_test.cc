@@ -151,8 +151,8 @@ TEST_P(BrokerRegistry, ConcurrentRegistrationsOfOneNodeIdHaveOneWinner) {
   }
 }
 
-// Once its lease lapsed, a broker commits, trims and writes producer state and group offsets
-// no more; registered anew, and still the streams' owner, it goes on where it stopped.
+// Once its lease lapsed, a broker commits, compacts, trims and writes producer state and group
+// offsets no more; registered anew, and still the streams' owner, it goes on where it stopped.
 TEST_P(BrokerRegistry, ALapsedLeaseRefusesCommitsUntilTheBrokerRegistersAgain) {
   auto r = registry();
   auto catalog = stream_catalog::open(db_);
@@ -194,6 +194,16 @@ TEST_P(BrokerRegistry, ALapsedLeaseRefusesCommitsUntilTheBrokerRegistersAgain) {
   EXPECT_EQ(c.put_producer_state(base::stream_id(7), node(1), ep, {1, 2}).error(),
             catalog_error::lapsed);
   EXPECT_EQ((*groups)->apply(writes).error(), group_store_error::lapsed);
+  // Compaction by the lapsed node: refused too.
+  const stream_range first{base::stream_id(7), base::offset(0), base::offset(10), 1, 10};
+  auto merged = [&] {
+    object_record o;
+    o.object_id = *c.next_object_id();
+    o.key = "objects/" + std::to_string(o.object_id);
+    o.size = 10;
+    return o;
+  };
+  EXPECT_EQ(c.replace(merged(), {first}, {first}, node(1)).error(), catalog_error::lapsed);
   EXPECT_EQ(c.stream(base::stream_id(7))->value().end_offset, base::offset(10));
   EXPECT_EQ(c.stream(base::stream_id(7))->value().start_offset, base::offset(0));
 
@@ -202,6 +212,7 @@ TEST_P(BrokerRegistry, ALapsedLeaseRefusesCommitsUntilTheBrokerRegistersAgain) {
   EXPECT_TRUE(c.trim(base::stream_id(7), base::offset(5), node(1), ep));
   EXPECT_TRUE(c.put_producer_state(base::stream_id(7), node(1), ep, {1, 2}));
   EXPECT_TRUE((*groups)->apply(writes));
+  EXPECT_TRUE(c.replace(merged(), {first}, {first}, node(1)));
   EXPECT_EQ(c.stream(base::stream_id(7))->value().end_offset, base::offset(20));
 }
 
