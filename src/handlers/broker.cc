@@ -327,6 +327,7 @@ void broker::start_background(std::chrono::milliseconds period) {
 void broker::refresh_topics() {
   auto changes = registry_->refresh();
   if (!changes) return;  // the next round tries again
+
   // (forget() leaves a topic created again under the name.)
   for (const auto& t : changes->removed) ctx_->forget(t);
   std::vector<base::stream_id> fresh;
@@ -349,6 +350,8 @@ void broker::refresh_topics() {
     }
   }
   for (const auto& t : changes->changed) (void)ctx_->refresh(t);
+  // New owners and epochs of other brokers' streams (a restart, a take).
+  (void)store_->refresh_owners();
 }
 
 void broker::begin_shutdown() {

@@ -110,7 +110,8 @@ CREATE INDEX consumer_groups_by_shard ON consumer_groups(shard);
 )sql"},
     // Cluster membership (broker_registry.h): each broker's registration, its broker epoch
     // (from a counter, unique across the cluster) and its lease in the database's clock; a
-    // counter of topic changes, which brokers poll to see each other's.
+    // counter of topic changes and one of stream ownership changes, which brokers poll to see
+    // each other's.
     {4, R"sql(
 CREATE TABLE brokers(
   node_id {int} PRIMARY KEY,
@@ -124,6 +125,7 @@ CREATE TABLE brokers(
   registered_ms {int} NOT NULL);
 INSERT INTO registry_counters VALUES('broker_epoch', 0) ON CONFLICT DO NOTHING;
 INSERT INTO registry_counters VALUES('topics_changed', 0) ON CONFLICT DO NOTHING;
+INSERT INTO counters VALUES('ownership_changed', 0) ON CONFLICT DO NOTHING;
 )sql"},
 };
 

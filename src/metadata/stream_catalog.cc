@@ -471,6 +471,10 @@ tl::expected<std::vector<base::leader_epoch>, catalog_error> stream_catalog::tak
   base::lock_guard lock(mu_);
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
+  // Other brokers poll this counter to learn new owners and epochs (ownership_version()).
+  if (!c_->query("UPDATE counters SET value = value + 1 WHERE name = 'ownership_changed'")) {
+    return fail(catalog_error::io);
+  }
   std::unordered_map<base::stream_id, base::leader_epoch> taken;
   taken.reserve(unique.size());
   std::vector<sql::param> params;
@@ -511,6 +515,13 @@ tl::expected<std::vector<base::leader_epoch>, catalog_error> stream_catalog::tak
   out.reserve(streams.size());
   for (const auto& t : streams) out.push_back(taken.at(t.stream_id));
   return out;
+}
+
+tl::expected<int64_t, catalog_error> stream_catalog::ownership_version() {
+  base::lock_guard lock(mu_);
+  auto r = c_->query("SELECT value FROM counters WHERE name = 'ownership_changed'");
+  if (!r || r->rows.empty()) return fail(catalog_error::io);
+  return r->rows.front().integer(0);
 }
 
 tl::expected<std::vector<epoch_start>, catalog_error> stream_catalog::epochs(

@@ -154,6 +154,8 @@ class stream_catalog {
   // returns the new epochs in the order of `streams` (a stream listed twice is taken once).
   [[nodiscard]] tl::expected<std::vector<base::leader_epoch>, catalog_error> take(
       base::node_id node, const std::vector<stream_take>& streams);
+  // Moves with every take(): a node that saw it unchanged knows of no new owner or epoch.
+  [[nodiscard]] tl::expected<int64_t, catalog_error> ownership_version();
   // A stream's epochs, oldest first.
   [[nodiscard]] tl::expected<std::vector<epoch_start>, catalog_error> epochs(
       base::stream_id stream_id);

@@ -173,6 +173,27 @@ bool log_cache::fenced_by(base::stream_id stream_id,
   return true;
 }
 
+void log_cache::observe_owner(base::stream_id stream_id, const metadata::stream_state& s,
+                              base::node_id self) {
+  if (s.owner == self) return;  // this store's own takes are the truth for its streams
+  {
+    base::shared_lock lock(table_mu_);
+    if (!streams_.contains(stream_id)) return;  // a stream this store does not serve or know
+  }
+  auto& st = stream(stream_id);
+  {
+    base::lock_guard lock(st.mu);
+    // Epochs only grow: an older state (read before a take this store made since) is stale.
+    if (s.epoch <= st.epoch) return;
+    if (st.fenced) {
+      st.owner = s.owner;
+      st.epoch = s.epoch;
+      return;
+    }
+  }
+  (void)fenced_by(stream_id, s);
+}
+
 stream_offsets log_cache::offsets(base::stream_id stream_id) {
   auto& st = stream(stream_id);
   base::lock_guard lock(st.mu);

@@ -73,6 +73,11 @@ class log_cache {
 
   // A stream's state, created empty (at offset 0) on first use.
   [[nodiscard]] cached_stream& stream(base::stream_id stream_id);
+  // What the catalog says of a stream owned by another node than `self` (refresh_owners()):
+  // at a newer epoch than this store knows, a stream served here is fenced, and one fenced
+  // already follows its owner and epoch.
+  void observe_owner(base::stream_id stream_id, const metadata::stream_state& s,
+                     base::node_id self);
   // Loads a stream's state from the catalog; one owned by another node is fenced here until
   // this node takes it.
   void load(base::stream_id stream_id, const metadata::stream_state& s, bool ours);

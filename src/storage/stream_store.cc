@@ -294,6 +294,17 @@ tl::expected<std::vector<base::stream_id>, stream_error> stream_store::learn(
   return unsettled;
 }
 
+tl::expected<void, stream_error> stream_store::refresh_owners() {
+  auto version = catalog_->ownership_version();
+  if (!version) return fail(stream_error::catalog);
+  if (*version == owners_seen_.load(std::memory_order_acquire)) return {};
+  auto states = catalog_->stream_states();
+  if (!states) return fail(stream_error::catalog);
+  for (const auto& [id, s] : *states) cache_.observe_owner(id, s, options_.node_id);
+  owners_seen_.store(*version, std::memory_order_release);
+  return {};
+}
+
 tl::expected<std::vector<metadata::epoch_start>, stream_error> stream_store::epochs(
     base::stream_id stream_id) {
   auto r = catalog_->epochs(stream_id);

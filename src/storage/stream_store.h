@@ -41,6 +41,7 @@
 //    the sweep never sees an upload between its PUT and its commit.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -173,6 +174,9 @@ class stream_store {
   // creator has not taken them): fenced, with no owner, until learned again.
   [[nodiscard]] tl::expected<std::vector<base::stream_id>, stream_error> learn(
       const std::vector<base::stream_id>& stream_ids);
+  // Follows other nodes' takes (their new owners and epochs) once the catalog's ownership
+  // version moved: streams another node took are fenced here. Catalog I/O.
+  [[nodiscard]] tl::expected<void, stream_error> refresh_owners();
   // A stream's epochs and the offsets they began at (catalog I/O on the calling thread).
   [[nodiscard]] tl::expected<std::vector<metadata::epoch_start>, stream_error> epochs(
       base::stream_id stream_id);
@@ -223,6 +227,7 @@ class stream_store {
   cold_reader cold_;
   uploader uploader_;
   compactor compactor_;
+  std::atomic<int64_t> owners_seen_{-1};  // the ownership version refresh_owners() last read
 
   base::mutex bg_mu_;
   std::condition_variable upload_wanted_;

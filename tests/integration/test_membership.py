@@ -21,10 +21,10 @@ HEARTBEAT_MS = 200
 SESSION_MS = 1500
 
 
-def metadata_v4(bootstrap, topics):
-    """A Metadata v4 response body after its throttle time (no topic auto-creation)."""
+def metadata_v7(bootstrap, topics):
+    """A Metadata v7 response body after its throttle time (no topic auto-creation)."""
     with connect(bootstrap) as s:
-        s.sendall(metadata_request(7, topics=topics, version=4))
+        s.sendall(metadata_request(7, topics=topics, version=7))
         corr, body = read_response(s)
     assert corr == 7
     return body[4:]
@@ -32,13 +32,19 @@ def metadata_v4(bootstrap, topics):
 
 def listed_brokers(bootstrap):
     """{node id: (host, port, rack)} from a Metadata request for no topics."""
-    return parse_brokers(metadata_v4(bootstrap, []))[0]
+    return parse_brokers(metadata_v7(bootstrap, []))[0]
 
 
 def partition_leaders(bootstrap, topic):
     """{partition: (error code, leader id)} of `topic` from a Metadata request, or None
     when the broker does not know the topic."""
-    body = metadata_v4(bootstrap, [topic])
+    got = partition_leader_epochs(bootstrap, topic)
+    return None if got is None else {p: (e, leader) for p, (e, leader, _) in got.items()}
+
+
+def partition_leader_epochs(bootstrap, topic):
+    """{partition: (error code, leader id, leader epoch)}, or None for an unknown topic."""
+    body = metadata_v7(bootstrap, [topic])
     _, at = parse_brokers(body)
     (clen,) = struct.unpack_from(">h", body, at)
     at += 2 + max(clen, 0) + 4  # cluster id, controller id
@@ -51,11 +57,12 @@ def partition_leaders(bootstrap, topic):
     at += 4
     out = {}
     for _ in range(max(parts, 0)):
-        perr, index, leader, nreplicas = struct.unpack_from(">hiii", body, at)
-        at += 14 + 4 * nreplicas
-        (nisr,) = struct.unpack_from(">i", body, at)
-        at += 4 + 4 * nisr
-        out[index] = (perr, leader)
+        perr, index, leader, epoch, nreplicas = struct.unpack_from(">hiiii", body, at)
+        at += 18 + 4 * nreplicas
+        for _ in range(2):  # isr, offline replicas
+            (n,) = struct.unpack_from(">i", body, at)
+            at += 4 + 4 * max(n, 0)
+        out[index] = (perr, leader, epoch)
     return None if err != 0 else out
 
 
@@ -263,6 +270,20 @@ def test_a_topic_created_through_one_broker_is_served_through_both(shared_store_
     assert endpoints == {1: ("127.0.0.1", a.port, "zone-a")}
     err, leader, endpoints = produce_v10(a.bootstrap, topic, 1, batch(records(2), 2))
     assert (err, endpoints) == (0, {})
+
+    # The owner restarted takes its partitions at a new epoch; the other broker follows.
+    before = partition_leader_epochs(a.bootstrap, topic)
+    assert a.stop() == 0
+    a.start()
+    after = partition_leader_epochs(a.bootstrap, topic)
+    assert all(after[p][2] == before[p][2] + 1 for p in range(3)), (before, after)
+    deadline = time.time() + 10
+    while partition_leader_epochs(b.bootstrap, topic) != after and time.time() < deadline:
+        time.sleep(0.05)
+    assert partition_leader_epochs(b.bootstrap, topic) == after
+    produce_all(b.bootstrap, topic, sent, acks="all")
+    # Both rounds, and the two records the raw Produce v10 wrote through the owner.
+    assert len(consume_all(b.bootstrap, topic, 3, count=602)) == 602
 
     # Deleted through the other broker, the topic goes from both.
     client = admin(b.bootstrap)

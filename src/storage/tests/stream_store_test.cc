@@ -841,6 +841,25 @@ TEST_P(StreamStoreOwnership, LearnedStreamsAreServedOnlyByTheirOwner) {
   ASSERT_TRUE(b->learn({sid(7)}));
   EXPECT_EQ(b->offsets(sid(7)).owner, base::node_id(1));
   EXPECT_EQ(read_all(*a, sid(5), off(0)), expected(5, 0, 3));
+
+  // Later takes reach b through refresh_owners(): node 1 again (a restart: a new epoch), and
+  // node 1 taking a stream b was serving (b stops serving it at once).
+  ASSERT_TRUE(b->take({sid(9)}));
+  ASSERT_TRUE(b->refresh_owners());
+  ASSERT_TRUE(a->take({sid(5), sid(9)}));
+  EXPECT_EQ(b->offsets(sid(5)).epoch, base::leader_epoch(0));
+  EXPECT_FALSE(b->offsets(sid(9)).fenced);
+  ASSERT_TRUE(b->refresh_owners());
+  EXPECT_EQ(b->offsets(sid(5)).epoch, base::leader_epoch(1));
+  EXPECT_EQ(b->offsets(sid(5)).owner, base::node_id(1));
+  EXPECT_TRUE(b->offsets(sid(9)).fenced);
+  EXPECT_EQ(b->offsets(sid(9)).owner, base::node_id(1));
+  EXPECT_EQ(b->offsets(sid(9)).epoch, base::leader_epoch(1));
+  // Its own takes are not undone by what it reads.
+  ASSERT_TRUE(b->take({sid(9)}));
+  ASSERT_TRUE(b->refresh_owners());
+  EXPECT_FALSE(b->offsets(sid(9)).fenced);
+  EXPECT_EQ(b->offsets(sid(9)).epoch, base::leader_epoch(2));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StreamStoreOwnership,
