@@ -63,6 +63,12 @@ tl::expected<std::unique_ptr<broker_registry>, std::string> broker_registry::ope
     std::shared_ptr<sql::database> db) {
   auto c = db->connect();
   if (!c) return tl::make_unexpected(c.error());
+  // Heartbeats twice a second need not each wait for an fsync of an SQLite file on the disk
+  // the WAL uses: a lease lost in a crash of the machine is taken again at the next start.
+  if ((*c)->kind() == sql::dialect::sqlite) {
+    if (auto r = (*c)->script("PRAGMA synchronous=NORMAL"); !r)
+      return tl::make_unexpected(r.error());
+  }
   return std::unique_ptr<broker_registry>(new broker_registry(std::move(db), std::move(*c)));
 }
 
