@@ -2,8 +2,8 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
+#include <system_error>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -112,7 +112,10 @@ tl::expected<int, std::string> lock_wal(const std::string& wal_path) {
   const std::string path = device ? wal_path : wal_path + ".lock";
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2) takes a mode
   const int fd = ::open(path.c_str(), (device ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC, 0644);
-  if (fd < 0) return tl::make_unexpected("cannot open " + path + ": " + std::strerror(errno));
+  if (fd < 0) {
+    return tl::make_unexpected("cannot open " + path + ": " +
+                               std::error_code(errno, std::generic_category()).message());
+  }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int e = errno;
     ::close(fd);
@@ -120,7 +123,8 @@ tl::expected<int, std::string> lock_wal(const std::string& wal_path) {
       return tl::make_unexpected("the WAL " + wal_path + " is in use by another broker process (" +
                                  path + " is locked)");
     }
-    return tl::make_unexpected("cannot lock " + path + ": " + std::strerror(e));
+    return tl::make_unexpected("cannot lock " + path + ": " +
+                               std::error_code(e, std::generic_category()).message());
   }
   return fd;
 }

@@ -89,6 +89,7 @@ TEST_P(TopicRegistryTest, RefreshTakesInAnotherRegistrysChanges) {
   auto b = open();
   auto names = [](const std::vector<topic_ptr>& v) {
     std::vector<std::string> out;
+    out.reserve(v.size());
     for (const auto& t : v) out.push_back(t->name);
     return out;
   };
