@@ -62,6 +62,11 @@ class membership {
     return registrations_.load(std::memory_order_relaxed);
   }
 
+  // Every registration, live or lapsed, by node id (a database call: blocking).
+  [[nodiscard]] tl::expected<broker_list, metadata::membership_error> registered() {
+    return registry_->brokers();
+  }
+
   // Stops the heartbeats and ends the lease (a clean shutdown: the node id is free at once).
   void stop();
 

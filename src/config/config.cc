@@ -976,6 +976,13 @@ std::vector<config_entry> describe_broker_configs(const broker_config& broker) {
   return out;
 }
 
+endpoint advertised_endpoint(const broker_config& c) {
+  endpoint e = c.advertised_listeners.empty() ? endpoint{"PLAINTEXT", "localhost", 9092}
+                                              : c.advertised_listeners.front();
+  if (e.host.empty()) e.host = "localhost";
+  return e;
+}
+
 std::string config_docs_markdown() {
   std::string md =
       "# Configuration\n"

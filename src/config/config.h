@@ -141,4 +141,8 @@ struct command_line {
 // docs/configuration.md: every broker setting and every topic setting with default and meaning.
 [[nodiscard]] std::string config_docs_markdown();
 
+// Where clients are told to reach this broker (Metadata, the broker registry): the first
+// advertised listener, an empty host as "localhost" (localhost:9092 when none is set).
+[[nodiscard]] endpoint advertised_endpoint(const broker_config& c);
+
 }  // namespace silt::config

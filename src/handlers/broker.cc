@@ -16,7 +16,6 @@
 
 #include "base/endian.h"
 #include "handlers/handlers.h"
-#include "metadata/broker_registry.h"
 #include "protocol/request_header.h"
 
 namespace silt::handlers {
@@ -212,12 +211,8 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   // Membership: registered (at a new broker epoch) before it takes anything.
   cluster::membership_options mo;
   mo.self.node = base::node_id(config.node_id);
-  {
-    const auto& l = config.advertised_listeners.empty() ? config.listeners.front()
-                                                        : config.advertised_listeners.front();
-    mo.self.host = l.host.empty() ? "localhost" : l.host;
-    mo.self.port = l.port;
-  }
+  mo.self.host = config::advertised_endpoint(config).host;
+  mo.self.port = config::advertised_endpoint(config).port;
   mo.self.rack = config.broker_rack;
   std::error_code abs_ec;
   mo.self.wal_location = fs::absolute(config.wal_path, abs_ec).lexically_normal().string();
@@ -233,9 +228,7 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   // one (the same broker under another node.id: the replay just read their data) or that
   // never registered (a store written before membership). A stream of another broker stays
   // that broker's: taking it would drop what waits in that broker's WAL.
-  auto registered = metadata::broker_registry::open(*db);
-  if (!registered) return tl::make_unexpected(registered.error());
-  auto members = (*registered)->brokers();
+  auto members = b->membership_->registered();
   if (!members) {
     return tl::make_unexpected("cannot read the brokers registered in " + (*db)->describe());
   }

@@ -6,24 +6,14 @@
 
 namespace silt::handlers {
 
-namespace {
-
-const config::endpoint& first_advertised(const config::broker_config& c) {
-  static const config::endpoint fallback{"PLAINTEXT", "localhost", 9092};
-  return c.advertised_listeners.empty() ? fallback : c.advertised_listeners.front();
-}
-
-}  // namespace
-
 context::context(const config::broker_config& config, std::string cluster_id,
                  storage::stream_store& store, metadata::topic_registry& registry,
                  producer_state& producers, boost::asio::thread_pool& blocking)
     : config(config),
       cluster_id(std::move(cluster_id)),
       node_id(config.node_id),
-      advertised_host(first_advertised(config).host.empty() ? "localhost"
-                                                            : first_advertised(config).host),
-      advertised_port(first_advertised(config).port),
+      advertised_host(config::advertised_endpoint(config).host),
+      advertised_port(config::advertised_endpoint(config).port),
       store(store),
       registry(registry),
       producers(producers),

@@ -90,15 +90,7 @@ class context {
     return std::nullopt;
   }
   // Whether `node` is a live member of the cluster (this broker always is).
-  [[nodiscard]] bool live(int32_t node) const {
-    if (node == node_id) return true;
-    const auto list = membership_ != nullptr ? membership_->brokers() : nullptr;
-    if (!list) return false;
-    for (const auto& b : *list) {
-      if (b.info.node.value() == node) return true;
-    }
-    return false;
-  }
+  [[nodiscard]] bool live(int32_t node) const { return node == node_id || member(node); }
   // The live brokers, this one always among them, as a response's broker entries
   // ({id, host, port, rack} and the tagged fields).
   template <typename Broker>

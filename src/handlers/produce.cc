@@ -412,6 +412,9 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
     (void)co_await data_waiters::wait(p->waiter,
                                       std::chrono::milliseconds(std::min<int64_t>(left, 1000)));
   }
+  // Durable in the WAL, but not acknowledged by a broker that may no longer own the
+  // partitions; an idempotent producer's retry finds the batch, as with a lost reply.
+  const bool still_member = ctx.can_acknowledge();
   for (size_t i = 0; i < work.size(); ++i) {
     auto& c = work[i];
     switch (p->outcomes[i].load(std::memory_order_acquire)) {
@@ -425,9 +428,7 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
         set_error(*c.out, error_code::kafka_storage_error, "the WAL write failed");
         break;
       case outcome::durable:
-        // Durable in the WAL, but not acknowledged by a broker that may no longer own the
-        // partition; an idempotent producer's retry finds the batch, as with a lost reply.
-        if (!ctx.can_acknowledge()) {
+        if (!still_member) {
           set_error(*c.out, error_code::not_leader_or_follower,
                     "this broker's cluster membership lease lapsed before the write was "
                     "acknowledged");
