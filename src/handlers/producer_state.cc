@@ -113,6 +113,18 @@ void producer_state::load(base::stream_id stream_id) {
   (void)stream_locked(stream_id);
 }
 
+void producer_state::forget(base::stream_id stream_id) {
+  std::lock_guard lock(lock_for(stream_id));
+  base::lock_guard map_lock(map_mu_);
+  auto it = streams_.find(stream_id);
+  if (it == streams_.end()) return;
+  auto& sp = *it->second;
+  sp.loaded.store(false, std::memory_order_release);
+  sp.dirty = false;
+  sp.producers.clear();
+  sp.in_flight.clear();
+}
+
 const std::unordered_map<base::producer_id, producer_state::producer_entry>&
 producer_state::producers(base::stream_id stream_id) {
   return stream_locked(stream_id).producers;

@@ -73,6 +73,9 @@ class producer_state {
   [[nodiscard]] bool loaded(base::stream_id stream_id);
   // Loads the stream's state (on a thread that may block). Takes lock_for().
   void load(base::stream_id stream_id);
+  // Forgets the stream's state: the next use loads it again (another broker served the stream
+  // meanwhile and stored its state). Takes lock_for().
+  void forget(base::stream_id stream_id);
 
   // The lock that makes check(), the append and record() one step for a stream.
   [[nodiscard]] std::mutex& lock_for(base::stream_id stream_id);

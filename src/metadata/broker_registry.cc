@@ -158,6 +158,62 @@ tl::expected<std::vector<broker_record>, membership_error> broker_registry::brok
   return out;
 }
 
+tl::expected<int64_t, membership_error> broker_registry::claim_controller(
+    base::node_id node, int64_t broker_epoch, std::chrono::milliseconds lease) {
+  base::lock_guard lock(mu_);
+  sql::transaction tx(*c_);
+  if (!tx.ok()) return fail(membership_error::io);
+  // Only a member may control: its own broker lease must be live at this epoch.
+  auto own = c_->query(with_now("SELECT 1 FROM brokers WHERE node_id = ? AND broker_epoch = ? "
+                                "AND lease_expires_ms > {now}",
+                                now_),
+                       i64(node), broker_epoch);
+  if (!own) return fail(membership_error::io);
+  if (own->rows.empty()) return fail(membership_error::fenced);
+  // Renewed by its holder; taken at the next epoch by anyone once it lapsed.
+  auto r = c_->query(
+      with_now("UPDATE controller SET epoch = CASE WHEN node_id = ? AND lease_expires_ms > {now} "
+               "THEN epoch ELSE epoch + 1 END, node_id = ?, lease_expires_ms = {now} + ? "
+               "WHERE id = 0 AND (node_id = ? OR lease_expires_ms <= {now}) RETURNING epoch",
+               now_),
+      i64(node), i64(node), static_cast<int64_t>(lease.count()), i64(node));
+  if (!r) return fail(membership_error::io);
+  if (r->rows.empty()) return fail(membership_error::fenced);
+  const int64_t epoch = r->rows.front().integer(0);
+  if (!tx.commit()) return fail(membership_error::io);
+  return epoch;
+}
+
+void broker_registry::release_controller(base::node_id node, int64_t epoch) {
+  base::lock_guard lock(mu_);
+  (void)c_->query(
+      with_now("UPDATE controller SET lease_expires_ms = {now} WHERE id = 0 AND node_id = ? AND "
+               "epoch = ?",
+               now_),
+      i64(node), epoch);
+}
+
+tl::expected<base::node_id, membership_error> broker_registry::controller() {
+  base::lock_guard lock(mu_);
+  auto r = c_->query(with_now("SELECT CASE WHEN lease_expires_ms > {now} THEN node_id ELSE -1 END "
+                              "FROM controller WHERE id = 0",
+                              now_));
+  if (!r) return fail(membership_error::io);
+  if (r->rows.empty()) return base::node_id(-1);
+  return base::node_id(static_cast<int32_t>(r->rows.front().integer(0)));
+}
+
+tl::expected<bool, std::string> controller_holds(sql::connection& c, base::node_id node,
+                                                 int64_t epoch) {
+  const std::string q =
+      with_now("SELECT 1 FROM controller WHERE id = 0 AND node_id = ? AND epoch = ? AND "
+               "lease_expires_ms > {now}",
+               std::string(sql::now_ms_expression(c.kind())));
+  auto r = c.query(q, i64(node), epoch);
+  if (!r) return tl::make_unexpected(r.error());
+  return !r->rows.empty();
+}
+
 tl::expected<bool, std::string> lease_lapsed(sql::connection& c, base::node_id node) {
   const std::string q = with_now(
       "SELECT CASE WHEN lease_expires_ms > {now} THEN 1 ELSE 0 END FROM brokers WHERE node_id = ?",

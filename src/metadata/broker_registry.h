@@ -80,6 +80,16 @@ class broker_registry {
                                                                 int64_t broker_epoch);
   // Every registration, live or not, by node id.
   [[nodiscard]] tl::expected<std::vector<broker_record>, membership_error> brokers();
+  // Claims or renews the controller lease for (node, broker_epoch) for `lease` from now: held
+  // when no other node holds a live one, and only while the node's own broker lease is live.
+  // Returns the controller epoch, which moves whenever another node takes the lease; fenced
+  // when another node holds it (or this node's broker lease lapsed).
+  [[nodiscard]] tl::expected<int64_t, membership_error> claim_controller(
+      base::node_id node, int64_t broker_epoch, std::chrono::milliseconds lease);
+  // Gives the controller lease up now, if (node, epoch) holds it.
+  void release_controller(base::node_id node, int64_t epoch);
+  // The node holding a live controller lease, or -1.
+  [[nodiscard]] tl::expected<base::node_id, membership_error> controller();
 
  private:
   broker_registry(std::shared_ptr<sql::database> db, std::unique_ptr<sql::connection> c);
@@ -94,5 +104,10 @@ class broker_registry {
 // transaction. A node that never registered (a store used without the registry, as in tests
 // of one component) has no lease to lapse.
 [[nodiscard]] tl::expected<bool, std::string> lease_lapsed(sql::connection& c, base::node_id node);
+
+// Whether `node` holds the controller lease at controller epoch `epoch` now, read on `c` inside
+// the caller's transaction.
+[[nodiscard]] tl::expected<bool, std::string> controller_holds(sql::connection& c,
+                                                               base::node_id node, int64_t epoch);
 
 }  // namespace silt::metadata

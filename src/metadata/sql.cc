@@ -127,6 +127,20 @@ INSERT INTO registry_counters VALUES('broker_epoch', 0) ON CONFLICT DO NOTHING;
 INSERT INTO registry_counters VALUES('topics_changed', 0) ON CONFLICT DO NOTHING;
 INSERT INTO counters VALUES('ownership_changed', 0) ON CONFLICT DO NOTHING;
 )sql"},
+    // Placement (cluster/controller.h): each stream's target owner (-1: none) and the value of
+    // the ownership counter at its last change of owner, epoch or target, so that brokers read
+    // only what changed; the controller's lease.
+    {5, R"sql(
+ALTER TABLE streams ADD COLUMN target {int} NOT NULL DEFAULT -1;
+ALTER TABLE streams ADD COLUMN owner_version {int} NOT NULL DEFAULT 0;
+CREATE INDEX streams_by_owner_version ON streams(owner_version);
+CREATE TABLE controller(
+  id {int} PRIMARY KEY,
+  node_id {int} NOT NULL,
+  epoch {int} NOT NULL,
+  lease_expires_ms {int} NOT NULL);
+INSERT INTO controller VALUES(0, -1, 0, 0) ON CONFLICT DO NOTHING;
+)sql"},
 };
 
 std::string expand(std::string_view sql, dialect d) {

@@ -161,9 +161,10 @@ stream_range range_row(const row& s) {
           static_cast<uint64_t>(s.integer(4))};
 }
 
+// start_offset, end_offset, owner, epoch, target.
 stream_state state_row(const row& s, size_t first) {
   return {offset_at(s, first), offset_at(s, first + 1), node_at(s, first + 2),
-          epoch_at(s, first + 3)};
+          epoch_at(s, first + 3), node_at(s, first + 4)};
 }
 
 }  // namespace
@@ -408,7 +409,8 @@ tl::expected<std::optional<stream_state>, catalog_error> stream_catalog::stream(
     base::stream_id stream_id) {
   base::lock_guard lock(mu_);
   auto r =
-      c_->query("SELECT start_offset, end_offset, owner, epoch FROM streams WHERE stream_id = ?",
+      c_->query("SELECT start_offset, end_offset, owner, epoch, target FROM streams WHERE "
+                "stream_id = ?",
                 i64(stream_id));
   if (!r) return fail(catalog_error::io);
   if (r->rows.empty()) return std::optional<stream_state>();
@@ -419,7 +421,8 @@ tl::expected<std::vector<std::pair<base::stream_id, stream_state>>, catalog_erro
 stream_catalog::stream_states() {
   base::lock_guard lock(mu_);
   auto r = c_->query(
-      "SELECT stream_id, start_offset, end_offset, owner, epoch FROM streams ORDER BY stream_id");
+      "SELECT stream_id, start_offset, end_offset, owner, epoch, target FROM streams ORDER BY "
+      "stream_id");
   if (!r) return fail(catalog_error::io);
   std::vector<std::pair<base::stream_id, stream_state>> out;
   out.reserve(r->rows.size());
@@ -472,9 +475,8 @@ tl::expected<std::vector<base::leader_epoch>, catalog_error> stream_catalog::tak
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
   // Other brokers poll this counter to learn new owners and epochs (ownership_version()).
-  if (!c_->query("UPDATE counters SET value = value + 1 WHERE name = 'ownership_changed'")) {
-    return fail(catalog_error::io);
-  }
+  auto version = bump_ownership_locked();
+  if (!version) return fail(version.error());
   std::unordered_map<base::stream_id, base::leader_epoch> taken;
   taken.reserve(unique.size());
   std::vector<sql::param> params;
@@ -483,17 +485,22 @@ tl::expected<std::vector<base::leader_epoch>, catalog_error> stream_catalog::tak
     const std::span<const stream_take> chunk(unique.data() + at, n);
     at += n;
     // A stream the catalog has not seen is created at epoch 0; any other moves to its next.
+    // A target of the taking node is reached.
     params.clear();
     for (const auto& t : chunk) {
       params.emplace_back(i64(t.stream_id));
       params.emplace_back(i64(node));
+      params.emplace_back(*version);
     }
-    auto up =
-        c_->run("INSERT INTO streams(stream_id, start_offset, end_offset, owner, epoch) VALUES " +
-                    values_list(n, "(?, 0, 0, ?, 0)") +
-                    " ON CONFLICT(stream_id) DO UPDATE SET owner = excluded.owner, "
-                    "epoch = streams.epoch + 1 RETURNING stream_id, epoch",
-                params);
+    auto up = c_->run(
+        "INSERT INTO streams(stream_id, start_offset, end_offset, owner, epoch, owner_version) "
+        "VALUES " +
+            values_list(n, "(?, 0, 0, ?, 0, ?)") +
+            " ON CONFLICT(stream_id) DO UPDATE SET owner = excluded.owner, "
+            "epoch = streams.epoch + 1, owner_version = excluded.owner_version, "
+            "target = CASE WHEN streams.target = excluded.owner THEN -1 ELSE streams.target END "
+            "RETURNING stream_id, epoch",
+        params);
     if (!up || up->rows.size() != n) return fail(catalog_error::io);
     params.clear();
     for (const row& r : up->rows) taken[stream_id_at(r, 0)] = epoch_at(r, 1);
@@ -522,6 +529,97 @@ tl::expected<int64_t, catalog_error> stream_catalog::ownership_version() {
   auto r = c_->query("SELECT value FROM counters WHERE name = 'ownership_changed'");
   if (!r || r->rows.empty()) return fail(catalog_error::io);
   return r->rows.front().integer(0);
+}
+
+tl::expected<int64_t, catalog_error> stream_catalog::bump_ownership_locked() {
+  auto r = c_->query(
+      "UPDATE counters SET value = value + 1 WHERE name = 'ownership_changed' RETURNING value");
+  if (!r || r->rows.empty()) return fail(catalog_error::io);
+  return r->rows.front().integer(0);
+}
+
+tl::expected<ownership_changes, catalog_error> stream_catalog::ownership_changes_since(
+    int64_t since) {
+  base::lock_guard lock(mu_);
+  // One snapshot: the counter and the rows changed up to it.
+  sql::transaction tx(*c_);
+  if (!tx.ok()) return fail(catalog_error::io);
+  auto v = c_->query("SELECT value FROM counters WHERE name = 'ownership_changed'");
+  if (!v || v->rows.empty()) return fail(catalog_error::io);
+  ownership_changes out;
+  out.version = v->rows.front().integer(0);
+  if (out.version == since) return out;
+  auto r = c_->query(
+      "SELECT stream_id, start_offset, end_offset, owner, epoch, target FROM streams WHERE "
+      "owner_version > ? ORDER BY stream_id",
+      since);
+  if (!r) return fail(catalog_error::io);
+  out.streams.reserve(r->rows.size());
+  for (const row& s : r->rows) {
+    out.streams.emplace_back(static_cast<uint64_t>(s.integer(0)), state_row(s, 1));
+  }
+  if (!tx.commit()) return fail(catalog_error::io);
+  return out;
+}
+
+tl::expected<void, catalog_error> stream_catalog::assign(const std::vector<stream_target>& targets,
+                                                         std::optional<controller_lease> lease) {
+  base::lock_guard lock(mu_);
+  sql::transaction tx(*c_);
+  if (!tx.ok()) return fail(catalog_error::io);
+  if (lease) {
+    auto holds = controller_holds(*c_, lease->node, lease->epoch);
+    if (!holds) return fail(catalog_error::io);
+    if (!*holds) return fail(catalog_error::fenced);
+  }
+  auto version = bump_ownership_locked();
+  if (!version) return fail(version.error());
+  for (const auto& t : targets) {
+    auto up = c_->query(
+        "INSERT INTO streams(stream_id, start_offset, end_offset, target, owner_version) "
+        "VALUES(?, 0, 0, ?, ?) ON CONFLICT(stream_id) DO UPDATE SET target = excluded.target, "
+        "owner_version = excluded.owner_version",
+        i64(t.stream_id), i64(t.target), *version);
+    if (!up) return fail(catalog_error::io);
+  }
+  if (!tx.commit()) return fail(catalog_error::io);
+  return {};
+}
+
+tl::expected<base::leader_epoch, catalog_error> stream_catalog::handover(base::stream_id stream_id,
+                                                                         base::node_id from,
+                                                                         base::leader_epoch epoch,
+                                                                         base::node_id to,
+                                                                         base::offset end) {
+  base::lock_guard lock(mu_);
+  sql::transaction tx(*c_);
+  if (!tx.ok()) return fail(catalog_error::io);
+  if (auto f = check_lease_locked(from); !f) return fail(f.error());
+  auto version = bump_ownership_locked();
+  if (!version) return fail(version.error());
+  const base::leader_epoch next(epoch.value() + 1);
+  // One conditional statement: no commit of the stream can come between the check and the move.
+  auto up = c_->query(
+      "UPDATE streams SET owner = ?, epoch = ?, target = -1, owner_version = ? WHERE "
+      "stream_id = ? AND owner = ? AND epoch = ? AND end_offset = ?",
+      i64(to), i64(next), *version, i64(stream_id), i64(from), i64(epoch), i64(end));
+  if (!up) return fail(catalog_error::io);
+  if (up->changes == 0) {
+    auto cur = c_->query("SELECT owner, epoch FROM streams WHERE stream_id = ?", i64(stream_id));
+    if (!cur) return fail(catalog_error::io);
+    if (cur->rows.empty() || node_at(cur->rows.front(), 0) != from ||
+        epoch_at(cur->rows.front(), 1) != epoch) {
+      return fail(catalog_error::fenced);
+    }
+    return fail(catalog_error::discontinuous);
+  }
+  if (!c_->query("INSERT INTO stream_epochs(stream_id, epoch, start_offset) VALUES(?, ?, ?) ON "
+                 "CONFLICT DO NOTHING",
+                 i64(stream_id), i64(next), i64(end))) {
+    return fail(catalog_error::io);
+  }
+  if (!tx.commit()) return fail(catalog_error::io);
+  return next;
 }
 
 tl::expected<std::vector<epoch_start>, catalog_error> stream_catalog::epochs(

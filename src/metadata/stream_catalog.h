@@ -77,6 +77,26 @@ struct stream_state {
   base::offset end_offset{};    // end of the data committed in objects
   base::node_id owner{-1};      // -1 until taken
   base::leader_epoch epoch{};
+  base::node_id target{-1};  // the owner it is to move to (controller.h); -1: none
+};
+
+// The streams whose owner, epoch or target changed after a version of the ownership counter.
+struct ownership_changes {
+  int64_t version = 0;  // the counter as of this read
+  std::vector<std::pair<base::stream_id, stream_state>> streams;
+};
+
+// A stream's target owner, as the controller or an admin request sets it.
+struct stream_target {
+  base::stream_id stream_id{};
+  base::node_id target{-1};
+  bool operator==(const stream_target&) const = default;
+};
+
+// The controller lease a placement is made under (broker_registry.h).
+struct controller_lease {
+  base::node_id node{-1};
+  int64_t epoch = 0;
 };
 
 // What a node takes a stream at: the offset its first epoch begins at.
@@ -154,8 +174,27 @@ class stream_catalog {
   // returns the new epochs in the order of `streams` (a stream listed twice is taken once).
   [[nodiscard]] tl::expected<std::vector<base::leader_epoch>, catalog_error> take(
       base::node_id node, const std::vector<stream_take>& streams);
-  // Moves with every take(): a node that saw it unchanged knows of no new owner or epoch.
+  // Moves with every take(), assign() and handover(): a node that saw it unchanged knows of no
+  // new owner, epoch or target.
   [[nodiscard]] tl::expected<int64_t, catalog_error> ownership_version();
+  // The streams changed after ownership version `since` (every stream for since < 0), and the
+  // version they are read at.
+  [[nodiscard]] tl::expected<ownership_changes, catalog_error> ownership_changes_since(
+      int64_t since);
+  // Sets streams' targets (-1 clears one); a stream the catalog has not seen is created empty,
+  // owned by no node. Under `lease`, refused (`fenced`) with nothing changed unless that node
+  // holds the controller lease at that epoch (controller_holds()).
+  [[nodiscard]] tl::expected<void, catalog_error> assign(
+      const std::vector<stream_target>& targets, std::optional<controller_lease> lease = {});
+  // Hands a stream held by `from` at `epoch` to `to` at the next epoch, which begins at the
+  // stream's committed end; that end must be `end` (the caller uploaded all it had), else
+  // discontinuous. Fenced unless the stream is at (from, epoch), lapsed while from's lease has
+  // lapsed. Clears the target. Returns the new epoch.
+  [[nodiscard]] tl::expected<base::leader_epoch, catalog_error> handover(base::stream_id stream_id,
+                                                                         base::node_id from,
+                                                                         base::leader_epoch epoch,
+                                                                         base::node_id to,
+                                                                         base::offset end);
   // A stream's epochs, oldest first.
   [[nodiscard]] tl::expected<std::vector<epoch_start>, catalog_error> epochs(
       base::stream_id stream_id);
@@ -195,6 +234,8 @@ class stream_catalog {
   tl::expected<void, catalog_error> mark_orphans_deleting_locked() REQUIRES(mu_);
   // Caller holds mu_ and a transaction. Lapsed when `owner` registered and its lease lapsed.
   tl::expected<void, catalog_error> check_lease_locked(base::node_id owner) REQUIRES(mu_);
+  // Caller holds mu_ and a transaction: moves the ownership counter, returns its new value.
+  tl::expected<int64_t, catalog_error> bump_ownership_locked() REQUIRES(mu_);
 
   base::mutex mu_;
   std::shared_ptr<sql::database> db_;

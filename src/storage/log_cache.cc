@@ -26,6 +26,30 @@ void log_cache::load(base::stream_id stream_id, const metadata::stream_state& s,
   st.next_offset = st.durable_end = st.committed_end = s.end_offset;
 }
 
+bool log_cache::adopt(base::stream_id stream_id, const metadata::stream_state& s) {
+  auto& st = stream(stream_id);
+  base::lock_guard lock(st.mu);
+  // (Fenced at the same epoch: a refused write already read the catalog's new state.)
+  const bool newer = s.epoch > st.epoch || (s.epoch == st.epoch && st.fenced);
+  if (!newer) return false;
+  for (const auto& e : st.cache) {
+    // An entry still queued for upload is dropped from the queue's count; the queue skips it.
+    if (!e->uploaded.exchange(true, std::memory_order_relaxed) && e->durable) {
+      pending_bytes_.fetch_sub(e->data.size(), std::memory_order_relaxed);
+    }
+    bytes_.fetch_sub(e->data.size(), std::memory_order_relaxed);
+  }
+  st.cache.clear();
+  st.fenced = false;
+  st.releasing = false;
+  st.owner = s.owner;
+  st.epoch = s.epoch;
+  st.start_offset = s.start_offset;
+  st.next_offset = st.durable_end = st.committed_end = s.end_offset;
+  st.read_ahead_end.reset();
+  return true;
+}
+
 void log_cache::push_locked(cached_stream& st, std::shared_ptr<entry> e) {
   bytes_.fetch_add(e->data.size(), std::memory_order_relaxed);
   st.next_offset = e->end_offset;

@@ -63,6 +63,7 @@ struct cached_stream {
   base::node_id owner{-1};  // owner and epoch as this store holds the stream
   base::leader_epoch epoch{};
   bool fenced = false;  // a commit found a newer owner: no appends, reads or uploads here
+  bool releasing = false;  // being handed to another node: no appends (reads go on)
 };
 
 class log_cache {
@@ -81,6 +82,11 @@ class log_cache {
   // Loads a stream's state from the catalog; one owned by another node is fenced here until
   // this node takes it.
   void load(base::stream_id stream_id, const metadata::stream_state& s, bool ours);
+  // A stream another node handed to this one (catalog state `s`, owned by this node at an epoch
+  // newer than this store knows): whatever this store still caches of it is dropped (uploaded
+  // long ago, or never committed at a stale epoch), and it is served from the catalog's end.
+  // False (nothing changed) unless s.epoch is newer than the stream's epoch here.
+  bool adopt(base::stream_id stream_id, const metadata::stream_state& s);
 
   // Adds an entry whose offsets the caller assigned under st.mu.
   void push_locked(cached_stream& st, std::shared_ptr<entry> e) REQUIRES(st.mu);

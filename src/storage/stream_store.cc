@@ -132,7 +132,7 @@ tl::expected<base::offset, stream_error> stream_store::append(base::stream_id st
   // assigned in its WAL order. Appends of other streams go on meanwhile.
   base::lock_guard lock(st.mu);
   {
-    if (st.fenced) return fail(stream_error::fenced);
+    if (st.fenced || st.releasing) return fail(stream_error::fenced);
     base::offset next = st.next_offset;
     int64_t max_ts = -1;
     // Assign offsets and the leader epoch in place: both are outside the batch CRC.
@@ -264,6 +264,7 @@ tl::expected<void, stream_error> stream_store::take(
     base::lock_guard lock(st.mu);
     takes.push_back({id, st.next_offset});
   }
+  base::lock_guard owners(owners_mu_);
   auto epochs = catalog_->take(options_.node_id, takes);
   if (!epochs) return fail(stream_error::catalog);
   for (size_t i = 0; i < stream_ids.size(); ++i) {
@@ -294,14 +295,138 @@ tl::expected<std::vector<base::stream_id>, stream_error> stream_store::learn(
   return unsettled;
 }
 
-tl::expected<void, stream_error> stream_store::refresh_owners() {
-  auto version = catalog_->ownership_version();
-  if (!version) return fail(stream_error::catalog);
-  if (*version == owners_seen_.load(std::memory_order_acquire)) return {};
-  auto states = catalog_->stream_states();
-  if (!states) return fail(stream_error::catalog);
-  for (const auto& [id, s] : *states) cache_.observe_owner(id, s, options_.node_id);
-  owners_seen_.store(*version, std::memory_order_release);
+tl::expected<std::vector<base::stream_id>, stream_error> stream_store::refresh_owners() {
+  base::lock_guard owners(owners_mu_);
+  auto changes = catalog_->ownership_changes_since(owners_seen_);
+  if (!changes) return fail(stream_error::catalog);
+  std::vector<base::stream_id> adopted;
+  if (changes->version == owners_seen_) return adopted;
+  const base::node_id self = options_.node_id;
+  bool handed = false;
+  for (const auto& [id, s] : changes->streams) handed = handed || s.owner == self;
+  auto apply = [&] {
+    for (const auto& [id, s] : changes->streams) {
+      if (s.owner != self) {
+        cache_.observe_owner(id, s, self);
+      } else if (cache_.adopt(id, s)) {
+        adopted.push_back(id);
+      }
+    }
+  };
+  if (handed) {
+    // No upload runs while a handed stream drops what this store cached of it.
+    base::lock_guard task(task_mu_);
+    apply();
+  } else {
+    apply();
+  }
+  {
+    base::lock_guard lock(targets_mu_);
+    for (const auto& [id, s] : changes->streams) {
+      if (s.target == base::node_id(-1)) {
+        targets_.erase(id);
+      } else {
+        targets_[id] = s;
+      }
+    }
+  }
+  owners_seen_ = changes->version;
+  return adopted;
+}
+
+std::vector<stream_store::move> stream_store::moves() {
+  const base::node_id self = options_.node_id;
+  std::vector<move> out;
+  base::lock_guard lock(targets_mu_);
+  for (const auto& [id, s] : targets_) {
+    const bool release = s.owner == self && s.target != self;
+    const bool take = s.owner == base::node_id(-1) && s.target == self;
+    if (release || take) out.push_back({id, s.target});
+  }
+  return out;
+}
+
+std::vector<std::pair<base::stream_id, metadata::stream_state>> stream_store::targets() {
+  base::lock_guard lock(targets_mu_);
+  return {targets_.begin(), targets_.end()};
+}
+
+tl::expected<std::vector<base::stream_id>, stream_error> stream_store::prepare_release(
+    const std::vector<base::stream_id>& stream_ids, std::chrono::milliseconds timeout) {
+  const base::node_id self = options_.node_id;
+  std::vector<base::stream_id> held;
+  for (const base::stream_id id : stream_ids) {
+    auto& st = cache_.stream(id);
+    base::lock_guard lock(st.mu);
+    if (st.fenced || st.owner != self) continue;
+    st.releasing = true;
+    held.push_back(id);
+  }
+  auto resume = [&](const std::vector<base::stream_id>& ids) {
+    for (const base::stream_id id : ids) {
+      auto& st = cache_.stream(id);
+      base::lock_guard lock(st.mu);
+      st.releasing = false;
+    }
+  };
+  // Writes in flight end durable or failed (a failed one gives its offsets back).
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    bool settled = true;
+    for (const base::stream_id id : held) {
+      auto& st = cache_.stream(id);
+      base::lock_guard lock(st.mu);
+      settled = settled && st.durable_end == st.next_offset;
+    }
+    if (settled) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      resume(held);
+      return fail(stream_error::wal_failed);  // writes that do not end: the WAL is stuck
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (auto r = run_upload_once(); !r) {
+    std::fprintf(stderr, "stream store: upload before a handover: %s\n", r.error().c_str());
+    resume(held);
+    return fail(stream_error::object_store);
+  }
+  std::vector<base::stream_id> ready;
+  std::vector<base::stream_id> not_ready;
+  for (const base::stream_id id : held) {
+    auto& st = cache_.stream(id);
+    base::lock_guard lock(st.mu);
+    (st.committed_end == st.next_offset && !st.fenced ? ready : not_ready).push_back(id);
+  }
+  resume(not_ready);
+  return ready;
+}
+
+tl::expected<void, stream_error> stream_store::handover(base::stream_id stream_id,
+                                                        base::node_id to) {
+  base::node_id owner;
+  base::leader_epoch epoch;
+  base::offset end;
+  {
+    auto& st = cache_.stream(stream_id);
+    base::lock_guard lock(st.mu);
+    if (st.fenced) return fail(stream_error::fenced);
+    owner = st.owner;
+    epoch = st.epoch;
+    end = st.next_offset;
+  }
+  auto next = catalog_->handover(stream_id, owner, epoch, to, end);
+  auto& st = cache_.stream(stream_id);
+  if (!next) {
+    const auto e = catalog_failure(next.error(), stream_id);
+    base::lock_guard lock(st.mu);
+    st.releasing = false;
+    return fail(e);
+  }
+  base::lock_guard lock(st.mu);
+  st.fenced = true;
+  st.releasing = false;
+  st.owner = to;
+  st.epoch = *next;
   return {};
 }
 

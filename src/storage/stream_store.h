@@ -174,9 +174,30 @@ class stream_store {
   // creator has not taken them): fenced, with no owner, until learned again.
   [[nodiscard]] tl::expected<std::vector<base::stream_id>, stream_error> learn(
       const std::vector<base::stream_id>& stream_ids);
-  // Follows other nodes' takes (their new owners and epochs) once the catalog's ownership
-  // version moved: streams another node took are fenced here. Catalog I/O.
-  [[nodiscard]] tl::expected<void, stream_error> refresh_owners();
+  // Follows the catalog's ownership changes since the last call (one query while nothing
+  // changed): streams another node took are fenced here; streams another node handed to this
+  // one are served from their committed end (adopted: returned, so that state kept elsewhere of
+  // them, such as producer state, is read again); targets are noted for moves(). Catalog I/O.
+  [[nodiscard]] tl::expected<std::vector<base::stream_id>, stream_error> refresh_owners();
+  // What this node is to do about targets, as of the last refresh_owners(): streams it owns
+  // whose target is another node (release: prepare_release() then handover()), and streams no
+  // node owns whose target is this node (take()).
+  struct move {
+    base::stream_id stream_id{};
+    base::node_id target{-1};
+  };
+  [[nodiscard]] std::vector<move> moves();
+  // Every target set, as of the last refresh_owners(): stream, owner and target.
+  [[nodiscard]] std::vector<std::pair<base::stream_id, metadata::stream_state>> targets();
+  // The first half of handing streams to other nodes: stops appends to them (NOT_LEADER answers
+  // meanwhile), waits up to `timeout` for their writes in flight, uploads what they have in the
+  // WAL and commits it. Returns the streams ready for handover(); the others are served again.
+  [[nodiscard]] tl::expected<std::vector<base::stream_id>, stream_error> prepare_release(
+      const std::vector<base::stream_id>& stream_ids, std::chrono::milliseconds timeout);
+  // The second half: gives a prepared stream to `to` at its next epoch (catalog). On failure
+  // the stream is served here again, unless another node took it meanwhile.
+  [[nodiscard]] tl::expected<void, stream_error> handover(base::stream_id stream_id,
+                                                          base::node_id to);
   // A stream's epochs and the offsets they began at (catalog I/O on the calling thread).
   [[nodiscard]] tl::expected<std::vector<metadata::epoch_start>, stream_error> epochs(
       base::stream_id stream_id);
@@ -227,7 +248,12 @@ class stream_store {
   cold_reader cold_;
   uploader uploader_;
   compactor compactor_;
-  std::atomic<int64_t> owners_seen_{-1};  // the ownership version refresh_owners() last read
+  // Ownership: take() and refresh_owners() one at a time, so that a refresh never mistakes
+  // this node's own take for a handover.
+  base::mutex owners_mu_;
+  int64_t owners_seen_ GUARDED_BY(owners_mu_) = -1;  // the version refresh_owners() last read
+  base::mutex targets_mu_;
+  std::map<base::stream_id, metadata::stream_state> targets_ GUARDED_BY(targets_mu_);
 
   base::mutex bg_mu_;
   std::condition_variable upload_wanted_;

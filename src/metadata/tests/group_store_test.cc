@@ -461,6 +461,8 @@ TEST_P(GroupStore, AVersionTwoDatabaseIsMigrated) {
     for (const char* q :
          {"DROP TABLE coordinator_shards", "DROP TABLE group_offsets", "DROP TABLE consumer_groups",
           "DROP TABLE brokers", "DELETE FROM registry_counters WHERE name = 'broker_epoch'",
+          "DROP INDEX streams_by_owner_version", "ALTER TABLE streams DROP COLUMN target",
+          "ALTER TABLE streams DROP COLUMN owner_version", "DROP TABLE controller",
           "UPDATE schema_version SET version = 2"}) {
       ASSERT_TRUE(c.script(q)) << q;
     }

@@ -365,7 +365,9 @@ TEST_P(StreamCatalog, AnUnversionedSchemaIsMigrated) {
        {"DROP TABLE schema_version", "DROP TABLE stream_epochs", "DROP TABLE producer_states",
         "ALTER TABLE streams DROP COLUMN owner", "ALTER TABLE streams DROP COLUMN epoch",
         "DROP TABLE coordinator_shards", "DROP TABLE group_offsets", "DROP TABLE consumer_groups",
-        "DROP TABLE brokers", "DELETE FROM registry_counters WHERE name = 'broker_epoch'"}) {
+        "DROP TABLE brokers", "DELETE FROM registry_counters WHERE name = 'broker_epoch'",
+        "DROP INDEX streams_by_owner_version", "ALTER TABLE streams DROP COLUMN target",
+        "ALTER TABLE streams DROP COLUMN owner_version", "DROP TABLE controller"}) {
     ASSERT_TRUE(c.script(q)) << q;
   }
   ASSERT_TRUE(c.query("INSERT INTO streams(stream_id, start_offset, end_offset) VALUES(5, 0, 9)"));

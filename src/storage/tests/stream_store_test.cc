@@ -862,6 +862,74 @@ TEST_P(StreamStoreOwnership, LearnedStreamsAreServedOnlyByTheirOwner) {
   EXPECT_EQ(b->offsets(sid(9)).epoch, base::leader_epoch(2));
 }
 
+// A move: the target set in the catalog, the owner stops appending, uploads and hands the
+// stream over at the next epoch; the new owner serves it from the committed end with nothing
+// lost, and a move back drops nothing the first owner still cached.
+TEST_P(StreamStoreOwnership, AHandoverMovesAStreamWithoutLosingData) {
+  auto db = metadata::sql::open_database(metadata::testing::fresh_uri(GetParam(), dir_.path()));
+  ASSERT_TRUE(db) << db.error();
+  auto a = open(node(1, *db));
+  auto b = open(node(2, *db));
+  ASSERT_TRUE(a->take({sid(5)}));
+  append(*a, sid(5), batch(5, 0, 3));
+  ASSERT_TRUE(b->learn({sid(5)}));
+  auto catalog = metadata::stream_catalog::open(*db);
+  ASSERT_TRUE(catalog);
+  ASSERT_TRUE((*catalog)->assign({{sid(5), base::node_id(2)}}));
+  ASSERT_TRUE(a->refresh_owners());
+  ASSERT_TRUE(b->refresh_owners());
+  EXPECT_TRUE(b->moves().empty());  // b waits for a
+  const auto moves = a->moves();
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0].stream_id, sid(5));
+  EXPECT_EQ(moves[0].target, base::node_id(2));
+  auto ready = a->prepare_release({sid(5)}, std::chrono::seconds(5));
+  ASSERT_TRUE(ready);
+  ASSERT_EQ(*ready, std::vector<base::stream_id>{sid(5)});
+  // Appends wait for the handover (NOT_LEADER for clients); nothing is waiting in the WAL.
+  std::promise<tl::expected<base::offset, stream_error>> refused;
+  a->append(sid(5), batch(5, 3, 1), [&](auto r) { refused.set_value(r); });
+  EXPECT_EQ(refused.get_future().get().error(), stream_error::fenced);
+  ASSERT_TRUE(a->handover(sid(5), base::node_id(2)));
+  EXPECT_TRUE(a->offsets(sid(5)).fenced);
+  EXPECT_EQ(a->offsets(sid(5)).owner, base::node_id(2));
+
+  auto adopted = b->refresh_owners();
+  ASSERT_TRUE(adopted);
+  EXPECT_EQ(*adopted, std::vector<base::stream_id>{sid(5)});
+  EXPECT_FALSE(b->offsets(sid(5)).fenced);
+  EXPECT_EQ(b->offsets(sid(5)).epoch, base::leader_epoch(1));
+  EXPECT_EQ(b->offsets(sid(5)).end_offset, off(3));
+  EXPECT_EQ(read_all(*b, sid(5), off(0)), expected(5, 0, 3));
+  append(*b, sid(5), batch(5, 3, 2));
+  auto epochs = b->epochs(sid(5));
+  ASSERT_TRUE(epochs);
+  ASSERT_EQ(epochs->size(), 2u);
+  EXPECT_EQ((*epochs)[1].start_offset, off(3));
+  ASSERT_TRUE(a->refresh_owners());
+  EXPECT_TRUE(a->moves().empty());  // the target was cleared with the handover
+
+  // And back: a had it cached at offsets [0, 3); it serves b's later data too.
+  ASSERT_TRUE((*catalog)->assign({{sid(5), base::node_id(1)}}));
+  ASSERT_TRUE(b->refresh_owners());
+  ready = b->prepare_release({sid(5)}, std::chrono::seconds(5));
+  ASSERT_TRUE(ready);
+  ASSERT_EQ(ready->size(), 1u);
+  ASSERT_TRUE(b->handover(sid(5), base::node_id(1)));
+  adopted = a->refresh_owners();
+  ASSERT_TRUE(adopted);
+  EXPECT_EQ(adopted->size(), 1u);
+  EXPECT_EQ(a->offsets(sid(5)).epoch, base::leader_epoch(2));
+  auto all = read_all(*a, sid(5), off(0));
+  auto want = expected(5, 0, 3);
+  const auto more = expected(5, 3, 5);
+  want.insert(want.end(), more.begin(), more.end());
+  EXPECT_EQ(all, want);
+  append(*a, sid(5), batch(5, 5, 1));
+  ASSERT_TRUE(a->run_upload_once());
+  EXPECT_EQ(a->offsets(sid(5)).end_offset, off(6));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StreamStoreOwnership,
                          ::testing::ValuesIn(metadata::testing::backends()),
                          [](const auto& info) { return info.param; });

@@ -1,0 +1,170 @@
+#include "cluster/controller.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+namespace silt::cluster {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+const base::node_id nobody(-1);
+
+}  // namespace
+
+std::vector<metadata::stream_target> plan_placement(
+    const std::vector<base::node_id>& live,
+    const std::vector<std::pair<base::stream_id, metadata::stream_state>>& streams,
+    size_t max_moves) {
+  std::vector<metadata::stream_target> out;
+  if (live.empty()) return out;
+  const std::set<base::node_id> alive(live.begin(), live.end());
+  // Streams each live broker has or is to get, and those that may move (owned there, no target).
+  std::map<base::node_id, size_t> count;
+  std::map<base::node_id, std::vector<base::stream_id>> movable;
+  for (const base::node_id n : live) count[n] = 0;
+  std::vector<base::stream_id> homeless;
+  for (const auto& [id, s] : streams) {
+    const bool owner_live = alive.contains(s.owner);
+    if (s.target != nobody && s.target == s.owner) {
+      out.push_back({id, nobody});  // already there
+      ++count[s.owner];
+      movable[s.owner].push_back(id);
+    } else if (s.target != nobody && alive.contains(s.target)) {
+      ++count[s.target];
+    } else if (s.owner == nobody || (owner_live && s.target != nobody)) {
+      homeless.push_back(id);  // never taken, or its target is gone
+    } else if (owner_live) {
+      ++count[s.owner];
+      movable[s.owner].push_back(id);
+    }
+    // Owned by a broker that is not live, and not nobody's: its data may wait in that broker's
+    // WAL, so it stays until that broker is back.
+  }
+  auto least = [&] {
+    return std::min_element(count.begin(), count.end(), [](const auto& a, const auto& b) {
+             return a.second < b.second;
+           })->first;
+  };
+  for (const base::stream_id id : homeless) {
+    const base::node_id to = least();
+    out.push_back({id, to});
+    ++count[to];
+  }
+  for (size_t moves = 0; moves < max_moves; ++moves) {
+    const auto most = std::max_element(count.begin(), count.end(), [](const auto& a, const auto& b) {
+      return a.second < b.second;
+    });
+    const base::node_id to = least();
+    if (most->second < count[to] + 2) break;
+    auto& candidates = movable[most->first];
+    if (candidates.empty()) break;  // its streams are all on their way already
+    const base::stream_id id = candidates.back();
+    candidates.pop_back();
+    out.push_back({id, to});
+    --most->second;
+    ++count[to];
+  }
+  // A stream listed twice (already there, then moved) keeps its last target.
+  std::map<base::stream_id, base::node_id> last;
+  for (const auto& t : out) last[t.stream_id] = t.target;
+  out.clear();
+  for (const auto& [id, to] : last) out.push_back({id, to});
+  return out;
+}
+
+controller::controller(std::unique_ptr<metadata::broker_registry> registry,
+                       std::unique_ptr<metadata::stream_catalog> catalog, membership& members,
+                       controller_options options)
+    : registry_(std::move(registry)),
+      catalog_(std::move(catalog)),
+      members_(members),
+      options_(options) {}
+
+controller::~controller() {
+  stop();
+}
+
+tl::expected<std::unique_ptr<controller>, std::string> controller::start(
+    std::shared_ptr<metadata::sql::database> db, membership& members,
+    controller_options options) {
+  auto registry = metadata::broker_registry::open(db);
+  if (!registry) return tl::make_unexpected(registry.error());
+  auto catalog = metadata::stream_catalog::open(std::move(db));
+  if (!catalog) return tl::make_unexpected(catalog.error());
+  std::unique_ptr<controller> c(
+      new controller(std::move(*registry), std::move(*catalog), members, options));
+  c->thread_ = std::thread([p = c.get()] { p->run(); });
+  return c;
+}
+
+void controller::run() {
+  auto next = clock::now();
+  for (;;) {
+    {
+      base::unique_lock lock(mu_);
+      while (!stopping_ && clock::now() < next) lock.wait_until(wake_, next);
+      if (stopping_) return;
+    }
+    next = clock::now() + options_.interval;
+    round();
+  }
+}
+
+void controller::round() {
+  auto claim =
+      registry_->claim_controller(options_.self, members_.broker_epoch(), options_.lease);
+  if (!claim) {
+    if (active_.exchange(false, std::memory_order_acq_rel)) {
+      std::fprintf(stderr, "silt: cluster: node %d is no longer the controller\n",
+                   options_.self.value());
+    }
+    return;
+  }
+  if (!active_.exchange(true, std::memory_order_acq_rel) || *claim != epoch_) {
+    std::fprintf(stderr, "silt: cluster: node %d is the controller (controller epoch %lld)\n",
+                 options_.self.value(), static_cast<long long>(*claim));
+    epoch_ = *claim;
+    seen_version_ = -1;  // place everything afresh
+  }
+  std::vector<base::node_id> live;
+  for (const auto& b : *members_.brokers()) live.push_back(b.info.node);
+  auto version = catalog_->ownership_version();
+  if (!version) return;
+  if (*version == seen_version_ && live == seen_live_) return;
+  auto states = catalog_->stream_states();
+  if (!states) return;
+  auto targets = plan_placement(live, *states, options_.max_moves);
+  if (!targets.empty()) {
+    if (auto r = catalog_->assign(targets, metadata::controller_lease{options_.self, epoch_}); !r) {
+      std::fprintf(stderr, "silt: cluster: placing %zu stream(s) failed: %s\n", targets.size(),
+                   std::string(metadata::catalog_error_name(r.error())).c_str());
+      return;
+    }
+    placed_.fetch_add(targets.size(), std::memory_order_relaxed);
+    size_t moved = 0;
+    for (const auto& t : targets) moved += t.target != nobody ? 1 : 0;
+    std::fprintf(stderr, "silt: cluster: placed %zu stream(s) on %zu live broker(s)\n", moved,
+                 live.size());
+    // The version moved with the assignment: the next round reads again and finds it settled.
+    return;
+  }
+  seen_version_ = *version;
+  seen_live_ = std::move(live);
+}
+
+void controller::stop() {
+  {
+    base::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (active_.exchange(false)) registry_->release_controller(options_.self, epoch_);
+}
+
+}  // namespace silt::cluster

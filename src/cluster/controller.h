@@ -1,0 +1,93 @@
+// The controller: one broker at a time places the cluster's streams (partitions) on the live
+// brokers. Every broker runs a controller thread; each round it claims or renews the controller
+// lease in the metadata store (broker_registry::claim_controller(), a row in the database's
+// clock), and only the holder places. Placement writes targets (stream_catalog::assign(), refused
+// unless the lease is still held at its epoch): the owner of a stream whose target is another
+// broker hands it over (stream_store::prepare_release() and handover()), and a stream no broker
+// owns is taken by its target. So the controller never moves data; it says where streams go.
+//
+// Placement (plan_placement()): a stream nobody owns, or whose target is no longer live, goes to
+// the live broker with the fewest streams; then, while one broker has at least two more streams
+// than another, one of its streams is moved to the one with the fewest, at most max_moves per
+// round. A stream whose owner is not live stays where it is: what that broker's WAL holds of it
+// is not in the object store yet.
+//
+// Thread-safe; no call blocks on the database except stop() (joins the thread).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+#include "base/ids.h"
+#include "base/mutex.h"
+#include "cluster/membership.h"
+#include "metadata/broker_registry.h"
+#include "metadata/stream_catalog.h"
+
+namespace silt::cluster {
+
+// The targets that place `streams` on the `live` brokers (see above); empty when nothing is to
+// move. Deterministic: the same input gives the same plan.
+[[nodiscard]] std::vector<metadata::stream_target> plan_placement(
+    const std::vector<base::node_id>& live,
+    const std::vector<std::pair<base::stream_id, metadata::stream_state>>& streams,
+    size_t max_moves);
+
+struct controller_options {
+  base::node_id self{-1};
+  std::chrono::milliseconds interval{500};  // between rounds
+  std::chrono::milliseconds lease{3000};    // the controller lease, renewed every round
+  size_t max_moves = 256;                   // streams moved by one round of balancing
+};
+
+class controller {
+ public:
+  // Starts the controller thread; `members` must outlive it.
+  [[nodiscard]] static tl::expected<std::unique_ptr<controller>, std::string> start(
+      std::shared_ptr<metadata::sql::database> db, membership& members,
+      controller_options options);
+  ~controller();
+  controller(const controller&) = delete;
+  controller& operator=(const controller&) = delete;
+
+  // Whether this broker held the controller lease at its last round.
+  [[nodiscard]] bool active() const { return active_.load(std::memory_order_acquire); }
+  // Targets written since start.
+  [[nodiscard]] uint64_t placed() const { return placed_.load(std::memory_order_relaxed); }
+  // Stops the thread and gives the lease up.
+  void stop();
+
+ private:
+  controller(std::unique_ptr<metadata::broker_registry> registry,
+             std::unique_ptr<metadata::stream_catalog> catalog, membership& members,
+             controller_options options);
+  void run();
+  void round();
+
+  std::unique_ptr<metadata::broker_registry> registry_;
+  std::unique_ptr<metadata::stream_catalog> catalog_;
+  membership& members_;
+  const controller_options options_;
+  std::atomic<bool> active_{false};
+  std::atomic<uint64_t> placed_{0};
+  // What the last placement was made from (controller thread only): a round whose ownership
+  // version and live brokers are the same has nothing new to place.
+  int64_t epoch_ = -1;
+  int64_t seen_version_ = -1;
+  std::vector<base::node_id> seen_live_;
+  mutable base::mutex mu_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::condition_variable wake_;
+  std::thread thread_;
+};
+
+}  // namespace silt::cluster

@@ -1,0 +1,183 @@
+// The controller: the placement plan on its own, and two brokers' controllers on SQLite and on
+// PostgreSQL: one holds the lease and places, the other takes over when it stops, and a
+// placement under a lease that moved on is refused.
+#include "cluster/controller.h"
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "metadata/testing/test_database.h"
+
+namespace silt::cluster {
+namespace {
+
+using std::chrono::milliseconds;
+using streams_t = std::vector<std::pair<base::stream_id, metadata::stream_state>>;
+
+metadata::stream_state owned(int32_t owner, int32_t target = -1) {
+  metadata::stream_state s;
+  s.owner = base::node_id(owner);
+  s.target = base::node_id(target);
+  return s;
+}
+
+std::vector<base::node_id> ids(std::initializer_list<int32_t> l) {
+  std::vector<base::node_id> out;
+  for (int32_t n : l) out.emplace_back(n);
+  return out;
+}
+
+// Where each stream ends up once the plan is carried out.
+std::map<int32_t, size_t> counts_after(const streams_t& streams,
+                                       const std::vector<metadata::stream_target>& plan) {
+  std::map<uint64_t, int32_t> where;
+  for (const auto& [id, s] : streams) {
+    where[id.value()] = (s.target.value() != -1 ? s.target : s.owner).value();
+  }
+  for (const auto& t : plan) {
+    if (t.target.value() != -1) where[t.stream_id.value()] = t.target.value();
+  }
+  std::map<int32_t, size_t> out;
+  for (const auto& [id, n] : where) ++out[n];
+  return out;
+}
+
+TEST(PlanPlacement, SpreadsNewStreamsAndBalancesByCount) {
+  streams_t streams;
+  for (uint64_t i = 0; i < 9; ++i) streams.emplace_back(base::stream_id(i), owned(1));
+  auto plan = plan_placement(ids({1, 2, 3}), streams, 100);
+  EXPECT_EQ(plan.size(), 6u);
+  EXPECT_EQ(counts_after(streams, plan), (std::map<int32_t, size_t>{{1, 3}, {2, 3}, {3, 3}}));
+  // Never taken: spread at once.
+  streams_t fresh;
+  for (uint64_t i = 0; i < 4; ++i) fresh.emplace_back(base::stream_id(i), owned(-1));
+  plan = plan_placement(ids({1, 2}), fresh, 0);
+  EXPECT_EQ(plan.size(), 4u);
+  EXPECT_EQ(counts_after(fresh, plan), (std::map<int32_t, size_t>{{1, 2}, {2, 2}}));
+  // Balanced within one: nothing to do; the same input gives the same plan.
+  streams.clear();
+  for (uint64_t i = 0; i < 5; ++i) streams.emplace_back(base::stream_id(i), owned(1 + (i % 2)));
+  EXPECT_TRUE(plan_placement(ids({1, 2}), streams, 100).empty());
+  streams.emplace_back(base::stream_id(7), owned(1));
+  streams.emplace_back(base::stream_id(8), owned(1));
+  EXPECT_EQ(plan_placement(ids({1, 2}), streams, 100), plan_placement(ids({1, 2}), streams, 100));
+}
+
+TEST(PlanPlacement, LeavesADeadOwnersStreamsAndRetargetsFromADeadTarget) {
+  streams_t streams{{base::stream_id(1), owned(2)},     // owner 2 is not live: stays
+                    {base::stream_id(2), owned(1, 3)},  // target 3 is not live: placed again
+                    {base::stream_id(3), owned(1, 1)}};  // target reached: cleared
+  auto plan = plan_placement(ids({1, 4}), streams, 100);
+  std::map<uint64_t, int32_t> got;
+  for (const auto& t : plan) got[t.stream_id.value()] = t.target.value();
+  EXPECT_FALSE(got.contains(1));
+  ASSERT_TRUE(got.contains(2));
+  EXPECT_EQ(got[2], 4);  // the broker with fewer streams
+  ASSERT_TRUE(got.contains(3));
+  EXPECT_EQ(got[3], -1);
+  // At most max_moves moves of balancing per round.
+  streams.clear();
+  for (uint64_t i = 0; i < 20; ++i) streams.emplace_back(base::stream_id(i), owned(1));
+  EXPECT_EQ(plan_placement(ids({1, 2}), streams, 3).size(), 3u);
+  EXPECT_TRUE(plan_placement({}, streams, 3).empty());
+}
+
+membership_options member(int32_t id) {
+  membership_options o;
+  o.self.node = base::node_id(id);
+  o.self.host = "localhost";
+  o.self.port = 9000 + id;
+  o.self.wal_location = "/wal/" + std::to_string(id);
+  o.self.machine = metadata::same_machine_id();
+  o.heartbeat_interval = milliseconds(50);
+  o.session_timeout = milliseconds(500);
+  return o;
+}
+
+template <typename F>
+bool eventually(F done, milliseconds within = milliseconds(5000)) {
+  const auto end = std::chrono::steady_clock::now() + within;
+  while (std::chrono::steady_clock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return done();
+}
+
+class Controller : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("silt-controller-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    auto db = metadata::sql::open_database(metadata::testing::fresh_uri(GetParam(), dir_));
+    ASSERT_TRUE(db) << db.error();
+    db_ = *db;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::unique_ptr<controller> start(membership& m, int32_t id) {
+    controller_options o;
+    o.self = base::node_id(id);
+    o.interval = milliseconds(50);
+    o.lease = milliseconds(500);
+    auto c = controller::start(db_, m, o);
+    EXPECT_TRUE(c) << c.error();
+    return c ? std::move(*c) : nullptr;
+  }
+
+  std::filesystem::path dir_;
+  std::shared_ptr<metadata::sql::database> db_;
+};
+
+TEST_P(Controller, OneControllerPlacesAndAnotherTakesOverWhenItStops) {
+  auto catalog = metadata::stream_catalog::open(db_);
+  ASSERT_TRUE(catalog);
+  std::vector<metadata::stream_take> takes;
+  for (uint64_t i = 0; i < 6; ++i) takes.push_back({base::stream_id(i), base::offset(0)});
+  ASSERT_TRUE((*catalog)->take(base::node_id(1), takes));
+
+  auto m1 = membership::start(db_, member(1));
+  ASSERT_TRUE(m1) << m1.error();
+  auto m2 = membership::start(db_, member(2));
+  ASSERT_TRUE(m2) << m2.error();
+  ASSERT_TRUE(eventually([&] { return (*m1)->brokers()->size() == 2; }));
+  auto c1 = start(**m1, 1);
+  ASSERT_TRUE(eventually([&] { return c1->active(); }));
+  auto c2 = start(**m2, 2);
+  // Half of node 1's streams get node 2 as their target; only one controller is active.
+  auto targets_of = [&](int32_t node) {
+    size_t n = 0;
+    auto states = (*catalog)->stream_states();
+    if (!states) return n;
+    for (const auto& [id, s] : *states) n += s.target == base::node_id(node) ? 1 : 0;
+    return n;
+  };
+  ASSERT_TRUE(eventually([&] { return targets_of(2) == 3; }));
+  EXPECT_TRUE(c1->active());
+  EXPECT_FALSE(c2->active());
+
+  // A placement under a lease that is not held is refused, with nothing changed.
+  auto r = (*catalog)->assign({{base::stream_id(0), base::node_id(7)}},
+                              metadata::controller_lease{base::node_id(2), 999});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(), metadata::catalog_error::fenced);
+  EXPECT_EQ(targets_of(7), 0u);
+
+  // The first controller stops (its lease given up): the second takes over.
+  c1->stop();
+  ASSERT_TRUE(eventually([&] { return c2->active(); }));
+  EXPECT_FALSE(c1->active());
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Controller, ::testing::ValuesIn(metadata::testing::backends()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace silt::cluster
