@@ -45,9 +45,9 @@ std::vector<metadata::stream_target> plan_placement(
     // WAL, so it stays until that broker is back.
   }
   auto least = [&] {
-    return std::min_element(count.begin(), count.end(), [](const auto& a, const auto& b) {
-             return a.second < b.second;
-           })->first;
+    return std::min_element(count.begin(), count.end(),
+                            [](const auto& a, const auto& b) { return a.second < b.second; })
+        ->first;
   };
   for (const base::stream_id id : homeless) {
     const base::node_id to = least();
@@ -55,9 +55,9 @@ std::vector<metadata::stream_target> plan_placement(
     ++count[to];
   }
   for (size_t moves = 0; moves < max_moves; ++moves) {
-    const auto most = std::max_element(count.begin(), count.end(), [](const auto& a, const auto& b) {
-      return a.second < b.second;
-    });
+    const auto most =
+        std::max_element(count.begin(), count.end(),
+                         [](const auto& a, const auto& b) { return a.second < b.second; });
     const base::node_id to = least();
     if (most->second < count[to] + 2) break;
     auto& candidates = movable[most->first];
@@ -89,8 +89,7 @@ controller::~controller() {
 }
 
 tl::expected<std::unique_ptr<controller>, std::string> controller::start(
-    std::shared_ptr<metadata::sql::database> db, membership& members,
-    controller_options options) {
+    std::shared_ptr<metadata::sql::database> db, membership& members, controller_options options) {
   auto registry = metadata::broker_registry::open(db);
   if (!registry) return tl::make_unexpected(registry.error());
   auto catalog = metadata::stream_catalog::open(std::move(db));
@@ -115,8 +114,7 @@ void controller::run() {
 }
 
 void controller::round() {
-  auto claim =
-      registry_->claim_controller(options_.self, members_.broker_epoch(), options_.lease);
+  auto claim = registry_->claim_controller(options_.self, members_.broker_epoch(), options_.lease);
   if (!claim) {
     if (active_.exchange(false, std::memory_order_acq_rel)) {
       std::fprintf(stderr, "silt: cluster: node %d is no longer the controller\n",

@@ -53,8 +53,7 @@ class controller {
  public:
   // Starts the controller thread; `members` must outlive it.
   [[nodiscard]] static tl::expected<std::unique_ptr<controller>, std::string> start(
-      std::shared_ptr<metadata::sql::database> db, membership& members,
-      controller_options options);
+      std::shared_ptr<metadata::sql::database> db, membership& members, controller_options options);
   ~controller();
   controller(const controller&) = delete;
   controller& operator=(const controller&) = delete;

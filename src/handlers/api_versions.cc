@@ -13,7 +13,7 @@ namespace {
 // below 3 (message format v0/v1) are refused at request time with UNSUPPORTED_VERSION... by
 // closing the connection, as Kafka 4 does. Fetch and Produce stop before the versions that
 // name topics by id only (Produce 13, Fetch 13).
-constexpr std::array<api_range, 29> apis = {{
+constexpr std::array<api_range, 31> apis = {{
     {0, 0, 11},  // Produce
     {1, 4, 12},  // Fetch
     {2, 1, 10},  // ListOffsets
@@ -38,6 +38,8 @@ constexpr std::array<api_range, 29> apis = {{
     {37, 0, 3},  // CreatePartitions
     {42, 0, 2},  // DeleteGroups
     {44, 0, 1},  // IncrementalAlterConfigs
+    {45, 0, 0},  // AlterPartitionReassignments
+    {46, 0, 0},  // ListPartitionReassignments
     {47, 0, 0},  // OffsetDelete
     {60, 0, 1},  // DescribeCluster
     {68, 0, 1},  // ConsumerGroupHeartbeat

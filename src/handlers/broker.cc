@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <system_error>
 
 #include <boost/asio/co_spawn.hpp>
@@ -281,6 +282,14 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   b->groups_ = std::move(*groups);
   b->ctx_->set_groups(b->groups_.get());
   b->ctx_->set_membership(b->membership_.get());
+  // Every broker runs for controller; the holder of the lease places streams.
+  cluster::controller_options cto;
+  cto.self = base::node_id(config.node_id);
+  cto.interval = mo.heartbeat_interval;
+  cto.lease = mo.session_timeout;
+  auto controller = cluster::controller::start(*db, *b->membership_, cto);
+  if (!controller) return tl::make_unexpected(controller.error());
+  b->controller_ = std::move(*controller);
   // A produce waiting for room in the WAL tries again.
   b->store_->set_room_listener(
       [ctx = b->ctx_.get()] { ctx->waiters.notify(data_waiters::wal_room); });
@@ -303,15 +312,16 @@ void broker::start_background(std::chrono::milliseconds period) {
         }
       },
       asio::detached);
-  // Topics created, changed or deleted through other brokers appear here within a heartbeat
-  // interval.
+  // Topics created, changed or deleted through other brokers appear here within a tenth of a
+  // second, and so do streams handed over or placed (one query each while nothing changed).
   topics_timer_ = std::make_unique<asio::steady_timer>(blocking_.get_executor());
   asio::co_spawn(
       blocking_.get_executor(),
       [this]() -> asio::awaitable<void> {
         for (;;) {
           topics_timer_->expires_after(
-              std::chrono::milliseconds(config_.broker_heartbeat_interval_ms));
+              std::min(std::chrono::milliseconds(100),
+                       std::chrono::milliseconds(config_.broker_heartbeat_interval_ms)));
           boost::system::error_code ec;
           co_await topics_timer_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
           if (ec || closed_) co_return;
@@ -347,8 +357,58 @@ void broker::refresh_topics() {
     }
   }
   for (const auto& t : changes->changed) (void)ctx_->refresh(t);
-  // New owners and epochs of other brokers' streams (a restart, a take).
-  (void)store_->refresh_owners();
+  follow_owners();
+}
+
+void broker::follow_owners() {
+  // New owners and epochs of other brokers' streams (a restart, a take, a handover).
+  auto adopted = store_->refresh_owners();
+  if (!adopted) return;
+  // Producer state of a stream another broker served is read again on its next use.
+  for (const base::stream_id s : *adopted) producers_->forget(s);
+  if (!adopted->empty()) {
+    std::fprintf(stderr, "silt: cluster: took over %zu partition(s) handed to node %d\n",
+                 adopted->size(), config_.node_id);
+  }
+  const base::node_id self(config_.node_id);
+  std::vector<base::stream_id> takes;
+  std::vector<base::stream_id> releases;
+  std::map<base::stream_id, base::node_id> to;
+  for (const auto& m : store_->moves()) {
+    if (m.target == self) {
+      takes.push_back(m.stream_id);
+    } else {
+      releases.push_back(m.stream_id);
+      to[m.stream_id] = m.target;
+    }
+  }
+  if (!takes.empty()) {
+    if (auto r = store_->take(takes); !r) {
+      std::fprintf(stderr, "silt: cluster: cannot take %zu partition(s) placed here: %s\n",
+                   takes.size(), std::string(storage::stream_error_name(r.error())).c_str());
+    }
+  }
+  if (releases.empty() || !membership_->can_acknowledge()) return;
+  // Appends stop, the WAL's data of these streams is uploaded and committed; then their
+  // producer state is stored, and each is handed over at its next epoch.
+  auto ready = store_->prepare_release(releases, std::chrono::seconds(5));
+  if (!ready) {
+    std::fprintf(stderr, "silt: cluster: cannot hand over %zu partition(s) yet: %s\n",
+                 releases.size(), std::string(storage::stream_error_name(ready.error())).c_str());
+    return;
+  }
+  if (ready->empty()) return;
+  if (auto r = producers_->snapshot(); !r) std::fprintf(stderr, "silt: %s\n", r.error().c_str());
+  size_t handed = 0;
+  for (const base::stream_id s : *ready) {
+    if (store_->handover(s, to.at(s))) {
+      producers_->forget(s);
+      ++handed;
+    }
+  }
+  std::fprintf(stderr, "silt: cluster: handed %zu partition(s) to other brokers\n", handed);
+  // Clients waiting on this broker learn of the new leader at once.
+  ctx_->waiters.notify_all();
 }
 
 void broker::begin_shutdown() {
@@ -373,6 +433,7 @@ void broker::close() {
   if (topics_timer_) {
     asio::post(blocking_.get_executor(), [this] { topics_timer_->cancel(); });
   }
+  if (controller_) controller_->stop();
   objects_->cancel();
   store_->close();
   // (A broker whose open() failed half way has no producer state yet.)
@@ -466,6 +527,12 @@ asio::awaitable<net::response> broker::handle(net::request req) {
     case protocol::incremental_alter_configs_request::api_key:
       co_return co_await serve_blocking<protocol::incremental_alter_configs_request>(
           c, req, handle_incremental_alter_configs);
+    case protocol::alter_partition_reassignments_request::api_key:
+      co_return co_await serve_blocking<protocol::alter_partition_reassignments_request>(
+          c, req, handle_alter_partition_reassignments);
+    case protocol::list_partition_reassignments_request::api_key:
+      co_return co_await serve<protocol::list_partition_reassignments_request>(
+          c, req, handle_list_partition_reassignments);
     case protocol::describe_cluster_request::api_key:
       co_return co_await serve<protocol::describe_cluster_request>(c, req, handle_describe_cluster);
     case protocol::describe_topic_partitions_request::api_key:

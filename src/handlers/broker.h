@@ -12,6 +12,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <tl/expected.hpp>
 
+#include "cluster/controller.h"
 #include "cluster/membership.h"
 #include "config/config.h"
 #include "coordinator/coordinator.h"
@@ -50,6 +51,7 @@ class broker final : public net::request_handler {
   config::broker_config config_;
   int wal_lock_fd_ = -1;  // holds the WAL's lock (lock_wal) while the broker lives
   std::unique_ptr<cluster::membership> membership_;
+  std::unique_ptr<cluster::controller> controller_;
   std::unique_ptr<storage::object_store> objects_;
   std::unique_ptr<storage::stream_store> store_;
   std::unique_ptr<metadata::topic_registry> registry_;
@@ -60,8 +62,11 @@ class broker final : public net::request_handler {
   std::unique_ptr<context> ctx_;
   std::unique_ptr<boost::asio::steady_timer> snapshot_timer_;
   std::unique_ptr<boost::asio::steady_timer> topics_timer_;
-  // Takes in the topic changes other brokers made (blocking pool).
+  // Takes in the topic changes other brokers made, then follows ownership (blocking pool).
   void refresh_topics();
+  // Takes in streams handed to this broker, takes streams placed on it that nobody owns, and
+  // hands over those placed elsewhere (blocking pool).
+  void follow_owners();
   std::vector<base::stream_id> unsettled_;  // learned streams not taken yet (refresh_topics)
   bool closed_ = false;
 };

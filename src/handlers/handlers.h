@@ -17,6 +17,8 @@
 #include "net/server.h"
 #include "protocol/generated/alter_configs_request.h"
 #include "protocol/generated/alter_configs_response.h"
+#include "protocol/generated/alter_partition_reassignments_request.h"
+#include "protocol/generated/alter_partition_reassignments_response.h"
 #include "protocol/generated/api_versions_request.h"
 #include "protocol/generated/api_versions_response.h"
 #include "protocol/generated/consumer_group_describe_request.h"
@@ -59,6 +61,8 @@
 #include "protocol/generated/list_groups_response.h"
 #include "protocol/generated/list_offsets_request.h"
 #include "protocol/generated/list_offsets_response.h"
+#include "protocol/generated/list_partition_reassignments_request.h"
+#include "protocol/generated/list_partition_reassignments_response.h"
 #include "protocol/generated/metadata_request.h"
 #include "protocol/generated/metadata_response.h"
 #include "protocol/generated/offset_commit_request.h"
@@ -234,6 +238,12 @@ asio::awaitable<protocol::alter_configs_response> handle_alter_configs(
     context& ctx, const net::request& raw, const protocol::alter_configs_request& req);
 asio::awaitable<protocol::incremental_alter_configs_response> handle_incremental_alter_configs(
     context& ctx, const net::request& raw, const protocol::incremental_alter_configs_request& req);
+asio::awaitable<protocol::alter_partition_reassignments_response>
+handle_alter_partition_reassignments(context& ctx, const net::request& raw,
+                                     const protocol::alter_partition_reassignments_request& req);
+asio::awaitable<protocol::list_partition_reassignments_response>
+handle_list_partition_reassignments(context& ctx, const net::request& raw,
+                                    const protocol::list_partition_reassignments_request& req);
 asio::awaitable<protocol::describe_cluster_response> handle_describe_cluster(
     context& ctx, const net::request& raw, const protocol::describe_cluster_request& req);
 asio::awaitable<protocol::describe_topic_partitions_response> handle_describe_topic_partitions(

@@ -240,6 +240,14 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
   std::unique_lock<std::mutex> lock;
   if (c.idempotent) {
     lock = std::unique_lock(ctx.producers.lock_for(c.stream_id));
+    // Leadership before sequences, as Kafka: a batch refused while the partition moves leaves
+    // a gap that the next batch must not be judged against (OUT_OF_ORDER_SEQUENCE_NUMBER).
+    if (const auto offs = ctx.store.offsets(c.stream_id); offs.fenced || offs.moving) {
+      set_error(*c.out, error_code::not_leader_or_follower,
+                offs.moving ? "this partition is moving to another broker"
+                            : "another broker has taken this partition");
+      return attempt::done;
+    }
     const auto verdict = ctx.producers.check(c.stream_id, c.first);
     switch (verdict.v) {
       case producer_state::verdict::reject:

@@ -195,9 +195,10 @@ void broker_registry::release_controller(base::node_id node, int64_t epoch) {
 
 tl::expected<base::node_id, membership_error> broker_registry::controller() {
   base::lock_guard lock(mu_);
-  auto r = c_->query(with_now("SELECT CASE WHEN lease_expires_ms > {now} THEN node_id ELSE -1 END "
-                              "FROM controller WHERE id = 0",
-                              now_));
+  auto r =
+      c_->query(with_now("SELECT CASE WHEN lease_expires_ms > {now} THEN node_id ELSE -1 END "
+                         "FROM controller WHERE id = 0",
+                         now_));
   if (!r) return fail(membership_error::io);
   if (r->rows.empty()) return base::node_id(-1);
   return base::node_id(static_cast<int32_t>(r->rows.front().integer(0)));
@@ -205,10 +206,10 @@ tl::expected<base::node_id, membership_error> broker_registry::controller() {
 
 tl::expected<bool, std::string> controller_holds(sql::connection& c, base::node_id node,
                                                  int64_t epoch) {
-  const std::string q =
-      with_now("SELECT 1 FROM controller WHERE id = 0 AND node_id = ? AND epoch = ? AND "
-               "lease_expires_ms > {now}",
-               std::string(sql::now_ms_expression(c.kind())));
+  const std::string q = with_now(
+      "SELECT 1 FROM controller WHERE id = 0 AND node_id = ? AND epoch = ? AND "
+      "lease_expires_ms > {now}",
+      std::string(sql::now_ms_expression(c.kind())));
   auto r = c.query(q, i64(node), epoch);
   if (!r) return tl::make_unexpected(r.error());
   return !r->rows.empty();

@@ -408,10 +408,10 @@ tl::expected<std::vector<stream_range>, catalog_error> stream_catalog::object_ra
 tl::expected<std::optional<stream_state>, catalog_error> stream_catalog::stream(
     base::stream_id stream_id) {
   base::lock_guard lock(mu_);
-  auto r =
-      c_->query("SELECT start_offset, end_offset, owner, epoch, target FROM streams WHERE "
-                "stream_id = ?",
-                i64(stream_id));
+  auto r = c_->query(
+      "SELECT start_offset, end_offset, owner, epoch, target FROM streams WHERE "
+      "stream_id = ?",
+      i64(stream_id));
   if (!r) return fail(catalog_error::io);
   if (r->rows.empty()) return std::optional<stream_state>();
   return std::optional<stream_state>(state_row(r->rows.front(), 0));

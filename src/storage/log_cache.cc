@@ -221,7 +221,7 @@ void log_cache::observe_owner(base::stream_id stream_id, const metadata::stream_
 stream_offsets log_cache::offsets(base::stream_id stream_id) {
   auto& st = stream(stream_id);
   base::lock_guard lock(st.mu);
-  return {st.start_offset, st.durable_end, st.epoch, st.fenced, st.owner};
+  return {st.start_offset, st.durable_end, st.epoch, st.fenced, st.owner, st.releasing};
 }
 
 }  // namespace silt::storage

@@ -62,7 +62,7 @@ struct cached_stream {
   bool read_ahead_pending = false;
   base::node_id owner{-1};  // owner and epoch as this store holds the stream
   base::leader_epoch epoch{};
-  bool fenced = false;  // a commit found a newer owner: no appends, reads or uploads here
+  bool fenced = false;     // a commit found a newer owner: no appends, reads or uploads here
   bool releasing = false;  // being handed to another node: no appends (reads go on)
 };
 

@@ -346,6 +346,12 @@ std::vector<stream_store::move> stream_store::moves() {
   return out;
 }
 
+tl::expected<void, stream_error> stream_store::assign(
+    const std::vector<metadata::stream_target>& targets) {
+  if (auto r = catalog_->assign(targets); !r) return fail(stream_error::catalog);
+  return {};
+}
+
 std::vector<std::pair<base::stream_id, metadata::stream_state>> stream_store::targets() {
   base::lock_guard lock(targets_mu_);
   return {targets_.begin(), targets_.end()};

@@ -187,6 +187,10 @@ class stream_store {
     base::node_id target{-1};
   };
   [[nodiscard]] std::vector<move> moves();
+  // Sets streams' targets in the catalog (an admin's reassignment; -1 cancels one). Catalog
+  // I/O on the calling thread.
+  [[nodiscard]] tl::expected<void, stream_error> assign(
+      const std::vector<metadata::stream_target>& targets);
   // Every target set, as of the last refresh_owners(): stream, owner and target.
   [[nodiscard]] std::vector<std::pair<base::stream_id, metadata::stream_state>> targets();
   // The first half of handing streams to other nodes: stops appends to them (NOT_LEADER answers

@@ -51,6 +51,7 @@ struct stream_offsets {
   base::leader_epoch epoch{};  // the stream's epoch (Kafka's leader epoch)
   bool fenced = false;         // another node took the stream
   base::node_id owner{-1};     // the node owning it as far as this store knows (-1: none)
+  bool moving = false;         // being handed to another node: appends are refused
 };
 
 namespace batch {

@@ -69,8 +69,8 @@ TEST(PlanPlacement, SpreadsNewStreamsAndBalancesByCount) {
 }
 
 TEST(PlanPlacement, LeavesADeadOwnersStreamsAndRetargetsFromADeadTarget) {
-  streams_t streams{{base::stream_id(1), owned(2)},     // owner 2 is not live: stays
-                    {base::stream_id(2), owned(1, 3)},  // target 3 is not live: placed again
+  streams_t streams{{base::stream_id(1), owned(2)},      // owner 2 is not live: stays
+                    {base::stream_id(2), owned(1, 3)},   // target 3 is not live: placed again
                     {base::stream_id(3), owned(1, 1)}};  // target reached: cleared
   auto plan = plan_placement(ids({1, 4}), streams, 100);
   std::map<uint64_t, int32_t> got;
