@@ -96,12 +96,13 @@ tl::expected<std::unique_ptr<controller>, std::string> controller::start(
   if (!catalog) return tl::make_unexpected(catalog.error());
   std::unique_ptr<controller> c(
       new controller(std::move(*registry), std::move(*catalog), members, options));
+  c->round();
   c->thread_ = std::thread([p = c.get()] { p->run(); });
   return c;
 }
 
 void controller::run() {
-  auto next = clock::now();
+  auto next = clock::now() + options_.interval;
   for (;;) {
     {
       base::unique_lock lock(mu_);
@@ -119,14 +120,24 @@ void controller::round() {
     if (active_.exchange(false, std::memory_order_acq_rel)) {
       std::fprintf(stderr, "silt: cluster: node %d is no longer the controller\n",
                    options_.self.value());
+      if (options_.on_change) (void)options_.on_change(false);
     }
+    if (auto h = registry_->controller()) holder_.store(h->value(), std::memory_order_release);
     return;
   }
-  if (!active_.exchange(true, std::memory_order_acq_rel) || *claim != epoch_) {
+  holder_.store(options_.self.value(), std::memory_order_release);
+  const bool was = active_.exchange(true, std::memory_order_acq_rel);
+  if (!was || *claim != epoch_) {
+    // Held again at a new epoch: another node may have held the role in between.
+    if (was && options_.on_change) (void)options_.on_change(false);
     std::fprintf(stderr, "silt: cluster: node %d is the controller (controller epoch %lld)\n",
                  options_.self.value(), static_cast<long long>(*claim));
     epoch_ = *claim;
     seen_version_ = -1;  // place everything afresh
+    if (options_.on_change && !options_.on_change(true)) {
+      active_.store(false, std::memory_order_release);  // the next round tries again
+      return;
+    }
   }
   std::vector<base::node_id> live;
   for (const auto& b : *members_.brokers()) live.push_back(b.info.node);

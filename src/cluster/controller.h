@@ -19,6 +19,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -47,11 +48,16 @@ struct controller_options {
   std::chrono::milliseconds interval{500};  // between rounds
   std::chrono::milliseconds lease{3000};    // the controller lease, renewed every round
   size_t max_moves = 256;                   // streams moved by one round of balancing
+  // Called on the controller thread when this broker becomes the controller (true) or stops
+  // being it (false); a false return to `true` (the role could not be taken up) makes the next
+  // round call it again.
+  std::function<bool(bool)> on_change;
 };
 
 class controller {
  public:
-  // Starts the controller thread; `members` must outlive it.
+  // Runs a first round (so that a broker that is the controller knows it before it serves),
+  // then starts the controller thread; `members` must outlive it.
   [[nodiscard]] static tl::expected<std::unique_ptr<controller>, std::string> start(
       std::shared_ptr<metadata::sql::database> db, membership& members, controller_options options);
   ~controller();
@@ -60,6 +66,10 @@ class controller {
 
   // Whether this broker held the controller lease at its last round.
   [[nodiscard]] bool active() const { return active_.load(std::memory_order_acquire); }
+  // The node holding the controller lease as of the last round (-1: none).
+  [[nodiscard]] base::node_id holder() const {
+    return base::node_id(holder_.load(std::memory_order_acquire));
+  }
   // Targets written since start.
   [[nodiscard]] uint64_t placed() const { return placed_.load(std::memory_order_relaxed); }
   // Stops the thread and gives the lease up.
@@ -77,6 +87,7 @@ class controller {
   membership& members_;
   const controller_options options_;
   std::atomic<bool> active_{false};
+  std::atomic<int32_t> holder_{-1};
   std::atomic<uint64_t> placed_{0};
   // What the last placement was made from (controller thread only): a round whose ownership
   // version and live brokers are the same has nothing new to place.

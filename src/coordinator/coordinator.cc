@@ -49,38 +49,47 @@ group_coordinator::~group_coordinator() {
 
 tl::expected<std::unique_ptr<group_coordinator>, std::string> group_coordinator::open(
     const coordinator_options& options, metadata::group_store& store,
-    boost::asio::any_io_executor blocking) {
+    boost::asio::any_io_executor blocking, bool active) {
   std::unique_ptr<group_coordinator> c(new group_coordinator(options, store, std::move(blocking)));
-  std::vector<int32_t> shards(static_cast<size_t>(std::max(options.shards, 1)));
+  if (active) {
+    if (auto r = c->activate(); !r) return tl::make_unexpected(r.error());
+  }
+  return c;
+}
+
+tl::expected<void, std::string> group_coordinator::activate() {
+  if (active_.load(std::memory_order_acquire)) return {};
+  std::vector<int32_t> shards(static_cast<size_t>(std::max(options_.shards, 1)));
   for (size_t i = 0; i < shards.size(); ++i) shards[i] = static_cast<int32_t>(i);
-  auto epochs = store.take(shards);
+  auto epochs = store_.take(shards);
   if (!epochs) return tl::make_unexpected(std::string("cannot take the group coordinator shards"));
-  c->epochs_ = std::move(*epochs);
-  auto loaded = store.load(shards);
+  auto loaded = store_.load(shards);
   if (!loaded) return tl::make_unexpected(std::string("cannot load the consumer groups' offsets"));
-  if (!loaded->offsets.empty() || !loaded->groups.empty()) c->note_offsets_topic();
+  if (!loaded->offsets.empty() || !loaded->groups.empty()) note_offsets_topic();
   const int64_t now = base::now_ms();
-  base::lock_guard lock(c->mu_);
+  base::lock_guard lock(mu_);
+  epochs_ = std::move(*epochs);
+  groups_.clear();
   for (auto& g : loaded->groups) {
     group_entry e;
     if (!g.data.empty() && g.data[0] == 1) {
       e.group = classic_group::decode(g.group, g.data, now);
     } else if (!g.data.empty() && g.data[0] == 2) {
       e.consumer =
-          consumer_group::decode(g.group, g.data, options.consumer.session_timeout_ms, now);
+          consumer_group::decode(g.group, g.data, options_.consumer.session_timeout_ms, now);
     }
     if (!e.group && !e.consumer) {
       std::fprintf(stderr, "silt: group %s: its stored state cannot be read; it starts afresh\n",
                    g.group.c_str());
       continue;
     }
-    c->note_deadline(e);
-    c->groups_.emplace(g.group, std::move(e));
+    note_deadline(e);
+    groups_.emplace(g.group, std::move(e));
   }
   std::set<std::string> recorded;
-  for (const auto& [id, e] : c->groups_) recorded.insert(id);
+  for (const auto& [id, e] : groups_) recorded.insert(id);
   for (auto& o : loaded->offsets) {
-    auto& e = c->groups_[o.key.group];
+    auto& e = groups_[o.key.group];
     if (!recorded.contains(o.key.group)) {
       // A group known by its offsets only: Empty, and as its becoming empty was not kept, its
       // latest commit stands for that moment (offsets expire from there).
@@ -91,7 +100,18 @@ tl::expected<std::unique_ptr<group_coordinator>, std::string> group_coordinator:
     e.offsets[{o.key.topic, o.key.partition}] = {o.offset, o.leader_epoch, std::move(o.metadata),
                                                  o.commit_ms, o.expire_ms};
   }
-  return c;
+  active_.store(true, std::memory_order_release);
+  return {};
+}
+
+void group_coordinator::deactivate() {
+  if (!active_.exchange(false, std::memory_order_acq_rel)) return;
+  base::lock_guard lock(mu_);
+  const int64_t now = base::now_ms();
+  for (auto& [id, e] : groups_) {
+    if (e.group) e.group->close(error_code::not_coordinator, now);
+  }
+  groups_.clear();
 }
 
 void group_coordinator::start(const boost::asio::any_io_executor& executor) {
@@ -210,7 +230,7 @@ int64_t group_coordinator::empty_since(const group_entry& e) {
 }
 
 void group_coordinator::join(const std::string& group_id, join_request req, join_callback done) {
-  if (closed_) {
+  if (!serving()) {
     done({.error = error_code::not_coordinator});
     return;
   }
@@ -253,6 +273,10 @@ void group_coordinator::sync(const std::string& group_id, const std::string& mem
                              const std::optional<std::string>& protocol_name,
                              std::map<std::string, std::vector<uint8_t>> assignments,
                              sync_callback done) {
+  if (!serving()) {
+    done({.error = error_code::not_coordinator});
+    return;
+  }
   const int64_t now = base::now_ms();
   base::lock_guard lock(mu_);
   auto it = groups_.find(group_id);
@@ -270,6 +294,7 @@ void group_coordinator::sync(const std::string& group_id, const std::string& mem
 error_code group_coordinator::heartbeat(const std::string& group_id, const std::string& member_id,
                                         const std::optional<std::string>& instance_id,
                                         int32_t generation) {
+  if (!serving()) return error_code::not_coordinator;
   const int64_t now = base::now_ms();
   base::lock_guard lock(mu_);
   auto it = groups_.find(group_id);
@@ -282,6 +307,7 @@ error_code group_coordinator::heartbeat(const std::string& group_id, const std::
 
 error_code group_coordinator::leave(const std::string& group_id, const std::string& member_id,
                                     const std::optional<std::string>& instance_id) {
+  if (!serving()) return error_code::not_coordinator;
   const int64_t now = base::now_ms();
   base::lock_guard lock(mu_);
   auto it = groups_.find(group_id);
@@ -295,6 +321,10 @@ error_code group_coordinator::leave(const std::string& group_id, const std::stri
 void group_coordinator::commit(const std::string& group_id, const std::string& member_id,
                                const std::optional<std::string>& instance_id, int32_t generation,
                                std::vector<commit_partition> offsets, done_callback done) {
+  if (!serving()) {
+    done(error_code::not_coordinator);
+    return;
+  }
   // Group ids and metadata go into the store's text columns.
   if (!base::is_storable_text(group_id)) {
     done(error_code::invalid_group_id);
@@ -380,6 +410,10 @@ std::vector<metadata::committed_offset> group_coordinator::fetch(
 void group_coordinator::delete_offsets(
     const std::string& group_id, const std::vector<topic_partitions>& topics,
     const topic_lookup& lookup, std::function<void(error_code, std::set<std::string>)> done) {
+  if (!serving()) {
+    done(error_code::not_coordinator, {});
+    return;
+  }
   const int32_t shard = shard_of(group_id, options_.shards);
   metadata::shard_write w;
   w.shard = shard;
@@ -432,6 +466,10 @@ void group_coordinator::delete_offsets(
 }
 
 void group_coordinator::delete_group(const std::string& group_id, done_callback done) {
+  if (!serving()) {
+    done(error_code::not_coordinator);
+    return;
+  }
   const int32_t shard = shard_of(group_id, options_.shards);
   metadata::shard_write w;
   w.shard = shard;
@@ -494,7 +532,7 @@ void group_coordinator::forget_topic(const std::string& topic) {
 consumer_heartbeat_result group_coordinator::consumer_heartbeat(const std::string& group_id,
                                                                 coordinator::consumer_heartbeat req,
                                                                 const topic_lookup& topics) {
-  if (closed_) return {.error = error_code::not_coordinator};
+  if (!serving()) return {.error = error_code::not_coordinator};
   if (!base::is_storable_text(group_id)) {
     return {.error = error_code::invalid_group_id, .message = "the group id is not text"};
   }
@@ -526,6 +564,7 @@ consumer_heartbeat_result group_coordinator::consumer_heartbeat(const std::strin
 
 tl::expected<consumer_group_description, error_code> group_coordinator::describe_consumer(
     const std::string& group_id) const {
+  if (!serving()) return tl::make_unexpected(error_code::not_coordinator);
   base::lock_guard lock(mu_);
   auto it = groups_.find(group_id);
   if (it == groups_.end() || !it->second.consumer) {
@@ -569,6 +608,7 @@ std::vector<group_listing> group_coordinator::list() const {
 }
 
 void group_coordinator::tick(int64_t now) {
+  if (!serving()) return;
   {
     base::lock_guard lock(mu_);
     if (now >= next_deadline_) {

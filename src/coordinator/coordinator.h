@@ -4,8 +4,10 @@
 // Where groups live: a group belongs to shard shard_of(group id) of a fixed number of shards
 // (Kafka's rule for __consumer_offsets partitions: the Java hash of the id modulo
 // offsets.topic.num.partitions). Shards are owned like streams, by one node at an epoch in the
-// group store; on a single broker this node takes them all at open. Offsets and group changes
-// go through the offset_writer, fenced by the shard's epoch.
+// group store. The broker holding the controller lease takes them all (activate()); on a single
+// broker that is the broker itself, from open. Offsets and group changes go through the
+// offset_writer, fenced by the shard's epoch, so a coordinator that lost its shards can no
+// longer write.
 //
 // Ownership: the groups and offsets in memory belong to mu_; every call takes it briefly (no
 // I/O under it). Calls come from network threads; writes run on the blocking pool and their
@@ -93,10 +95,22 @@ class group_coordinator {
  public:
   using done_callback = std::function<void(error_code)>;
 
-  // Takes every shard for this node and loads their offsets (blocking: run at broker open).
+  // Opens the coordinator; an active one takes every shard for this node and loads their
+  // groups (blocking: run at broker open).
   [[nodiscard]] static tl::expected<std::unique_ptr<group_coordinator>, std::string> open(
       const coordinator_options& options, metadata::group_store& store,
-      boost::asio::any_io_executor blocking);
+      boost::asio::any_io_executor blocking, bool active = true);
+  // Whether this broker coordinates groups now. One broker of a cluster does (the controller):
+  // the others answer NOT_COORDINATOR, and FindCoordinator sends clients to it.
+  [[nodiscard]] bool serving() const {
+    return active_.load(std::memory_order_acquire) && !closed_.load(std::memory_order_acquire);
+  }
+  // Becomes the coordinator: takes every shard at its next epoch (the previous coordinator's
+  // writes are fenced from then on) and loads their groups (blocking).
+  [[nodiscard]] tl::expected<void, std::string> activate();
+  // Stops coordinating: waiting joins and syncs are answered NOT_COORDINATOR and the groups
+  // are forgotten here (their state is in the store).
+  void deactivate();
   ~group_coordinator();
   group_coordinator(const group_coordinator&) = delete;
   group_coordinator& operator=(const group_coordinator&) = delete;
@@ -214,9 +228,10 @@ class group_coordinator {
   const coordinator_options options_;
   metadata::group_store& store_;
   offset_writer writer_;
-  std::vector<base::leader_epoch> epochs_;  // by shard; fixed after open()
+  std::vector<base::leader_epoch> epochs_;  // by shard; set by activate() while not serving
   std::unique_ptr<boost::asio::steady_timer> timer_;
   std::atomic<bool> closed_{false};
+  std::atomic<bool> active_{false};
   std::atomic<bool> offsets_topic_{false};
   int64_t next_expiry_check_ = 0;  // the loop's
 

@@ -276,8 +276,9 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   co.retention_check_interval_ms = config.offsets_retention_check_interval_ms;
   co.max_metadata_bytes = config.offset_metadata_max_bytes;
   co.commit_timeout_ms = config.offsets_commit_timeout_ms;
-  auto groups =
-      coordinator::group_coordinator::open(co, *b->group_store_, b->blocking_.get_executor());
+  // Not active yet: the controller's first round makes it so on the broker holding the lease.
+  auto groups = coordinator::group_coordinator::open(co, *b->group_store_,
+                                                     b->blocking_.get_executor(), false);
   if (!groups) return tl::make_unexpected(groups.error() + " in " + (*db)->describe());
   b->groups_ = std::move(*groups);
   b->ctx_->set_groups(b->groups_.get());
@@ -287,9 +288,24 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   cto.self = base::node_id(config.node_id);
   cto.interval = mo.heartbeat_interval;
   cto.lease = mo.session_timeout;
+  // The controller's broker coordinates every group.
+  cto.on_change = [groups = b->groups_.get()](bool active) {
+    if (!active) {
+      groups->deactivate();
+      std::fprintf(stderr, "silt: cluster: no longer the group coordinator\n");
+      return true;
+    }
+    if (auto r = groups->activate(); !r) {
+      std::fprintf(stderr, "silt: cluster: cannot become the group coordinator: %s\n",
+                   r.error().c_str());
+      return false;
+    }
+    return true;
+  };
   auto controller = cluster::controller::start(*db, *b->membership_, cto);
   if (!controller) return tl::make_unexpected(controller.error());
   b->controller_ = std::move(*controller);
+  b->ctx_->set_controller(b->controller_.get());
   // A produce waiting for room in the WAL tries again.
   b->store_->set_room_listener(
       [ctx = b->ctx_.get()] { ctx->waiters.notify(data_waiters::wal_room); });

@@ -19,6 +19,7 @@
 
 #include "base/ids.h"
 #include "base/mutex.h"
+#include "cluster/controller.h"
 #include "cluster/membership.h"
 #include "config/config.h"
 #include "config/topic_config.h"
@@ -111,6 +112,14 @@ class context {
   // The group coordinator, set by the broker before it serves (null in tests without groups).
   [[nodiscard]] coordinator::group_coordinator& groups() const { return *groups_; }
   void set_groups(coordinator::group_coordinator* groups) { groups_ = groups; }
+  // The controller, whose broker coordinates every group (null in tests: this broker does).
+  void set_controller(const cluster::controller* c) { controller_ = c; }
+  // The broker coordinating groups now: this one while its coordinator serves, else the
+  // controller as last seen (-1: none known).
+  [[nodiscard]] int32_t coordinator_node() const {
+    if (groups_ != nullptr && groups_->serving()) return node_id;
+    return controller_ != nullptr ? controller_->holder().value() : -1;
+  }
 
  private:
   static std::optional<std::string> rack_of(const std::string& rack) {
@@ -118,6 +127,7 @@ class context {
   }
 
   coordinator::group_coordinator* groups_ = nullptr;
+  const cluster::controller* controller_ = nullptr;
   const cluster::membership* membership_ = nullptr;
   mutable base::mutex mu_;
   // Ordered with a transparent comparator: the request path looks names up without copying.

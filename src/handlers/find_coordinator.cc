@@ -1,6 +1,6 @@
-// FindCoordinator (key 10): every group's coordinator is this broker (it owns every coordinator
-// shard). Transactions are not served yet: their coordinator is not available. From v4 on,
-// several keys are asked at once.
+// FindCoordinator (key 10): every group's coordinator is the broker holding the controller lease
+// (it owns every coordinator shard): this one on a single broker. Transactions are not served
+// yet: their coordinator is not available. From v4 on, several keys are asked at once.
 #include "handlers/handlers.h"
 
 namespace silt::handlers {
@@ -28,11 +28,18 @@ std::pair<error_code, std::string> check_key(int8_t key_type, const std::string&
 template <typename Out>
 void answer(const context& ctx, int8_t key_type, const std::string& key, Out& out) {
   auto [e, message] = check_key(key_type, key);
+  // The broker coordinating groups: this one, or the controller as last seen.
+  const int32_t node = ctx.coordinator_node();
+  const auto member = node == ctx.node_id ? std::nullopt : ctx.member(node);
+  if (e == error_code::none && node != ctx.node_id && !member) {
+    e = error_code::coordinator_not_available;
+    message = "the group coordinator is moving to another broker";
+  }
   out.error_code = static_cast<int16_t>(e);
   if (e == error_code::none) {
-    out.node_id = ctx.node_id;
-    out.host = ctx.advertised_host;
-    out.port = ctx.advertised_port;
+    out.node_id = node;
+    out.host = member ? member->host : ctx.advertised_host;
+    out.port = member ? member->port : ctx.advertised_port;
     out.error_message.reset();
   } else {
     out.node_id = -1;

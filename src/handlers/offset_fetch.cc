@@ -67,6 +67,11 @@ asio::awaitable<protocol::offset_fetch_response> handle_offset_fetch(
       resp.error_code = static_cast<int16_t>(protocol::error_code::invalid_group_id);
       co_return resp;
     }
+    // Another broker coordinates the groups: the client looks it up again.
+    if (!ctx.groups().serving()) {
+      resp.error_code = static_cast<int16_t>(protocol::error_code::not_coordinator);
+      co_return resp;
+    }
     resp.topics = fetch_group<types::OffsetFetchResponseTopic, types::OffsetFetchResponsePartition>(
         ctx, req.group_id, req.topics);
     co_return resp;
@@ -77,6 +82,10 @@ asio::awaitable<protocol::offset_fetch_response> handle_offset_fetch(
     rg.group_id = g.group_id;
     if (g.group_id.empty()) {
       rg.error_code = static_cast<int16_t>(protocol::error_code::invalid_group_id);
+      continue;
+    }
+    if (!ctx.groups().serving()) {
+      rg.error_code = static_cast<int16_t>(protocol::error_code::not_coordinator);
       continue;
     }
     rg.topics = fetch_group<types::OffsetFetchResponseTopics, types::OffsetFetchResponsePartitions>(

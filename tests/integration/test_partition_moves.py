@@ -1,9 +1,9 @@
-"""Partition moves between Silt brokers sharing one metadata store and one object store: the
-controller spreads a new topic's partitions over the live brokers, Kafka's
-kafka-reassign-partitions tool moves one and sees the move complete, and moves made while an
-idempotent acks=all producer writes lose and duplicate nothing. Each move's time, from the
-request to the new owner acknowledging a produce, and the producer's worst latency are
-printed."""
+"""Silt brokers sharing one metadata store and one object store: the controller spreads a new
+topic's partitions over the live brokers, Kafka's kafka-reassign-partitions tool moves one and
+sees the move complete, and moves made while an idempotent acks=all producer writes lose and
+duplicate nothing (each move's time, from the request to the new owner acknowledging a produce,
+and the producer's worst latency are printed). The controller's broker coordinates the groups,
+and another takes them over, offsets intact, when it stops."""
 import statistics
 import struct
 import threading
@@ -11,14 +11,14 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from test_cli_tools import tool
 from test_membership import Flex, partition_leader_epochs, partition_leaders, produce_v10, \
     shared_store_brokers  # noqa: F401 (a fixture)
 from test_record_validation import batch, records
-from util import compact_string, connect, consume_all, create_topic, i16, i32, read_response, \
-    string, uvarint
+from util import compact_string, connect, consume_all, create_topic, i16, i32, \
+    produce_all, read_response, string, uvarint
 
 REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 
@@ -177,3 +177,68 @@ def test_moves_under_an_idempotent_producer_lose_and_duplicate_nothing(shared_st
           f"{len(acked)} records acknowledged, producer latency max "
           f"{max(latencies) * 1000:.0f} ms, p99 "
           f"{sorted(latencies)[int(len(latencies) * 0.99)] * 1000:.0f} ms")
+
+
+def test_groups_are_coordinated_by_the_controller_and_survive_its_stop(shared_store_brokers):
+    (a, b), _ = shared_store_brokers
+    topic = "grouped"
+    create_topic(a.bootstrap, topic, partitions=2)
+    wait_spread(a.bootstrap, topic, 2, [1, 2])
+    sent = [{"value": b"g%d" % i, "partition": i % 2} for i in range(200)]
+    produce_all(b.bootstrap, topic, sent, acks="all")
+    # Node 1 started first and holds the controller lease: both brokers send clients to it.
+    for bootstrap in (a.bootstrap, b.bootstrap):
+        assert find_coordinator(bootstrap, "g") == (0, 1)
+    got = consume_group(b.bootstrap, topic, "g", 200)
+    assert sorted(m for m in got) == sorted(r["value"] for r in sent)
+    committed = committed_offsets(b.bootstrap, "g", topic, 2)
+    assert committed == {0: 100, 1: 100}, committed
+
+    # The controller stops: the other broker takes the role and the groups, offsets intact.
+    assert a.stop() == 0
+    deadline = time.time() + 10
+    while find_coordinator(b.bootstrap, "g") != (0, 2):
+        assert time.time() < deadline, "node 2 did not become the group coordinator"
+        time.sleep(0.1)
+    assert committed_offsets(b.bootstrap, "g", topic, 2) == {0: 100, 1: 100}
+    a.start()
+
+
+def consume_group(bootstrap, topic, group, count, timeout=30):
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([topic])
+    out = []
+    deadline = time.time() + timeout
+    try:
+        while len(out) < count and time.time() < deadline:
+            m = c.poll(0.2)
+            if m is None or m.error():
+                continue
+            out.append(m.value())
+        c.commit(asynchronous=False)
+    finally:
+        c.close()
+    assert len(out) == count, f"consumed {len(out)} of {count}"
+    return out
+
+
+def committed_offsets(bootstrap, group, topic, partitions):
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        got = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=20)
+    finally:
+        c.close()
+    return {tp.partition: tp.offset for tp in got}
+
+
+def find_coordinator(bootstrap, group):
+    """FindCoordinator v1 for a group: (error code, node id)."""
+    payload = i16(10) + i16(1) + i32(31) + string("silt-tests") + string(group) + b"\x00"
+    with connect(bootstrap) as s:
+        s.sendall(i32(len(payload)) + payload)
+        corr, rest = read_response(s)
+    assert corr == 31
+    err, mlen = struct.unpack_from(">hh", rest, 4)
+    (node,) = struct.unpack_from(">i", rest, 8 + max(mlen, 0))
+    return err, node
