@@ -11,7 +11,9 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-const base::node_id nobody(-1);
+base::node_id nobody() {
+  return base::node_id(-1);
+}
 
 }  // namespace
 
@@ -29,13 +31,13 @@ std::vector<metadata::stream_target> plan_placement(
   std::vector<base::stream_id> homeless;
   for (const auto& [id, s] : streams) {
     const bool owner_live = alive.contains(s.owner);
-    if (s.target != nobody && s.target == s.owner) {
-      out.push_back({id, nobody});  // already there
+    if (s.target != nobody() && s.target == s.owner) {
+      out.push_back({id, nobody()});  // already there
       ++count[s.owner];
       movable[s.owner].push_back(id);
-    } else if (s.target != nobody && alive.contains(s.target)) {
+    } else if (s.target != nobody() && alive.contains(s.target)) {
       ++count[s.target];
-    } else if (s.owner == nobody || (owner_live && s.target != nobody)) {
+    } else if (s.owner == nobody() || (owner_live && s.target != nobody())) {
       homeless.push_back(id);  // never taken, or its target is gone
     } else if (owner_live) {
       ++count[s.owner];
@@ -155,7 +157,7 @@ void controller::round() {
     }
     placed_.fetch_add(targets.size(), std::memory_order_relaxed);
     size_t moved = 0;
-    for (const auto& t : targets) moved += t.target != nobody ? 1 : 0;
+    for (const auto& t : targets) moved += t.target != nobody() ? 1 : 0;
     std::fprintf(stderr, "silt: cluster: placed %zu stream(s) on %zu live broker(s)\n", moved,
                  live.size());
     // The version moved with the assignment: the next round reads again and finds it settled.
