@@ -84,7 +84,7 @@ controller::controller(std::unique_ptr<metadata::broker_registry> registry,
     : registry_(std::move(registry)),
       catalog_(std::move(catalog)),
       members_(members),
-      options_(options) {}
+      options_(std::move(options)) {}
 
 controller::~controller() {
   stop();
@@ -97,7 +97,7 @@ tl::expected<std::unique_ptr<controller>, std::string> controller::start(
   auto catalog = metadata::stream_catalog::open(std::move(db));
   if (!catalog) return tl::make_unexpected(catalog.error());
   std::unique_ptr<controller> c(
-      new controller(std::move(*registry), std::move(*catalog), members, options));
+      new controller(std::move(*registry), std::move(*catalog), members, std::move(options)));
   c->round();
   c->thread_ = std::thread([p = c.get()] { p->run(); });
   return c;
