@@ -11,10 +11,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "cluster/tests/cluster_test_util.h"
 #include "metadata/testing/test_database.h"
 
 namespace silt::cluster {
 namespace {
+
+using testing::eventually;
 
 using std::chrono::milliseconds;
 using streams_t = std::vector<std::pair<base::stream_id, metadata::stream_state>>;
@@ -87,28 +90,6 @@ TEST(PlanPlacement, LeavesADeadOwnersStreamsAndRetargetsFromADeadTarget) {
   EXPECT_TRUE(plan_placement({}, streams, 3).empty());
 }
 
-membership_options member(int32_t id) {
-  membership_options o;
-  o.self.node = base::node_id(id);
-  o.self.host = "localhost";
-  o.self.port = 9000 + id;
-  o.self.wal_location = "/wal/" + std::to_string(id);
-  o.self.machine = metadata::same_machine_id();
-  o.heartbeat_interval = milliseconds(50);
-  o.session_timeout = milliseconds(500);
-  return o;
-}
-
-template <typename F>
-bool eventually(F done, milliseconds within = milliseconds(5000)) {
-  const auto end = std::chrono::steady_clock::now() + within;
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return done();
-}
-
 class Controller : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -143,9 +124,9 @@ TEST_P(Controller, OneControllerPlacesAndAnotherTakesOverWhenItStops) {
   for (uint64_t i = 0; i < 6; ++i) takes.push_back({base::stream_id(i), base::offset(0)});
   ASSERT_TRUE((*catalog)->take(base::node_id(1), takes));
 
-  auto m1 = membership::start(db_, member(1));
+  auto m1 = membership::start(db_, testing::member_options(1));
   ASSERT_TRUE(m1) << m1.error();
-  auto m2 = membership::start(db_, member(2));
+  auto m2 = membership::start(db_, testing::member_options(2));
   ASSERT_TRUE(m2) << m2.error();
   ASSERT_TRUE(eventually([&] { return (*m1)->brokers()->size() == 2; }));
   auto c1 = start(**m1, 1);

@@ -10,35 +10,15 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "cluster/tests/cluster_test_util.h"
 #include "metadata/testing/test_database.h"
 
 namespace silt::cluster {
 namespace {
 
+using testing::eventually;
+
 using std::chrono::milliseconds;
-
-membership_options options_of(int32_t id) {
-  membership_options o;
-  o.self.node = base::node_id(id);
-  o.self.host = "localhost";
-  o.self.port = 9000 + id;
-  o.self.rack = "r" + std::to_string(id % 2);
-  o.self.wal_location = "/wal/" + std::to_string(id);
-  o.self.machine = metadata::same_machine_id();
-  o.heartbeat_interval = milliseconds(50);
-  o.session_timeout = milliseconds(500);
-  return o;
-}
-
-template <typename F>
-bool eventually(F done, milliseconds within = milliseconds(5000)) {
-  const auto end = std::chrono::steady_clock::now() + within;
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return done();
-}
 
 std::vector<int32_t> nodes(const membership& m) {
   std::vector<int32_t> out;
@@ -64,19 +44,19 @@ class Membership : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(Membership, BrokersSeeEachOtherAndAStoppedOneGoes) {
-  auto a = membership::start(db_, options_of(1));
+  auto a = membership::start(db_, testing::member_options(1));
   ASSERT_TRUE(a) << a.error();
-  auto b = membership::start(db_, options_of(2));
+  auto b = membership::start(db_, testing::member_options(2));
   ASSERT_TRUE(b) << b.error();
   EXPECT_TRUE((*a)->can_acknowledge());
   EXPECT_TRUE(eventually([&] { return nodes(**a) == std::vector<int32_t>{1, 2}; }));
   EXPECT_EQ(nodes(**b), (std::vector<int32_t>{1, 2}));
-  EXPECT_EQ((*b)->brokers()->front().info, options_of(1).self);
+  EXPECT_EQ((*b)->brokers()->front().info, testing::member_options(1).self);
   (*b)->stop();
   EXPECT_FALSE((*b)->can_acknowledge());
   EXPECT_TRUE(eventually([&] { return nodes(**a) == std::vector<int32_t>{1}; }));
   // Stopped cleanly, its node id is free at once.
-  auto again = membership::start(db_, options_of(2));
+  auto again = membership::start(db_, testing::member_options(2));
   ASSERT_TRUE(again) << again.error();
   EXPECT_EQ((*again)->registrations(), 1u);
 }
@@ -84,9 +64,9 @@ TEST_P(Membership, BrokersSeeEachOtherAndAStoppedOneGoes) {
 // The same node id twice: the second waits a session timeout for the first's lease and gives
 // up, since the first keeps renewing it.
 TEST_P(Membership, ALiveNodeIdCannotJoinTwice) {
-  auto a = membership::start(db_, options_of(1));
+  auto a = membership::start(db_, testing::member_options(1));
   ASSERT_TRUE(a) << a.error();
-  auto other = options_of(1);
+  auto other = testing::member_options(1);
   other.self.wal_location = "/elsewhere";
   auto b = membership::start(db_, other);
   ASSERT_FALSE(b);
@@ -98,7 +78,7 @@ TEST_P(Membership, ALiveNodeIdCannotJoinTwice) {
 // broker stops acknowledging within its session timeout, and once the table is free it finds
 // its lease lapsed and registers again at a new epoch.
 TEST_P(Membership, ALeaseThatCannotBeRenewedStopsAcknowledgementsUntilRegisteredAgain) {
-  auto a = membership::start(db_, options_of(1));
+  auto a = membership::start(db_, testing::member_options(1));
   ASSERT_TRUE(a) << a.error();
   const int64_t first = (*a)->broker_epoch();
   EXPECT_TRUE(eventually([&] { return (*a)->heartbeats() >= 2; }));
