@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <sys/resource.h>
@@ -166,20 +167,29 @@ static int run(int argc, char** argv) {
   on_usr1();
 
   asio::signal_set signals(io, SIGTERM, SIGINT);
+  // In a cluster, the partitions go to the other brokers first, on a thread of its own (it
+  // uploads and writes the metadata store) while clients are still served.
+  std::thread handing;
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     std::fprintf(stderr, "silt: signal %d, shutting down\n", sig);
     metrics_timer.cancel();
     usr1.cancel();
-    (*broker)->begin_shutdown();
-    // Once every connection is closed, the contexts run dry (bounded: io_pool.h).
-    server.stop([&pool] { pool.finish(std::chrono::seconds(10)); });
+    handing = std::thread([&] {
+      (*broker)->hand_over_partitions();
+      asio::post(io, [&] {
+        (*broker)->begin_shutdown();
+        // Once every connection is closed, the contexts run dry (bounded: io_pool.h).
+        server.stop([&pool] { pool.finish(std::chrono::seconds(10)); });
+      });
+    });
   });
   std::signal(SIGPIPE, SIG_IGN);
 
   // The threads that serve connections never run a metadata statement (the store refuses
   // them there): a slow database must not stall a connection.
   pool.run([] { silt::metadata::sql::mark_network_thread(true); });
+  if (handing.joinable()) handing.join();
   silt::metadata::sql::mark_network_thread(false);
   if (const uint64_t n = silt::metadata::sql::network_thread_violations(); n > 0) {
     std::fprintf(stderr, "silt: %llu metadata statement(s) were refused on network threads\n",

@@ -175,7 +175,10 @@ void controller::stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
-  if (active_.exchange(false)) registry_->release_controller(options_.self, epoch_);
+  if (active_.exchange(false)) {
+    if (options_.on_change) (void)options_.on_change(false);
+    registry_->release_controller(options_.self, epoch_);
+  }
 }
 
 }  // namespace silt::cluster

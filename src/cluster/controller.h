@@ -72,7 +72,7 @@ class controller {
   }
   // Targets written since start.
   [[nodiscard]] uint64_t placed() const { return placed_.load(std::memory_order_relaxed); }
-  // Stops the thread and gives the lease up.
+  // Stops the thread and gives the role up (on_change(false), then the lease).
   void stop();
 
  private:

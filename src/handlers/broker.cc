@@ -137,6 +137,7 @@ broker::broker(const config::broker_config& config)
 broker::~broker() {
   try {
     close();
+    controller_.reset();  // its callback uses the group coordinator, destroyed before it
     blocking_.join();
     if (wal_lock_fd_ >= 0) ::close(wal_lock_fd_);
   } catch (const std::exception& e) {
@@ -425,6 +426,42 @@ void broker::follow_owners() {
   std::fprintf(stderr, "silt: cluster: handed %zu partition(s) to other brokers\n", handed);
   // Clients waiting on this broker learn of the new leader at once.
   ctx_->waiters.notify_all();
+}
+
+void broker::hand_over_partitions() {
+  if (!membership_ || !membership_->can_acknowledge()) return;
+  const base::node_id self(config_.node_id);
+  std::vector<base::node_id> others;
+  for (const auto& b : *membership_->brokers()) {
+    if (b.info.node != self) others.push_back(b.info.node);
+  }
+  if (others.empty()) return;
+  // Another broker takes the controller role and the groups.
+  if (controller_) controller_->stop();
+  std::vector<base::stream_id> mine;
+  for (const auto& t : registry_->all()) {
+    for (const base::stream_id s : t->streams) {
+      const auto o = store_->offsets(s);
+      if (o.owner == self && !o.fenced) mine.push_back(s);
+    }
+  }
+  if (mine.empty()) return;
+  auto ready = store_->prepare_release(mine, std::chrono::seconds(5));
+  if (!ready) {
+    std::fprintf(stderr, "silt: cluster: cannot hand the partitions over before stopping: %s\n",
+                 std::string(storage::stream_error_name(ready.error())).c_str());
+    return;
+  }
+  if (auto r = producers_->snapshot(); !r) std::fprintf(stderr, "silt: %s\n", r.error().c_str());
+  size_t handed = 0;
+  for (size_t i = 0; i < ready->size(); ++i) {
+    if (store_->handover((*ready)[i], others[i % others.size()])) ++handed;
+  }
+  ctx_->waiters.notify_all();
+  std::fprintf(stderr,
+               "silt: cluster: handed %zu of %zu partition(s) to %zu other broker(s) before "
+               "stopping\n",
+               handed, mine.size(), others.size());
 }
 
 void broker::begin_shutdown() {

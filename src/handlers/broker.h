@@ -37,6 +37,11 @@ class broker final : public net::request_handler {
 
   // Snapshots producer state every `period` on the blocking pool until close().
   void start_background(std::chrono::milliseconds period);
+  // The first step of a clean shutdown, before begin_shutdown() (blocking, not on a network
+  // thread): in a cluster, gives up the controller role and hands every partition this broker
+  // owns to the other live brokers, so that none waits for this one to come back. Clients are
+  // served meanwhile.
+  void hand_over_partitions();
   // Wakes long polls and makes new ones return at once (shutdown has begun).
   void begin_shutdown();
   // Stores producer state and closes the stream store (pending appends finish, the WAL is
