@@ -389,13 +389,11 @@ void broker::follow_owners() {
   }
   const base::node_id self(config_.node_id);
   std::vector<base::stream_id> takes;
-  std::vector<base::stream_id> releases;
-  std::map<base::stream_id, base::node_id> to;
+  std::map<base::stream_id, base::node_id> to;  // released to other brokers
   for (const auto& m : store_->moves()) {
     if (m.target == self) {
       takes.push_back(m.stream_id);
     } else {
-      releases.push_back(m.stream_id);
       to[m.stream_id] = m.target;
     }
   }
@@ -405,16 +403,26 @@ void broker::follow_owners() {
                    takes.size(), std::string(storage::stream_error_name(r.error())).c_str());
     }
   }
-  if (releases.empty() || !membership_->can_acknowledge()) return;
+  if (to.empty() || !membership_->can_acknowledge()) return;
+  auto handed = release(to);
+  if (!handed) {
+    std::fprintf(stderr, "silt: cluster: cannot hand over %zu partition(s) yet: %s\n", to.size(),
+                 std::string(storage::stream_error_name(handed.error())).c_str());
+  } else if (*handed > 0) {
+    std::fprintf(stderr, "silt: cluster: handed %zu partition(s) to other brokers\n", *handed);
+  }
+}
+
+tl::expected<size_t, storage::stream_error> broker::release(
+    const std::map<base::stream_id, base::node_id>& to) {
+  std::vector<base::stream_id> streams;
+  streams.reserve(to.size());
+  for (const auto& [s, node] : to) streams.push_back(s);
   // Appends stop, the WAL's data of these streams is uploaded and committed; then their
   // producer state is stored, and each is handed over at its next epoch.
-  auto ready = store_->prepare_release(releases, std::chrono::seconds(5));
-  if (!ready) {
-    std::fprintf(stderr, "silt: cluster: cannot hand over %zu partition(s) yet: %s\n",
-                 releases.size(), std::string(storage::stream_error_name(ready.error())).c_str());
-    return;
-  }
-  if (ready->empty()) return;
+  auto ready = store_->prepare_release(streams, std::chrono::seconds(5));
+  if (!ready) return tl::make_unexpected(ready.error());
+  if (ready->empty()) return size_t{0};
   if (auto r = producers_->snapshot(); !r) std::fprintf(stderr, "silt: %s\n", r.error().c_str());
   size_t handed = 0;
   for (const base::stream_id s : *ready) {
@@ -423,9 +431,9 @@ void broker::follow_owners() {
       ++handed;
     }
   }
-  std::fprintf(stderr, "silt: cluster: handed %zu partition(s) to other brokers\n", handed);
   // Clients waiting on this broker learn of the new leader at once.
   ctx_->waiters.notify_all();
+  return handed;
 }
 
 void broker::hand_over_partitions() {
@@ -438,30 +446,25 @@ void broker::hand_over_partitions() {
   if (others.empty()) return;
   // Another broker takes the controller role and the groups.
   if (controller_) controller_->stop();
-  std::vector<base::stream_id> mine;
+  // Round-robin over the others.
+  std::map<base::stream_id, base::node_id> to;
   for (const auto& t : registry_->all()) {
     for (const base::stream_id s : t->streams) {
       const auto o = store_->offsets(s);
-      if (o.owner == self && !o.fenced) mine.push_back(s);
+      if (o.owner == self && !o.fenced) to[s] = others[to.size() % others.size()];
     }
   }
-  if (mine.empty()) return;
-  auto ready = store_->prepare_release(mine, std::chrono::seconds(5));
-  if (!ready) {
+  if (to.empty()) return;
+  auto handed = release(to);
+  if (!handed) {
     std::fprintf(stderr, "silt: cluster: cannot hand the partitions over before stopping: %s\n",
-                 std::string(storage::stream_error_name(ready.error())).c_str());
+                 std::string(storage::stream_error_name(handed.error())).c_str());
     return;
   }
-  if (auto r = producers_->snapshot(); !r) std::fprintf(stderr, "silt: %s\n", r.error().c_str());
-  size_t handed = 0;
-  for (size_t i = 0; i < ready->size(); ++i) {
-    if (store_->handover((*ready)[i], others[i % others.size()])) ++handed;
-  }
-  ctx_->waiters.notify_all();
   std::fprintf(stderr,
                "silt: cluster: handed %zu of %zu partition(s) to %zu other broker(s) before "
                "stopping\n",
-               handed, mine.size(), others.size());
+               *handed, to.size(), others.size());
 }
 
 void broker::begin_shutdown() {

@@ -4,6 +4,7 @@
 // connections at once), then close() after the server stopped.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -72,6 +73,10 @@ class broker final : public net::request_handler {
   // Takes in streams handed to this broker, takes streams placed on it that nobody owns, and
   // hands over those placed elsewhere (blocking pool).
   void follow_owners();
+  // Hands each stream of `to` to its node: prepare_release(), producer state stored, then
+  // handover(). Returns how many were handed over.
+  tl::expected<size_t, storage::stream_error> release(
+      const std::map<base::stream_id, base::node_id>& to);
   std::vector<base::stream_id> unsettled_;  // learned streams not taken yet (refresh_topics)
   bool closed_ = false;
 };
