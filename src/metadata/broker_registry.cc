@@ -204,6 +204,62 @@ tl::expected<base::node_id, membership_error> broker_registry::controller() {
   return base::node_id(static_cast<int32_t>(r->rows.front().integer(0)));
 }
 
+tl::expected<std::vector<wal_takeover>, membership_error> broker_registry::takeovers() {
+  base::lock_guard lock(mu_);
+  auto r = c_->query("SELECT node_id, holder, wal_location FROM wal_takeovers ORDER BY node_id");
+  if (!r) return fail(membership_error::io);
+  std::vector<wal_takeover> out;
+  out.reserve(r->rows.size());
+  for (const auto& row : r->rows) {
+    out.push_back({base::node_id(static_cast<int32_t>(row.integer(0))),
+                   base::node_id(static_cast<int32_t>(row.integer(1))), row.text(2)});
+  }
+  return out;
+}
+
+tl::expected<size_t, membership_error> broker_registry::place_takeovers(
+    base::node_id controller, int64_t controller_epoch, const std::vector<wal_takeover>& rows) {
+  base::lock_guard lock(mu_);
+  sql::transaction tx(*c_);
+  if (!tx.ok()) return fail(membership_error::io);
+  // The row lock registrations take first (register_broker()): a registration either
+  // committed before this reads the brokers' leases, or waits until this committed.
+  if (!c_->query("UPDATE registry_counters SET value = value WHERE name = 'broker_epoch'")) {
+    return fail(membership_error::io);
+  }
+  auto holds = controller_holds(*c_, controller, controller_epoch);
+  if (!holds) return fail(membership_error::io);
+  if (!*holds) return fail(membership_error::fenced);
+  size_t written = 0;
+  for (const auto& t : rows) {
+    auto up = c_->query("UPDATE wal_takeovers SET holder = ? WHERE node_id = ?", i64(t.holder),
+                        i64(t.node));
+    if (!up) return fail(membership_error::io);
+    if (up->changes > 0) {
+      ++written;
+      continue;
+    }
+    auto in = c_->query(
+        with_now("INSERT INTO wal_takeovers(node_id, holder, wal_location, created_ms) "
+                 "SELECT node_id, ?, wal_location, {now} FROM brokers WHERE node_id = ? AND "
+                 "lease_expires_ms <= {now}",
+                 now_),
+        i64(t.holder), i64(t.node));
+    if (!in) return fail(membership_error::io);
+    written += static_cast<size_t>(in->changes);
+  }
+  if (!tx.commit()) return fail(membership_error::io);
+  return written;
+}
+
+tl::expected<bool, std::string> takeover_held(sql::connection& c, base::node_id node,
+                                              base::node_id holder) {
+  auto r = c.query("SELECT 1 FROM wal_takeovers WHERE node_id = ? AND holder = ?", i64(node),
+                   i64(holder));
+  if (!r) return tl::make_unexpected(r.error());
+  return !r->rows.empty();
+}
+
 tl::expected<bool, std::string> controller_holds(sql::connection& c, base::node_id node,
                                                  int64_t epoch) {
   const std::string q = with_now(

@@ -53,6 +53,17 @@ struct broker_record {
   [[nodiscard]] bool live() const { return lease_left_ms > 0; }
 };
 
+// A dead broker's WAL that a live broker, the holder, is taking over (cluster/controller.h): the
+// holder takes the dead broker's streams, appends what that WAL holds of them beyond their
+// committed ends to its own WAL, and then ends the takeover. While a takeover of its WAL is
+// under way, a broker of that node id acknowledges nothing and does not open its WAL.
+struct wal_takeover {
+  base::node_id node{-1};    // whose WAL
+  base::node_id holder{-1};  // the live broker taking it over
+  std::string wal_location;  // as the dead broker registered it
+  bool operator==(const wal_takeover&) const = default;
+};
+
 // This machine and boot (the kernel's boot id): a registration made from the same machine
 // and boot by a process that no longer holds the broker's WAL lock is known to be dead.
 [[nodiscard]] std::string same_machine_id();
@@ -91,6 +102,17 @@ class broker_registry {
   // The node holding a live controller lease, or -1.
   [[nodiscard]] tl::expected<base::node_id, membership_error> controller();
 
+  // Every takeover under way, by node id.
+  [[nodiscard]] tl::expected<std::vector<wal_takeover>, membership_error> takeovers();
+  // The controller's: in one transaction, under its lease (controller_holds(); fenced when not
+  // held), gives each node's takeover to the holder named (`wal_location` is ignored). A
+  // takeover not under way yet starts only if the node's lease has lapsed (it is skipped
+  // otherwise: the broker is back), with the WAL location it registered; registrations and
+  // this transaction are serialized, so a broker that registered again sees every takeover of
+  // its WAL started before. Returns how many rows were written.
+  [[nodiscard]] tl::expected<size_t, membership_error> place_takeovers(
+      base::node_id controller, int64_t controller_epoch, const std::vector<wal_takeover>& rows);
+
  private:
   broker_registry(std::shared_ptr<sql::database> db, std::unique_ptr<sql::connection> c);
 
@@ -104,6 +126,11 @@ class broker_registry {
 // transaction. A node that never registered (a store used without the registry, as in tests
 // of one component) has no lease to lapse.
 [[nodiscard]] tl::expected<bool, std::string> lease_lapsed(sql::connection& c, base::node_id node);
+
+// Whether `holder` holds the takeover of `node`'s WAL, read on `c` inside the caller's
+// transaction.
+[[nodiscard]] tl::expected<bool, std::string> takeover_held(sql::connection& c, base::node_id node,
+                                                            base::node_id holder);
 
 // Whether `node` holds the controller lease at controller epoch `epoch` now, read on `c` inside
 // the caller's transaction.

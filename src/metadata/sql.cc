@@ -141,6 +141,17 @@ CREATE TABLE controller(
   lease_expires_ms {int} NOT NULL);
 INSERT INTO controller VALUES(0, -1, 0, 0) ON CONFLICT DO NOTHING;
 )sql"},
+    // Failover (cluster/controller.h): the WALs of dead brokers that live brokers are taking
+    // over, each with the broker doing it; each stream taken from a dead broker until the
+    // takeover finished.
+    {6, R"sql(
+ALTER TABLE streams ADD COLUMN taken_from {int} NOT NULL DEFAULT -1;
+CREATE TABLE wal_takeovers(
+  node_id {int} PRIMARY KEY,
+  holder {int} NOT NULL,
+  wal_location TEXT NOT NULL,
+  created_ms {int} NOT NULL);
+)sql"},
 };
 
 std::string expand(std::string_view sql, dialect d) {

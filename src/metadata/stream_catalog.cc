@@ -161,10 +161,10 @@ stream_range range_row(const row& s) {
           static_cast<uint64_t>(s.integer(4))};
 }
 
-// start_offset, end_offset, owner, epoch, target.
+// start_offset, end_offset, owner, epoch, target, taken_from.
 stream_state state_row(const row& s, size_t first) {
-  return {offset_at(s, first), offset_at(s, first + 1), node_at(s, first + 2),
-          epoch_at(s, first + 3), node_at(s, first + 4)};
+  return {offset_at(s, first),    offset_at(s, first + 1), node_at(s, first + 2),
+          epoch_at(s, first + 3), node_at(s, first + 4),   node_at(s, first + 5)};
 }
 
 }  // namespace
@@ -409,7 +409,7 @@ tl::expected<std::optional<stream_state>, catalog_error> stream_catalog::stream(
     base::stream_id stream_id) {
   base::lock_guard lock(mu_);
   auto r = c_->query(
-      "SELECT start_offset, end_offset, owner, epoch, target FROM streams WHERE "
+      "SELECT start_offset, end_offset, owner, epoch, target, taken_from FROM streams WHERE "
       "stream_id = ?",
       i64(stream_id));
   if (!r) return fail(catalog_error::io);
@@ -421,7 +421,8 @@ tl::expected<std::vector<std::pair<base::stream_id, stream_state>>, catalog_erro
 stream_catalog::stream_states() {
   base::lock_guard lock(mu_);
   auto r = c_->query(
-      "SELECT stream_id, start_offset, end_offset, owner, epoch, target FROM streams ORDER BY "
+      "SELECT stream_id, start_offset, end_offset, owner, epoch, target, taken_from FROM streams "
+      "ORDER BY "
       "stream_id");
   if (!r) return fail(catalog_error::io);
   std::vector<std::pair<base::stream_id, stream_state>> out;
@@ -550,7 +551,8 @@ tl::expected<ownership_changes, catalog_error> stream_catalog::ownership_changes
   out.version = v->rows.front().integer(0);
   if (out.version == since) return out;
   auto r = c_->query(
-      "SELECT stream_id, start_offset, end_offset, owner, epoch, target FROM streams WHERE "
+      "SELECT stream_id, start_offset, end_offset, owner, epoch, target, taken_from FROM streams "
+      "WHERE "
       "owner_version > ? ORDER BY stream_id",
       since);
   if (!r) return fail(catalog_error::io);
@@ -620,6 +622,66 @@ tl::expected<base::leader_epoch, catalog_error> stream_catalog::handover(base::s
   }
   if (!tx.commit()) return fail(catalog_error::io);
   return next;
+}
+
+tl::expected<std::vector<std::pair<base::stream_id, stream_state>>, catalog_error>
+stream_catalog::take_over(base::node_id holder, const std::vector<base::node_id>& from) {
+  base::lock_guard lock(mu_);
+  sql::transaction tx(*c_);
+  if (!tx.ok()) return fail(catalog_error::io);
+  if (auto f = check_lease_locked(holder); !f) return fail(f.error());
+  for (const base::node_id n : from) {
+    auto held = takeover_held(*c_, n, holder);
+    if (!held) return fail(catalog_error::io);
+    if (!*held) return fail(catalog_error::fenced);
+  }
+  auto version = bump_ownership_locked();
+  if (!version) return fail(version.error());
+  std::vector<std::pair<base::stream_id, stream_state>> out;
+  for (const base::node_id n : from) {
+    // A stream an earlier holder took from `n` but did not finish with is taken again.
+    auto up = c_->query(
+        "UPDATE streams SET taken_from = CASE WHEN taken_from = -1 THEN owner ELSE taken_from END, "
+        "owner = ?, epoch = epoch + 1, target = -1, owner_version = ? WHERE owner = ? OR "
+        "taken_from = ? RETURNING stream_id, start_offset, end_offset, owner, epoch, target, "
+        "taken_from",
+        i64(holder), *version, i64(n), i64(n));
+    if (!up) return fail(catalog_error::io);
+    for (const row& r : up->rows) {
+      out.emplace_back(stream_id_at(r, 0), state_row(r, 1));
+      const auto& [id, st] = out.back();
+      if (!c_->query("INSERT INTO stream_epochs(stream_id, epoch, start_offset) VALUES(?, ?, ?) "
+                     "ON CONFLICT DO NOTHING",
+                     i64(id), i64(st.epoch), i64(st.end_offset))) {
+        return fail(catalog_error::io);
+      }
+    }
+  }
+  if (!tx.commit()) return fail(catalog_error::io);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+
+tl::expected<size_t, catalog_error> stream_catalog::finish_take_over(
+    base::node_id holder, const std::vector<base::node_id>& from) {
+  base::lock_guard lock(mu_);
+  sql::transaction tx(*c_);
+  if (!tx.ok()) return fail(catalog_error::io);
+  size_t ended = 0;
+  for (const base::node_id n : from) {
+    auto held = takeover_held(*c_, n, holder);
+    if (!held) return fail(catalog_error::io);
+    if (!*held) continue;  // given to another holder, which takes the streams again
+    if (!c_->query("UPDATE streams SET taken_from = -1 WHERE owner = ? AND taken_from = ?",
+                   i64(holder), i64(n)) ||
+        !c_->query("DELETE FROM wal_takeovers WHERE node_id = ? AND holder = ?", i64(n),
+                   i64(holder))) {
+      return fail(catalog_error::io);
+    }
+    ++ended;
+  }
+  if (!tx.commit()) return fail(catalog_error::io);
+  return ended;
 }
 
 tl::expected<std::vector<epoch_start>, catalog_error> stream_catalog::epochs(

@@ -78,6 +78,9 @@ struct stream_state {
   base::node_id owner{-1};      // -1 until taken
   base::leader_epoch epoch{};
   base::node_id target{-1};  // the owner it is to move to (controller.h); -1: none
+  // A dead broker whose WAL may still hold data of the stream beyond end_offset: the owner
+  // took it over (take_over()) and has not finished; -1: none.
+  base::node_id taken_from{-1};
 };
 
 // The streams whose owner, epoch or target changed after a version of the ownership counter.
@@ -195,6 +198,20 @@ class stream_catalog {
                                                                          base::leader_epoch epoch,
                                                                          base::node_id to,
                                                                          base::offset end);
+  // Failover: gives every stream owned by one of `from` (dead brokers whose WALs `holder` is
+  // taking over) to `holder` at its next epoch, which begins at the stream's committed end;
+  // clears their targets. So are streams taken from them earlier by a holder that did not
+  // finish. Each keeps, until finish_take_over(), the node it was taken from (`taken_from`).
+  // Fenced, with nothing changed, unless `holder` holds the takeover of every node of `from`
+  // (broker_registry.h, takeover_held()); lapsed while holder's lease has lapsed. Returns the
+  // streams taken, as they are now.
+  [[nodiscard]] tl::expected<std::vector<std::pair<base::stream_id, stream_state>>, catalog_error>
+  take_over(base::node_id holder, const std::vector<base::node_id>& from);
+  // Ends the takeovers of `from` that `holder` still holds (what their WALs held is durable in
+  // the holder's): their rows go and the streams taken from them are plain streams of the
+  // holder. One transaction; returns how many ended.
+  [[nodiscard]] tl::expected<size_t, catalog_error> finish_take_over(
+      base::node_id holder, const std::vector<base::node_id>& from);
   // A stream's epochs, oldest first.
   [[nodiscard]] tl::expected<std::vector<epoch_start>, catalog_error> epochs(
       base::stream_id stream_id);

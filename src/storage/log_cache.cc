@@ -20,6 +20,7 @@ void log_cache::load(base::stream_id stream_id, const metadata::stream_state& s,
   auto& st = stream(stream_id);
   base::lock_guard lock(st.mu);
   st.fenced = !ours;
+  st.recovering = ours && s.taken_from != base::node_id(-1);
   st.owner = s.owner;
   st.epoch = s.epoch;
   st.start_offset = s.start_offset;
@@ -221,7 +222,8 @@ void log_cache::observe_owner(base::stream_id stream_id, const metadata::stream_
 stream_offsets log_cache::offsets(base::stream_id stream_id) {
   auto& st = stream(stream_id);
   base::lock_guard lock(st.mu);
-  return {st.start_offset, st.durable_end, st.epoch, st.fenced, st.owner, st.releasing};
+  return {st.start_offset, st.durable_end, st.epoch,
+          st.fenced,       st.owner,       st.releasing || st.recovering};
 }
 
 }  // namespace silt::storage

@@ -64,6 +64,8 @@ struct cached_stream {
   base::leader_epoch epoch{};
   bool fenced = false;     // a commit found a newer owner: no appends, reads or uploads here
   bool releasing = false;  // being handed to another node: no appends (reads go on)
+  // Taken over from a dead broker whose WAL is still being read: no appends from clients.
+  bool recovering = false;
 };
 
 class log_cache {
@@ -80,7 +82,7 @@ class log_cache {
   void observe_owner(base::stream_id stream_id, const metadata::stream_state& s,
                      base::node_id self);
   // Loads a stream's state from the catalog; one owned by another node is fenced here until
-  // this node takes it.
+  // this node takes it. One of this node's taken from a dead broker (s.taken_from) recovers.
   void load(base::stream_id stream_id, const metadata::stream_state& s, bool ours);
   // A stream another node handed to this one (catalog state `s`, owned by this node at an epoch
   // newer than this store knows): whatever this store still caches of it is dropped (uploaded

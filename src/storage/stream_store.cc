@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <set>
 #include <utility>
 
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/endian.h"
+#include "storage/wal/recovery.h"
 
 namespace silt::storage {
 
@@ -126,13 +129,21 @@ tl::expected<base::offset, stream_error> stream_store::append(base::stream_id st
                                                               std::shared_ptr<const void> owner,
                                                               std::span<uint8_t> batches,
                                                               append_callback done) {
+  return append_impl(stream_id, std::move(owner), batches, std::move(done), false);
+}
+
+tl::expected<base::offset, stream_error> stream_store::append_impl(
+    base::stream_id stream_id, std::shared_ptr<const void> owner, std::span<uint8_t> batches,
+    append_callback done, bool recovery) {
   auto e = std::make_shared<entry>();
   auto& st = cache_.stream(stream_id);
   // The stream's mutex is held until the WAL has the batches: offsets of a stream are
   // assigned in its WAL order. Appends of other streams go on meanwhile.
   base::lock_guard lock(st.mu);
   {
-    if (st.fenced || st.releasing) return fail(stream_error::fenced);
+    if (st.fenced || st.releasing || (st.recovering && !recovery)) {
+      return fail(stream_error::fenced);
+    }
     base::offset next = st.next_offset;
     int64_t max_ts = -1;
     // Assign offsets and the leader epoch in place: both are outside the batch CRC.
@@ -364,7 +375,7 @@ tl::expected<std::vector<base::stream_id>, stream_error> stream_store::prepare_r
   for (const base::stream_id id : stream_ids) {
     auto& st = cache_.stream(id);
     base::lock_guard lock(st.mu);
-    if (st.fenced || st.owner != self) continue;
+    if (st.fenced || st.owner != self || st.recovering) continue;
     st.releasing = true;
     held.push_back(id);
   }
@@ -434,6 +445,128 @@ tl::expected<void, stream_error> stream_store::handover(base::stream_id stream_i
   st.owner = to;
   st.epoch = *next;
   return {};
+}
+
+tl::expected<std::vector<base::stream_id>, std::string> stream_store::take_over(
+    const std::vector<dead_wal>& from, std::chrono::milliseconds timeout) {
+  const base::node_id self = options_.node_id;
+  std::vector<base::node_id> nodes;
+  nodes.reserve(from.size());
+  for (const auto& d : from) nodes.push_back(d.node);
+  std::set<base::stream_id> taken;
+  {
+    // As refresh_owners(): no refresh in between, and no upload while cached data is dropped.
+    base::lock_guard owners(owners_mu_);
+    base::lock_guard task(task_mu_);
+    auto states = catalog_->take_over(self, nodes);
+    if (!states) {
+      return tl::make_unexpected("the catalog refused the takeover: " +
+                                 std::string(metadata::catalog_error_name(states.error())));
+    }
+    for (const auto& [id, s] : *states) {
+      (void)cache_.adopt(id, s);
+      auto& st = cache_.stream(id);
+      base::lock_guard lock(st.mu);
+      st.recovering = true;
+      taken.insert(id);
+    }
+  }
+  // The appends' callbacks may outlive this call (a timeout): they share this.
+  struct progress {
+    base::mutex mu;
+    std::condition_variable done;
+    size_t outstanding GUARDED_BY(mu) = 0;
+    bool failed GUARDED_BY(mu) = false;
+  };
+  auto p = std::make_shared<progress>();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string error;
+  size_t records = 0;
+  uint64_t bytes = 0;
+  auto replay = [&](const wal::replayed_record& rec) {
+    if (!error.empty() || !taken.contains(rec.stream_id)) return;
+    base::offset end = rec.offset;
+    if (!batch::for_each(rec.payload, [&](const batch::view& b) { end = b.end_offset; })) {
+      error = "a WAL record of stream " + std::to_string(rec.stream_id.value()) +
+              " holds no whole record batches";
+      return;
+    }
+    auto& st = cache_.stream(rec.stream_id);
+    base::offset next;
+    {
+      base::lock_guard lock(st.mu);
+      next = st.next_offset;
+    }
+    if (end <= next) return;  // committed, or appended from another WAL
+    if (rec.offset != next) {
+      error = "the WAL record of stream " + std::to_string(rec.stream_id.value()) + " at offset " +
+              std::to_string(rec.offset.value()) + " does not continue the stream at " +
+              std::to_string(next.value());
+      return;
+    }
+    auto copy = std::make_shared<std::vector<uint8_t>>(rec.payload.begin(), rec.payload.end());
+    const std::span<uint8_t> span(*copy);
+    {
+      base::lock_guard lock(p->mu);
+      ++p->outstanding;
+    }
+    auto done = [p](const tl::expected<base::offset, stream_error>& r) {
+      base::lock_guard lock(p->mu);
+      --p->outstanding;
+      p->failed = p->failed || !r;
+      p->done.notify_all();
+    };
+    for (;;) {
+      auto a = append_impl(rec.stream_id, copy, span, done, true);
+      if (a) break;
+      if (a.error() == stream_error::wal_full && std::chrono::steady_clock::now() < deadline) {
+        upload_wanted_.notify_one();
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
+      base::lock_guard lock(p->mu);
+      --p->outstanding;
+      error = "appending to this broker's WAL failed: " + std::string(stream_error_name(a.error()));
+      return;
+    }
+    ++records;
+    bytes += rec.payload.size();
+  };
+  for (const auto& d : from) {
+    // (The same WAL under another node id: this store replayed it when it opened.)
+    std::error_code ec;
+    if (std::filesystem::equivalent(d.location, options_.wal.path, ec)) continue;
+    if (auto r = wal::read_wal(d.location, replay); !r) {
+      error = "cannot read the WAL of node " + std::to_string(d.node.value()) + " at " +
+              d.location + ": " + std::string(wal::wal_error_name(r.error()));
+    }
+    if (!error.empty()) break;
+  }
+  {
+    base::unique_lock lock(p->mu);
+    const auto left = std::max(std::chrono::steady_clock::duration::zero(),
+                               deadline - std::chrono::steady_clock::now());
+    const bool settled =
+        lock.wait_for(p->done, left, [&]() REQUIRES(p->mu) { return p->outstanding == 0; });
+    if (error.empty() && !settled) error = "the appends to this broker's WAL did not end in time";
+    if (error.empty() && p->failed) error = "an append to this broker's WAL failed";
+  }
+  if (!error.empty()) return tl::make_unexpected(error);
+  if (auto f = catalog_->finish_take_over(self, nodes); !f) {
+    return tl::make_unexpected("the catalog cannot end the takeover: " +
+                               std::string(metadata::catalog_error_name(f.error())));
+  }
+  std::vector<base::stream_id> out(taken.begin(), taken.end());
+  for (const base::stream_id id : out) {
+    auto& st = cache_.stream(id);
+    base::lock_guard lock(st.mu);
+    st.recovering = false;
+  }
+  std::fprintf(stderr,
+               "stream store: took over %zu stream(s) from %zu dead broker(s), %zu WAL record(s) "
+               "(%llu bytes) beyond their committed ends\n",
+               out.size(), from.size(), records, static_cast<unsigned long long>(bytes));
+  return out;
 }
 
 tl::expected<std::vector<metadata::epoch_start>, stream_error> stream_store::epochs(

@@ -202,6 +202,20 @@ class stream_store {
   // the stream is served here again, unless another node took it meanwhile.
   [[nodiscard]] tl::expected<void, stream_error> handover(base::stream_id stream_id,
                                                           base::node_id to);
+  // Failover: takes over the WALs of dead brokers (`from`: node id and WAL location each, their
+  // takeovers held by this node in the broker registry). Takes every stream they owned, and
+  // those taken from them before by a holder that did not finish (stream_catalog::take_over()),
+  // appends what their WALs hold of those streams beyond the committed ends to this store's
+  // WAL at the same offsets, waits up to `timeout` for that to be durable, and ends the
+  // takeovers (finish_take_over()). Until then the streams refuse appends (moving) and serve
+  // what is committed. Catalog and file I/O on the calling thread. Returns the streams taken,
+  // served from now on; on failure they stay refused until a later call succeeds.
+  struct dead_wal {
+    base::node_id node{-1};
+    std::string location;
+  };
+  [[nodiscard]] tl::expected<std::vector<base::stream_id>, std::string> take_over(
+      const std::vector<dead_wal>& from, std::chrono::milliseconds timeout);
   // A stream's epochs and the offsets they began at (catalog I/O on the calling thread).
   [[nodiscard]] tl::expected<std::vector<metadata::epoch_start>, stream_error> epochs(
       base::stream_id stream_id);
@@ -239,6 +253,10 @@ class stream_store {
  private:
   stream_store(const stream_store_options& options, object_store& store,
                std::unique_ptr<metadata::stream_catalog> catalog);
+  // append(); `recovery`: an append of take_over(), which a recovering stream takes.
+  [[nodiscard]] tl::expected<base::offset, stream_error> append_impl(
+      base::stream_id stream_id, std::shared_ptr<const void> owner, std::span<uint8_t> batches,
+      append_callback done, bool recovery);
   void on_durable(const std::shared_ptr<entry>& e,
                   tl::expected<wal::wal_position, wal::wal_error> r, const append_callback& done);
   // The stream error for a catalog failure; a fenced stream is marked so.

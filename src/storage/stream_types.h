@@ -51,7 +51,8 @@ struct stream_offsets {
   base::leader_epoch epoch{};  // the stream's epoch (Kafka's leader epoch)
   bool fenced = false;         // another node took the stream
   base::node_id owner{-1};     // the node owning it as far as this store knows (-1: none)
-  bool moving = false;         // being handed to another node: appends are refused
+  // Being handed to another node, or taken over from a dead one: appends are refused.
+  bool moving = false;
 };
 
 namespace batch {

@@ -463,6 +463,7 @@ TEST_P(GroupStore, AVersionTwoDatabaseIsMigrated) {
           "DROP TABLE brokers", "DELETE FROM registry_counters WHERE name = 'broker_epoch'",
           "DROP INDEX streams_by_owner_version", "ALTER TABLE streams DROP COLUMN target",
           "ALTER TABLE streams DROP COLUMN owner_version", "DROP TABLE controller",
+          "DROP TABLE wal_takeovers", "ALTER TABLE streams DROP COLUMN taken_from",
           "UPDATE schema_version SET version = 2"}) {
       ASSERT_TRUE(c.script(q)) << q;
     }

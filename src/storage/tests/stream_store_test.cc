@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "metadata/broker_registry.h"
 #include "metadata/stream_catalog.h"
 #include "metadata/testing/test_database.h"
 #include "protocol/record_batch.h"
@@ -928,6 +929,87 @@ TEST_P(StreamStoreOwnership, AHandoverMovesAStreamWithoutLosingData) {
   append(*a, sid(5), batch(5, 5, 1));
   ASSERT_TRUE(a->run_upload_once());
   EXPECT_EQ(a->offsets(sid(5)).end_offset, off(6));
+}
+
+// Failover: node 1 dies with data only in its WAL. Node 2, holding the takeover of that WAL,
+// takes node 1's streams and appends what the WAL holds beyond their committed ends: nothing
+// is lost and offsets go on. A first attempt that cannot read the WAL leaves the streams
+// refusing appends, and a later one takes them again. Node 1, restarted on its WAL, serves none
+// of them.
+TEST_P(StreamStoreOwnership, ATakeoverRecoversWhatADeadBrokersWalHeld) {
+  auto db = metadata::sql::open_database(metadata::testing::fresh_uri(GetParam(), dir_.path()));
+  ASSERT_TRUE(db) << db.error();
+  const auto a_options = node(1, *db);
+  auto a = open(a_options);
+  auto b = open(node(2, *db));
+  ASSERT_TRUE(a->take({sid(5), sid(6)}));
+  append(*a, sid(5), batch(5, 0, 3));
+  ASSERT_TRUE(a->run_upload_once());
+  append(*a, sid(5), batch(5, 3, 2));
+  append(*a, sid(6), batch(6, 0, 2));
+  ASSERT_TRUE(b->learn({sid(5), sid(6)}));
+  a->close();  // dies: offsets [3, 5) of stream 5 and [0, 2) of stream 6 are in its WAL only
+  a.reset();
+
+  const std::vector<stream_store::dead_wal> from{{base::node_id(1), a_options.wal.path}};
+  EXPECT_FALSE(b->take_over(from, std::chrono::seconds(5)));  // not its takeover
+  // The controller's part: node 1's lease lapsed, node 2 holds the controller lease.
+  auto registry = metadata::broker_registry::open(*db);
+  ASSERT_TRUE(registry);
+  metadata::broker_info one{base::node_id(1), "h", 1, "", a_options.wal.path, "m"};
+  ASSERT_TRUE((*registry)->register_broker(one, std::chrono::milliseconds(1), false));
+  metadata::broker_info two{base::node_id(2), "h", 2, "", "wal-2", "m"};
+  auto two_epoch = (*registry)->register_broker(two, std::chrono::seconds(60), false);
+  ASSERT_TRUE(two_epoch);
+  auto controller =
+      (*registry)->claim_controller(base::node_id(2), *two_epoch, std::chrono::seconds(60));
+  ASSERT_TRUE(controller);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto placed = (*registry)->place_takeovers(base::node_id(2), *controller,
+                                             {{base::node_id(1), base::node_id(2), ""}});
+  ASSERT_TRUE(placed);
+  EXPECT_EQ(*placed, 1u);
+
+  // The WAL cannot be read: the streams are node 2's now, refusing appends until recovered.
+  EXPECT_FALSE(
+      b->take_over({{base::node_id(1), a_options.wal.path + ".missing"}}, std::chrono::seconds(5)));
+  EXPECT_TRUE(b->offsets(sid(5)).moving);
+  std::promise<tl::expected<base::offset, stream_error>> refused;
+  b->append(sid(5), batch(5, 9, 1), [&](auto r) { refused.set_value(r); });
+  EXPECT_EQ(refused.get_future().get().error(), stream_error::fenced);
+
+  auto taken = b->take_over(from, std::chrono::seconds(5));
+  ASSERT_TRUE(taken) << taken.error();
+  EXPECT_EQ(*taken, (std::vector<base::stream_id>{sid(5), sid(6)}));
+  auto left = (*registry)->takeovers();
+  ASSERT_TRUE(left);
+  EXPECT_TRUE(left->empty());
+  EXPECT_FALSE(b->offsets(sid(5)).moving);
+  EXPECT_EQ(b->offsets(sid(5)).end_offset, off(5));
+  EXPECT_EQ(b->offsets(sid(5)).epoch, base::leader_epoch(2));  // 0, 1 (failed try), 2
+  EXPECT_EQ(read_all(*b, sid(5), off(0)), expected(5, 0, 5));
+  EXPECT_EQ(read_all(*b, sid(6), off(0)), expected(6, 0, 2));
+  EXPECT_EQ(append(*b, sid(5), batch(5, 5, 1)), off(5));
+  ASSERT_TRUE(b->run_upload_once());
+  auto catalog = metadata::stream_catalog::open(*db);
+  ASSERT_TRUE(catalog);
+  auto state = (*catalog)->stream(sid(5));
+  ASSERT_TRUE(state && *state);
+  EXPECT_EQ((*state)->end_offset, off(6));
+  EXPECT_EQ((*state)->owner, base::node_id(2));
+  EXPECT_EQ((*state)->taken_from, base::node_id(-1));
+
+  // Node 1 again, on its WAL: what it replays belongs to node 2 and is neither served nor
+  // uploaded.
+  a = open(a_options);
+  ASSERT_TRUE(a);
+  EXPECT_TRUE(a->offsets(sid(5)).fenced);
+  EXPECT_TRUE(a->offsets(sid(6)).fenced);
+  ASSERT_TRUE(a->run_upload_once());
+  state = (*catalog)->stream(sid(6));
+  ASSERT_TRUE(state && *state);
+  EXPECT_EQ((*state)->end_offset, off(2));
+  EXPECT_EQ(read_all(*b, sid(5), off(0)), expected(5, 0, 6));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StreamStoreOwnership,

@@ -142,4 +142,22 @@ tl::expected<recovered_ring, wal_error> replay_ring(
   return ring;
 }
 
+tl::expected<void, wal_error> read_wal(const std::string& path,
+                                       const std::function<void(const replayed_record&)>& replay) {
+  auto file = ring_file::open_read_only(path);
+  if (!file) return tl::unexpected(file.error());
+  // A blank device would be formatted by read_current_header(): with no capacity to give it,
+  // it is refused before anything is written.
+  wal_options none;
+  none.capacity = 0;
+  auto header = read_current_header(*file, none);
+  if (!header) {
+    return tl::unexpected(header.error() == wal_error::bad_options ? wal_error::bad_format
+                                                                   : header.error());
+  }
+  auto ring = replay_ring(*file, header->slot, replay);
+  if (!ring) return tl::unexpected(ring.error());
+  return {};
+}
+
 }  // namespace silt::storage::wal

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include <tl/expected.hpp>
@@ -38,5 +39,12 @@ struct recovered_ring {
 [[nodiscard]] tl::expected<recovered_ring, wal_error> replay_ring(
     const ring_file& file, const format::header_slot& header,
     const std::function<void(const replayed_record&)>& replay);
+
+// Reads the WAL at `path` without writing anything to it (a dead broker's, taken over by
+// another): calls `replay` for every valid record from its trim point on, as open() would
+// replay them. bad_format when the file holds no WAL (a block device never formatted
+// included); bad_options when it does not exist.
+[[nodiscard]] tl::expected<void, wal_error> read_wal(
+    const std::string& path, const std::function<void(const replayed_record&)>& replay);
 
 }  // namespace silt::storage::wal

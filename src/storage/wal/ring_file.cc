@@ -131,6 +131,26 @@ tl::expected<ring_file, wal_error> ring_file::open(const wal_options& options) {
   return file;
 }
 
+tl::expected<ring_file, wal_error> ring_file::open_read_only(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+  if (fd < 0 && errno == EINVAL) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return tl::unexpected(errno == ENOENT ? wal_error::bad_options : wal_error::io);
+  ring_file file(fd, false, 0, false);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return tl::unexpected(wal_error::io);
+  if (S_ISBLK(st.st_mode)) {
+    uint64_t bytes = 0;
+    if (::ioctl(fd, BLKGETSIZE64, &bytes) != 0) return tl::unexpected(wal_error::io);
+    file.block_device_ = true;
+    file.size_ = bytes;
+  } else if (S_ISREG(st.st_mode)) {
+    file.size_ = static_cast<uint64_t>(st.st_size);
+  } else {
+    return tl::unexpected(wal_error::bad_options);
+  }
+  return file;
+}
+
 ring_file::ring_file(ring_file&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
       block_device_(other.block_device_),

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include <tl/expected.hpp>
 
@@ -21,6 +22,10 @@ class ring_file {
   // written in full so that later writes overwrite allocated blocks, with a first header slot;
   // it is built under a temporary name and renamed, so a crash never leaves half a file.
   [[nodiscard]] static tl::expected<ring_file, wal_error> open(const wal_options& options);
+
+  // Opens `path`, which must hold a WAL already, for reading only (O_DIRECT where the file
+  // system has it): another broker's WAL, read while that broker is dead.
+  [[nodiscard]] static tl::expected<ring_file, wal_error> open_read_only(const std::string& path);
 
   ring_file(ring_file&& other) noexcept;
   ring_file& operator=(ring_file&& other) noexcept;
