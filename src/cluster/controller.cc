@@ -116,7 +116,67 @@ void controller::run() {
   }
 }
 
+void controller::run_takeovers(const std::vector<metadata::wal_takeover>& under_way) {
+  std::vector<metadata::wal_takeover> mine;
+  for (const auto& t : under_way) {
+    if (t.holder == options_.self) mine.push_back(t);
+  }
+  if (!mine.empty() && options_.on_takeover) options_.on_takeover(mine);
+}
+
+bool controller::place_takeovers(
+    const std::vector<metadata::broker_record>& registered, const std::vector<base::node_id>& live,
+    const std::vector<std::pair<base::stream_id, metadata::stream_state>>& states,
+    const std::vector<metadata::wal_takeover>& under_way) {
+  const std::set<base::node_id> alive(live.begin(), live.end());
+  std::set<base::node_id> held;
+  std::vector<metadata::wal_takeover> rows;
+  for (const auto& t : under_way) {
+    held.insert(t.node);
+    if (!alive.contains(t.holder)) rows.push_back({t.node, options_.self, {}});
+  }
+  std::set<base::node_id> dead;
+  for (const auto& [id, s] : states) {
+    if (s.owner != nobody() && !alive.contains(s.owner) && !held.contains(s.owner)) {
+      dead.insert(s.owner);
+    }
+  }
+  if (!dead.empty()) {
+    // A dead node id whose WAL a live broker uses (the same broker under a new node id) needs
+    // no takeover: that broker replayed the WAL and took the streams when it started.
+    std::set<std::pair<std::string, std::string>> live_wals;
+    for (const auto& b : registered) {
+      if (alive.contains(b.info.node)) live_wals.emplace(b.info.machine, b.info.wal_location);
+    }
+    for (const auto& b : registered) {
+      if (dead.contains(b.info.node) &&
+          !live_wals.contains({b.info.machine, b.info.wal_location})) {
+        rows.push_back({b.info.node, options_.self, {}});
+      }
+    }
+  }
+  if (rows.empty()) return true;
+  auto written = registry_->place_takeovers(options_.self, epoch_, rows);
+  if (!written) {
+    std::fprintf(stderr, "silt: cluster: starting %zu WAL takeover(s) failed: %s\n", rows.size(),
+                 std::string(metadata::membership_error_name(written.error())).c_str());
+    return false;
+  }
+  if (*written > 0) {
+    takeovers_placed_.fetch_add(*written, std::memory_order_relaxed);
+    std::string nodes;
+    for (const auto& r : rows)
+      nodes += (nodes.empty() ? "" : ", ") + std::to_string(r.node.value());
+    std::fprintf(stderr, "silt: cluster: taking over the WAL of dead node(s) %s\n", nodes.c_str());
+    // This broker holds them now: it starts at once, not a round later.
+    if (auto now = registry_->takeovers()) run_takeovers(*now);
+  }
+  return true;
+}
+
 void controller::round() {
+  // Takeovers under way, read by every broker: a holder runs its own until they end.
+  auto under_way = registry_->takeovers();
   auto claim = registry_->claim_controller(options_.self, members_.broker_epoch(), options_.lease);
   if (!claim) {
     if (active_.exchange(false, std::memory_order_acq_rel)) {
@@ -125,6 +185,7 @@ void controller::round() {
       if (options_.on_change) (void)options_.on_change(false);
     }
     if (auto h = registry_->controller()) holder_.store(h->value(), std::memory_order_release);
+    if (under_way) run_takeovers(*under_way);
     return;
   }
   holder_.store(options_.self.value(), std::memory_order_release);
@@ -141,13 +202,24 @@ void controller::round() {
       return;
     }
   }
+  // Liveness as the database has it now (not the membership's list, up to a heartbeat old):
+  // a dead broker's WAL is taken over as soon as its lease lapsed.
+  auto registered = registry_->brokers();
+  if (!registered || !under_way) return;
   std::vector<base::node_id> live;
-  for (const auto& b : *members_.brokers()) live.push_back(b.info.node);
+  for (const auto& b : *registered) {
+    if (b.live()) live.push_back(b.info.node);
+  }
+  const std::set<base::node_id> alive(live.begin(), live.end());
+  bool orphaned = false;  // a takeover whose holder died
+  for (const auto& t : *under_way) orphaned = orphaned || !alive.contains(t.holder);
+  run_takeovers(*under_way);
   auto version = catalog_->ownership_version();
   if (!version) return;
-  if (*version == seen_version_ && live == seen_live_) return;
+  if (*version == seen_version_ && live == seen_live_ && !orphaned) return;
   auto states = catalog_->stream_states();
   if (!states) return;
+  if (!place_takeovers(*registered, live, *states, *under_way)) return;
   auto targets = plan_placement(live, *states, options_.max_moves);
   if (!targets.empty()) {
     if (auto r = catalog_->assign(targets, metadata::controller_lease{options_.self, epoch_}); !r) {

@@ -12,6 +12,15 @@
 // round. A stream whose owner is not live stays where it is: what that broker's WAL holds of it
 // is not in the object store yet.
 //
+// Failover: a stream whose owner is not live stays where it is until a live broker has taken
+// over the owner's WAL. The controller gives each such dead broker's WAL to itself (a row of
+// broker_registry::place_takeovers(), written only once that broker's lease has lapsed), and so
+// the takeovers of a holder that died meanwhile. Every broker's controller thread hands the
+// takeovers it holds to `on_takeover` each round until they end (stream_store::take_over():
+// the holder takes the streams, appends what the dead WAL holds beyond their committed ends to
+// its own, and ends the takeover); the streams are then the holder's, and placement spreads
+// them like any others.
+//
 // Thread-safe; no call blocks on the database except stop() (joins the thread).
 #pragma once
 
@@ -52,6 +61,9 @@ struct controller_options {
   // being it (false); a false return to `true` (the role could not be taken up) makes the next
   // round call it again.
   std::function<bool(bool)> on_change;
+  // Called on the controller thread each round while this broker holds takeovers of dead
+  // brokers' WALs, with those takeovers (keep it short: run them elsewhere).
+  std::function<void(const std::vector<metadata::wal_takeover>&)> on_takeover;
 };
 
 class controller {
@@ -72,6 +84,10 @@ class controller {
   }
   // Targets written since start.
   [[nodiscard]] uint64_t placed() const { return placed_.load(std::memory_order_relaxed); }
+  // Takeovers of dead brokers' WALs this controller started or gave to itself since start.
+  [[nodiscard]] uint64_t takeovers_placed() const {
+    return takeovers_placed_.load(std::memory_order_relaxed);
+  }
   // Stops the thread and gives the role up (on_change(false), then the lease).
   void stop();
 
@@ -81,6 +97,15 @@ class controller {
              controller_options options);
   void run();
   void round();
+  // The active controller's part of failover: takeovers for dead owners and for takeovers
+  // whose holder died, given to this broker. False when the round should stop here.
+  [[nodiscard]] bool place_takeovers(
+      const std::vector<metadata::broker_record>& registered,
+      const std::vector<base::node_id>& live,
+      const std::vector<std::pair<base::stream_id, metadata::stream_state>>& states,
+      const std::vector<metadata::wal_takeover>& under_way);
+  // Hands this broker's takeovers to on_takeover.
+  void run_takeovers(const std::vector<metadata::wal_takeover>& under_way);
 
   std::unique_ptr<metadata::broker_registry> registry_;
   std::unique_ptr<metadata::stream_catalog> catalog_;
@@ -89,6 +114,7 @@ class controller {
   std::atomic<bool> active_{false};
   std::atomic<int32_t> holder_{-1};
   std::atomic<uint64_t> placed_{0};
+  std::atomic<uint64_t> takeovers_placed_{0};
   // What the last placement was made from (controller thread only): a round whose ownership
   // version and live brokers are the same has nothing new to place.
   int64_t epoch_ = -1;

@@ -63,9 +63,54 @@ tl::expected<std::unique_ptr<membership>, std::string> membership::start(
     }
     std::this_thread::sleep_for(std::min(o.heartbeat_interval, std::chrono::milliseconds(200)));
   }
+  // A takeover of this node's WAL started while it was dead: the WAL is another broker's to
+  // read until it ends. The lease is renewed meanwhile (no new takeover starts while it holds).
+  bool waited = false;
+  const auto give_up = clock::now() + o.takeover_wait;
+  for (;;) {
+    auto by = m->taken_over_by();
+    if (by && *by == base::node_id(-1)) break;
+    if (clock::now() >= give_up) {
+      return tl::make_unexpected(
+          "another broker is taking over the WAL of node " + std::to_string(o.self.node.value()) +
+          (by ? " (node " + std::to_string(by->value()) + ")" : std::string()) +
+          " and has not finished; start this broker again once it has");
+    }
+    if (!waited && by) {
+      std::fprintf(stderr,
+                   "silt: cluster: node %d is taking over this broker's WAL (node %d died); "
+                   "waiting for it to finish\n",
+                   by->value(), o.self.node.value());
+      waited = true;
+    }
+    std::this_thread::sleep_for(std::min(o.heartbeat_interval, std::chrono::milliseconds(100)));
+    const auto sent = clock::now();
+    if (m->registry_->heartbeat(o.self.node, m->epoch_.load(), o.session_timeout)) {
+      m->hold_lease(sent);
+    }
+  }
   m->refresh_list();
   m->thread_ = std::thread([p = m.get()] { p->run(); });
   return m;
+}
+
+std::optional<base::node_id> membership::taken_over_by() {
+  auto all = registry_->takeovers();
+  if (!all) return std::nullopt;
+  for (const auto& t : *all) {
+    if (t.node == options_.self.node) return t.holder;
+  }
+  return base::node_id(-1);
+}
+
+void membership::hold_lease(clock::time_point sent) {
+  lease_until_.store(ticks(sent + options_.session_timeout - options_.session_timeout / 20),
+                     std::memory_order_release);
+}
+
+void membership::set_on_rejoin(std::function<bool()> on_rejoin) {
+  base::lock_guard lock(mu_);
+  on_rejoin_ = std::move(on_rejoin);
 }
 
 bool membership::can_acknowledge() const {
@@ -94,9 +139,24 @@ void membership::beat() {
   const auto sent = clock::now();
   const int64_t epoch = epoch_.load(std::memory_order_acquire);
   auto r = registry_->heartbeat(options_.self.node, epoch, options_.session_timeout);
+  if (r && rejoining_) {
+    // Registered again after a lapse: another broker may be taking this one's WAL and
+    // streams over. Nothing is acknowledged until that ended and the broker follows the
+    // streams' owners again.
+    auto by = taken_over_by();
+    std::function<bool()> rejoin;
+    {
+      base::lock_guard lock(mu_);
+      rejoin = on_rejoin_;
+    }
+    if (by && *by == base::node_id(-1) && (!rejoin || rejoin())) {
+      rejoining_ = false;
+      std::fprintf(stderr, "silt: cluster: acknowledging again at broker epoch %lld\n",
+                   static_cast<long long>(epoch));
+    }
+  }
   if (r) {
-    lease_until_.store(ticks(sent + options_.session_timeout - options_.session_timeout / 20),
-                       std::memory_order_release);
+    if (!rejoining_) hold_lease(sent);
     heartbeats_.fetch_add(1, std::memory_order_relaxed);
     if (failures_ > 0) {
       std::fprintf(stderr, "silt: cluster: heartbeats succeed again after %llu failure(s)\n",
@@ -138,11 +198,12 @@ bool membership::register_now(bool first) {
     return false;
   }
   epoch_.store(*e, std::memory_order_release);
-  lease_until_.store(ticks(sent + options_.session_timeout - options_.session_timeout / 20),
-                     std::memory_order_release);
   registrations_.fetch_add(1, std::memory_order_relaxed);
   failures_ = 0;
-  if (!first) {
+  if (first) {
+    hold_lease(sent);
+  } else {
+    rejoining_ = true;  // the next heartbeats decide when it acknowledges again
     std::fprintf(stderr, "silt: cluster: registered again at broker epoch %lld\n",
                  static_cast<long long>(*e));
   }

@@ -17,7 +17,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +38,8 @@ struct membership_options {
   // The caller holds the WAL's lock: a live registration of this node id from this machine
   // and WAL location is a dead process's, replaced at once.
   bool holds_wal_lock = false;
+  // How long start() waits for another broker to finish taking over this node's WAL.
+  std::chrono::milliseconds takeover_wait{60000};
 };
 
 using broker_list = std::vector<metadata::broker_record>;
@@ -43,7 +47,8 @@ using broker_list = std::vector<metadata::broker_record>;
 class membership {
  public:
   // Registers (waiting at most a session timeout for a live registration of this node id to
-  // lapse) and starts the heartbeat thread.
+  // lapse), waits while another broker takes this node's WAL over (a takeover started while
+  // this node was dead; at most options.takeover_wait), and starts the heartbeat thread.
   [[nodiscard]] static tl::expected<std::unique_ptr<membership>, std::string> start(
       std::shared_ptr<metadata::sql::database> db, membership_options options);
   ~membership();
@@ -51,8 +56,13 @@ class membership {
   membership& operator=(const membership&) = delete;
 
   // Whether this broker's lease still holds: false from when it may have lapsed in the
-  // database until the broker registered again.
+  // database until the broker registered again and, after that, until no takeover of its WAL
+  // is under way and on_rejoin returned true.
   [[nodiscard]] bool can_acknowledge() const;
+  // Called on the heartbeat thread after this broker registered again (its lease had lapsed:
+  // its streams may have been taken over meanwhile) and before it acknowledges anything: true
+  // once the broker follows the streams' owners again.
+  void set_on_rejoin(std::function<bool()> on_rejoin);
   // The live brokers by node id as of the last heartbeat, this one always among them.
   [[nodiscard]] std::shared_ptr<const broker_list> brokers() const;
   [[nodiscard]] int64_t broker_epoch() const { return epoch_.load(std::memory_order_acquire); }
@@ -77,6 +87,11 @@ class membership {
   void beat();
   [[nodiscard]] bool register_now(bool first);
   void refresh_list();
+  // Whether a takeover of this node's WAL is under way, and by which node; nullopt when the
+  // registry cannot tell.
+  [[nodiscard]] std::optional<base::node_id> taken_over_by();
+  // The lease as counted from a heartbeat sent at `sent`.
+  void hold_lease(std::chrono::steady_clock::time_point sent);
 
   std::unique_ptr<metadata::broker_registry> registry_;
   const membership_options options_;
@@ -87,6 +102,8 @@ class membership {
   std::atomic<uint64_t> registrations_{0};
   mutable base::mutex mu_;
   std::shared_ptr<const broker_list> brokers_ GUARDED_BY(mu_);
+  std::function<bool()> on_rejoin_ GUARDED_BY(mu_);
+  bool rejoining_ = false;  // heartbeat thread only: registered again, not acknowledging yet
   bool stopping_ GUARDED_BY(mu_) = false;
   std::condition_variable wake_;
   std::thread thread_;

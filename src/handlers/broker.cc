@@ -168,6 +168,22 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   if (!objects) return tl::make_unexpected("object.store.uri: " + objects.error());
   b->objects_ = std::move(*objects);
 
+  // Membership: registered (at a new broker epoch) before the WAL is opened or anything taken;
+  // while another broker is taking this node's WAL over, start() waits for it to finish.
+  cluster::membership_options mo;
+  mo.self.node = base::node_id(config.node_id);
+  mo.self.host = config::advertised_endpoint(config).host;
+  mo.self.port = config::advertised_endpoint(config).port;
+  mo.self.rack = config.broker_rack;
+  std::error_code abs_ec;
+  mo.self.wal_location = fs::absolute(config.wal_path, abs_ec).lexically_normal().string();
+  mo.self.machine = metadata::same_machine_id();
+  mo.heartbeat_interval = std::chrono::milliseconds(config.broker_heartbeat_interval_ms);
+  mo.session_timeout = std::chrono::milliseconds(config.broker_session_timeout_ms);
+  mo.holds_wal_lock = true;
+  auto member = cluster::membership::start(*db, mo);
+  if (!member) return tl::make_unexpected(member.error());
+  b->membership_ = std::move(*member);
   storage::stream_store_options so;
   so.wal.path = config.wal_path;
   so.wal.capacity = config.wal_capacity_bytes;
@@ -210,21 +226,6 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
     return tl::make_unexpected("cluster.id " + config.cluster_id + " does not match the id " +
                                *cluster_id + " stored in " + (*db)->describe());
   }
-  // Membership: registered (at a new broker epoch) before it takes anything.
-  cluster::membership_options mo;
-  mo.self.node = base::node_id(config.node_id);
-  mo.self.host = config::advertised_endpoint(config).host;
-  mo.self.port = config::advertised_endpoint(config).port;
-  mo.self.rack = config.broker_rack;
-  std::error_code abs_ec;
-  mo.self.wal_location = fs::absolute(config.wal_path, abs_ec).lexically_normal().string();
-  mo.self.machine = metadata::same_machine_id();
-  mo.heartbeat_interval = std::chrono::milliseconds(config.broker_heartbeat_interval_ms);
-  mo.session_timeout = std::chrono::milliseconds(config.broker_session_timeout_ms);
-  mo.holds_wal_lock = true;
-  auto member = cluster::membership::start(*db, mo);
-  if (!member) return tl::make_unexpected(member.error());
-  b->membership_ = std::move(*member);
   // The streams this broker serves, each taken at its next epoch (Kafka's leader epoch) before
   // it serves a request: those nobody owns, its own, and those of a node whose WAL is this
   // one (the same broker under another node.id: the replay just read their data) or that
@@ -303,6 +304,17 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
     }
     return true;
   };
+  cto.on_takeover = [p = b.get()](const std::vector<metadata::wal_takeover>& t) {
+    p->take_over(t);
+  };
+  // After a lapse of its lease, the broker reads every stream's owner again before it
+  // acknowledges: some may have been taken over meanwhile.
+  b->membership_->set_on_rejoin([p = b.get()] {
+    auto adopted = p->store_->refresh_owners(true);
+    if (!adopted) return false;
+    for (const base::stream_id s : *adopted) p->producers_->forget(s);
+    return true;
+  });
   auto controller = cluster::controller::start(*db, *b->membership_, cto);
   if (!controller) return tl::make_unexpected(controller.error());
   b->controller_ = std::move(*controller);
@@ -434,6 +446,28 @@ tl::expected<size_t, storage::stream_error> broker::release(
   // Clients waiting on this broker learn of the new leader at once.
   ctx_->waiters.notify_all();
   return handed;
+}
+
+void broker::take_over(const std::vector<metadata::wal_takeover>& takeovers) {
+  if (taking_over_.exchange(true)) return;  // one run at a time; the next round tries again
+  std::vector<storage::stream_store::dead_wal> from;
+  from.reserve(takeovers.size());
+  for (const auto& t : takeovers) from.push_back({t.node, t.wal_location});
+  asio::post(blocking_.get_executor(), [this, from = std::move(from)] {
+    if (!closed_) {
+      auto taken = store_->take_over(from, std::chrono::seconds(10));
+      if (taken) {
+        // Producer state is read again: the snapshot and the batches the dead WAL held.
+        for (const base::stream_id s : *taken) producers_->forget(s);
+        ctx_->waiters.notify_all();
+        takeover_failures_ = 0;
+      } else if (takeover_failures_++ % 20 == 0) {
+        std::fprintf(stderr, "silt: cluster: taking over a dead broker's WAL failed: %s\n",
+                     taken.error().c_str());
+      }
+    }
+    taking_over_.store(false);
+  });
 }
 
 void broker::hand_over_partitions() {

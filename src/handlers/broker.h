@@ -4,6 +4,7 @@
 // connections at once), then close() after the server stopped.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -77,7 +78,12 @@ class broker final : public net::request_handler {
   // handover(). Returns how many were handed over.
   tl::expected<size_t, storage::stream_error> release(
       const std::map<base::stream_id, base::node_id>& to);
+  // Runs the takeovers of dead brokers' WALs this broker holds (stream_store::take_over()) on
+  // the blocking pool, one run at a time; called by the controller thread each round.
+  void take_over(const std::vector<metadata::wal_takeover>& takeovers);
   std::vector<base::stream_id> unsettled_;  // learned streams not taken yet (refresh_topics)
+  std::atomic<bool> taking_over_{false};
+  uint64_t takeover_failures_ = 0;  // in a row (the takeover run only)
   bool closed_ = false;
 };
 

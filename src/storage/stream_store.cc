@@ -306,8 +306,10 @@ tl::expected<std::vector<base::stream_id>, stream_error> stream_store::learn(
   return unsettled;
 }
 
-tl::expected<std::vector<base::stream_id>, stream_error> stream_store::refresh_owners() {
+tl::expected<std::vector<base::stream_id>, stream_error> stream_store::refresh_owners(
+    bool everything) {
   base::lock_guard owners(owners_mu_);
+  if (everything) owners_seen_ = -1;
   auto changes = catalog_->ownership_changes_since(owners_seen_);
   if (!changes) return fail(stream_error::catalog);
   std::vector<base::stream_id> adopted;

@@ -178,7 +178,10 @@ class stream_store {
   // changed): streams another node took are fenced here; streams another node handed to this
   // one are served from their committed end (adopted: returned, so that state kept elsewhere of
   // them, such as producer state, is read again); targets are noted for moves(). Catalog I/O.
-  [[nodiscard]] tl::expected<std::vector<base::stream_id>, stream_error> refresh_owners();
+  // `everything`: every stream's state is read, not only the changes (after a lapse of this
+  // broker's lease, when its view may be stale).
+  [[nodiscard]] tl::expected<std::vector<base::stream_id>, stream_error> refresh_owners(
+      bool everything = false);
   // What this node is to do about targets, as of the last refresh_owners(): streams it owns
   // whose target is another node (release: prepare_release() then handover()), and streams no
   // node owns whose target is this node (take()).
