@@ -310,10 +310,12 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   // After a lapse of its lease, the broker reads every stream's owner again before it
   // acknowledges: some may have been taken over meanwhile.
   b->membership_->set_on_rejoin([p = b.get()] {
-    auto adopted = p->store_->refresh_owners(true);
-    if (!adopted) return false;
-    for (const base::stream_id s : *adopted) p->producers_->forget(s);
-    return true;
+    return p->store_
+        ->refresh_owners(true,
+                         [p](const std::vector<base::stream_id>& coming) {
+                           for (const base::stream_id s : coming) p->producers_->forget(s);
+                         })
+        .has_value();
   });
   auto controller = cluster::controller::start(*db, *b->membership_, cto);
   if (!controller) return tl::make_unexpected(controller.error());
@@ -391,10 +393,12 @@ void broker::refresh_topics() {
 
 void broker::follow_owners() {
   // New owners and epochs of other brokers' streams (a restart, a take, a handover).
-  auto adopted = store_->refresh_owners();
+  // Producer state of a stream another broker served is read again on its next use (dropped
+  // before the stream takes appends here).
+  auto adopted = store_->refresh_owners(false, [this](const std::vector<base::stream_id>& coming) {
+    for (const base::stream_id s : coming) producers_->forget(s);
+  });
   if (!adopted) return;
-  // Producer state of a stream another broker served is read again on its next use.
-  for (const base::stream_id s : *adopted) producers_->forget(s);
   if (!adopted->empty()) {
     std::fprintf(stderr, "silt: cluster: took over %zu partition(s) handed to node %d\n",
                  adopted->size(), config_.node_id);
@@ -455,10 +459,13 @@ void broker::take_over(const std::vector<metadata::wal_takeover>& takeovers) {
   for (const auto& t : takeovers) from.push_back({t.node, t.wal_location});
   asio::post(blocking_.get_executor(), [this, from = std::move(from)] {
     if (!closed_) {
-      auto taken = store_->take_over(from, std::chrono::seconds(10));
+      // Producer state is read again before the streams take appends: the snapshot and the
+      // batches after it, those the dead WAL held included.
+      auto taken = store_->take_over(from, std::chrono::seconds(10),
+                                     [this](const std::vector<base::stream_id>& coming) {
+                                       for (const base::stream_id s : coming) producers_->forget(s);
+                                     });
       if (taken) {
-        // Producer state is read again: the snapshot and the batches the dead WAL held.
-        for (const base::stream_id s : *taken) producers_->forget(s);
         ctx_->waiters.notify_all();
         takeover_failures_ = 0;
       } else if (takeover_failures_++ % 20 == 0) {

@@ -223,7 +223,22 @@ struct pending {
 
 // Whether a partition's batch went on (appended, or answered) or must wait: for room in the
 // WAL, or for a batch in flight that this one retries.
-enum class attempt : uint8_t { done, wait };
+// load: the stream's producer state is not in memory (forgotten since it was loaded: another
+// broker served the stream meanwhile); the caller loads it on the blocking pool and tries again.
+enum class attempt : uint8_t { done, wait, load };
+
+// The first idempotent batch of a partition since the start, or since another broker served it:
+// its producer state is read (registry, and a replay that may read objects) on the blocking
+// pool.
+asio::awaitable<void> load_producers(context& ctx, base::stream_id stream) {
+  co_await asio::co_spawn(
+      ctx.blocking,
+      [&ctx, stream]() -> asio::awaitable<void> {
+        ctx.producers.load(stream);
+        co_return;
+      },
+      asio::use_awaitable);
+}
 
 attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pending>& p, size_t i,
                    checked& c) {
@@ -248,6 +263,8 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
                             : "another broker has taken this partition");
       return attempt::done;
     }
+    // (check() would read it here, on a network thread.)
+    if (!ctx.producers.loaded(c.stream_id)) return attempt::load;
     const auto verdict = ctx.producers.check(c.stream_id, c.first);
     switch (verdict.v) {
       case producer_state::verdict::reject:
@@ -378,24 +395,26 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
   co_await ctx.order.wait_turn(turn.ticket());
   for (size_t i = 0; i < work.size(); ++i) {
     auto& c = work[i];
-    if (c.idempotent && !ctx.producers.loaded(c.stream_id)) {
-      // The first idempotent batch of a partition since the start: its producer state is read
-      // (registry, and a replay that may read objects) on the blocking pool.
-      co_await asio::co_spawn(
-          ctx.blocking,
-          [&ctx, stream = c.stream_id]() -> asio::awaitable<void> {
-            ctx.producers.load(stream);
-            co_return;
-          },
-          asio::use_awaitable);
+    if (c.idempotent && !ctx.producers.loaded(c.stream_id))
+      co_await load_producers(ctx, c.stream_id);
+    attempt first = try_append(ctx, raw, p, i, c);
+    if (first == attempt::load) {
+      co_await load_producers(ctx, c.stream_id);
+      first = try_append(ctx, raw, p, i, c);
     }
-    if (try_append(ctx, raw, p, i, c) == attempt::done) continue;
+    if (first == attempt::done) continue;
     for (;;) {
       // Subscribed before trying again, so that the wake-up cannot fall in between.
       auto w = ctx.waiters.subscribe(ex, {data_waiters::wal_room, c.stream_id});
-      if (try_append(ctx, raw, p, i, c) == attempt::done) {
+      const attempt again = try_append(ctx, raw, p, i, c);
+      if (again == attempt::done) {
         ctx.waiters.unsubscribe(w);
         break;
+      }
+      if (again == attempt::load) {
+        ctx.waiters.unsubscribe(w);
+        co_await load_producers(ctx, c.stream_id);
+        continue;
       }
       const int64_t left = deadline - base::now_ms();
       if (left <= 0 || ctx.stopping) {

@@ -27,6 +27,12 @@ void log_cache::load(base::stream_id stream_id, const metadata::stream_state& s,
   st.next_offset = st.durable_end = st.committed_end = s.end_offset;
 }
 
+bool log_cache::adoptable(base::stream_id stream_id, const metadata::stream_state& s) {
+  auto& st = stream(stream_id);
+  base::lock_guard lock(st.mu);
+  return s.epoch > st.epoch || (s.epoch == st.epoch && st.fenced);
+}
+
 bool log_cache::adopt(base::stream_id stream_id, const metadata::stream_state& s) {
   auto& st = stream(stream_id);
   base::lock_guard lock(st.mu);

@@ -89,6 +89,8 @@ class log_cache {
   // long ago, or never committed at a stale epoch), and it is served from the catalog's end.
   // False (nothing changed) unless s.epoch is newer than the stream's epoch here.
   bool adopt(base::stream_id stream_id, const metadata::stream_state& s);
+  // Whether adopt() would change the stream now.
+  [[nodiscard]] bool adoptable(base::stream_id stream_id, const metadata::stream_state& s);
 
   // Adds an entry whose offsets the caller assigned under st.mu.
   void push_locked(cached_stream& st, std::shared_ptr<entry> e) REQUIRES(st.mu);

@@ -307,7 +307,7 @@ tl::expected<std::vector<base::stream_id>, stream_error> stream_store::learn(
 }
 
 tl::expected<std::vector<base::stream_id>, stream_error> stream_store::refresh_owners(
-    bool everything) {
+    bool everything, const stream_list_callback& before_serving) {
   base::lock_guard owners(owners_mu_);
   if (everything) owners_seen_ = -1;
   auto changes = catalog_->ownership_changes_since(owners_seen_);
@@ -316,7 +316,12 @@ tl::expected<std::vector<base::stream_id>, stream_error> stream_store::refresh_o
   if (changes->version == owners_seen_) return adopted;
   const base::node_id self = options_.node_id;
   bool handed = false;
-  for (const auto& [id, s] : changes->streams) handed = handed || s.owner == self;
+  std::vector<base::stream_id> coming;
+  for (const auto& [id, s] : changes->streams) {
+    if (s.owner == self && cache_.adoptable(id, s)) coming.push_back(id);
+  }
+  handed = !coming.empty();
+  if (handed && before_serving) before_serving(coming);
   auto apply = [&] {
     for (const auto& [id, s] : changes->streams) {
       if (s.owner != self) {
@@ -450,7 +455,8 @@ tl::expected<void, stream_error> stream_store::handover(base::stream_id stream_i
 }
 
 tl::expected<std::vector<base::stream_id>, std::string> stream_store::take_over(
-    const std::vector<dead_wal>& from, std::chrono::milliseconds timeout) {
+    const std::vector<dead_wal>& from, std::chrono::milliseconds timeout,
+    const stream_list_callback& before_serving) {
   const base::node_id self = options_.node_id;
   std::vector<base::node_id> nodes;
   nodes.reserve(from.size());
@@ -559,6 +565,7 @@ tl::expected<std::vector<base::stream_id>, std::string> stream_store::take_over(
                                std::string(metadata::catalog_error_name(f.error())));
   }
   std::vector<base::stream_id> out(taken.begin(), taken.end());
+  if (before_serving) before_serving(out);
   for (const base::stream_id id : out) {
     auto& st = cache_.stream(id);
     base::lock_guard lock(st.mu);

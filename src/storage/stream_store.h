@@ -179,9 +179,12 @@ class stream_store {
   // one are served from their committed end (adopted: returned, so that state kept elsewhere of
   // them, such as producer state, is read again); targets are noted for moves(). Catalog I/O.
   // `everything`: every stream's state is read, not only the changes (after a lapse of this
-  // broker's lease, when its view may be stale).
+  // broker's lease, when its view may be stale). `before_serving` gets the streams about to be
+  // adopted while they still refuse appends, so that state kept elsewhere of them (producer
+  // state) is dropped before the first append.
+  using stream_list_callback = std::function<void(const std::vector<base::stream_id>&)>;
   [[nodiscard]] tl::expected<std::vector<base::stream_id>, stream_error> refresh_owners(
-      bool everything = false);
+      bool everything = false, const stream_list_callback& before_serving = {});
   // What this node is to do about targets, as of the last refresh_owners(): streams it owns
   // whose target is another node (release: prepare_release() then handover()), and streams no
   // node owns whose target is this node (take()).
@@ -218,7 +221,8 @@ class stream_store {
     std::string location;
   };
   [[nodiscard]] tl::expected<std::vector<base::stream_id>, std::string> take_over(
-      const std::vector<dead_wal>& from, std::chrono::milliseconds timeout);
+      const std::vector<dead_wal>& from, std::chrono::milliseconds timeout,
+      const stream_list_callback& before_serving = {});
   // A stream's epochs and the offsets they began at (catalog I/O on the calling thread).
   [[nodiscard]] tl::expected<std::vector<metadata::epoch_start>, stream_error> epochs(
       base::stream_id stream_id);

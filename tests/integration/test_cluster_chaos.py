@@ -1,0 +1,334 @@
+"""The three-broker cluster of scripts/cluster.sh (PostgreSQL, radosgw, brokers in two racks,
+default timeouts) under moves, kills and joins, with clients nobody on the team wrote.
+
+Kafka's Java VerifiableProducer and a librdkafka producer (both idempotent, acks=all) write
+to every partition, and Kafka's Java VerifiableConsumer and a librdkafka consumer read in
+groups, while, SILT_CLUSTER_ROUNDS times each (default 10): a partition is moved to another
+broker; a broker is killed with SIGKILL and started again; a fourth broker joins, gets its
+share, and stops cleanly. A checker then proves that every acknowledged record is in the log
+once, at the offset it was acknowledged at, that offsets are dense and each producer's records
+keep their order in every partition, and that both groups consumed every acknowledged record.
+The median and worst time of each kind of event are printed (docs/benchmarks.md)."""
+import json
+import os
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from conftest import KAFKA_REF, SILT_BIN, selected_brokers
+from test_membership import partition_leader_epochs, produce_v10
+from test_partition_moves import alter_reassignments
+from test_record_validation import batch, records
+from util import consume_all, create_topic
+
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTER = ROOT / "scripts" / "cluster.sh"
+ROUNDS = int(os.environ.get("SILT_CLUSTER_ROUNDS", "10"))
+PARTITIONS = 6
+TOPIC = "chaos"
+
+
+def free_base_port():
+    """A port p with p .. p+3 free (brokers 1-4)."""
+    for _ in range(200):
+        base = random.randrange(20000, 60000)
+        socks = []
+        try:
+            for i in range(4):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", base + i))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    pytest.fail("no four free ports in a row")
+
+
+class Cluster:
+    def __init__(self, workdir):
+        self.env = dict(os.environ, CLUSTER_DIR=str(workdir), SILT=str(SILT_BIN),
+                        BASE_PORT=str(free_base_port()))
+        self.base = int(self.env["BASE_PORT"])
+        self.workdir = workdir
+
+    def run(self, *args, timeout=120):
+        r = subprocess.run([str(CLUSTER), *map(str, args)], env=self.env, capture_output=True,
+                           text=True, timeout=timeout)
+        assert r.returncode == 0, f"cluster.sh {' '.join(map(str, args))}:\n{r.stderr}"
+        return r
+
+    def bootstrap(self, n):
+        return f"127.0.0.1:{self.base + n - 1}"
+
+    def all_bootstrap(self):
+        return ",".join(self.bootstrap(n) for n in (1, 2, 3))
+
+    def log(self, n):
+        p = self.workdir / f"broker-{n}" / "log"
+        return p.read_text(errors="replace") if p.exists() else ""
+
+
+@pytest.fixture
+def cluster():
+    if "silt" not in selected_brokers():
+        pytest.skip("Silt not selected (SILT_TEST_BROKERS)")
+    # Not under pytest's private temporary directory: PostgreSQL's server user reads it.
+    workdir = Path(tempfile.mkdtemp(prefix="silt-cluster-"))
+    workdir.chmod(0o755)
+    c = Cluster(workdir)
+    try:
+        c.run("up", timeout=300)
+        yield c
+    finally:
+        subprocess.run([str(CLUSTER), "down"], env=c.env, capture_output=True, timeout=300)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+class JavaTool:
+    """A Kafka tool in a JVM of its own whose JSON output lines are collected."""
+
+    def __init__(self, cls, *args):
+        self.proc = subprocess.Popen([str(KAFKA_REF), "tool", cls, *map(str, args)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.events = []
+        self.reader = threading.Thread(target=self.read, daemon=True)
+        self.reader.start()
+
+    def read(self):
+        for line in self.proc.stdout:
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    self.events.append(json.loads(line))
+                except ValueError:
+                    pass
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                pytest.fail("a Java tool did not stop within 120 s")
+        self.reader.join(30)
+        return self.proc.stderr.read()
+
+
+class RdProducer:
+    def __init__(self, bootstrap):
+        self.acked, self.errors = [], []
+        self.stop_event = threading.Event()
+        self.p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                           "acks": "all", "linger.ms": 5, "message.timeout.ms": 300000,
+                           "retry.backoff.ms": 50, "reconnect.backoff.max.ms": 500})
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def done(self, err, msg):
+        if err is not None:
+            self.errors.append(str(err))
+        else:
+            self.acked.append((msg.partition(), msg.offset(), msg.value()))
+
+    def run(self):
+        i = 0
+        while not self.stop_event.is_set():
+            self.p.produce(TOPIC, value=b"2.%d" % i, partition=i % PARTITIONS,
+                           on_delivery=self.done)
+            i += 1
+            self.p.poll(0)
+            if i % 10 == 0:
+                time.sleep(0.02)  # about 500 records/s
+        self.left = self.p.flush(300)
+
+    def stop(self):
+        self.stop_event.set()
+        self.thread.join(320)
+        assert self.left == 0, f"librdkafka producer: {self.left} records never acknowledged"
+
+
+class RdGroupConsumer:
+    def __init__(self, bootstrap):
+        self.seen = set()
+        self.errors = []
+        self.stop_event = threading.Event()
+        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-rd",
+                           "auto.offset.reset": "earliest", "enable.auto.commit": True,
+                           "auto.commit.interval.ms": 500})
+        self.c.subscribe([TOPIC])
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop_event.is_set():
+            m = self.c.poll(0.2)
+            if m is None:
+                continue
+            if m.error():
+                self.errors.append(str(m.error()))
+                continue
+            self.seen.add((m.partition(), m.offset()))
+        self.c.close()
+
+    def stop(self):
+        self.stop_event.set()
+        self.thread.join(60)
+
+
+def leaders(bootstrap):
+    return {p: (err, node) for p, (err, node, _) in partition_leader_epochs(bootstrap,
+                                                                              TOPIC).items()}
+
+
+def wait_served(c, via, since, timeout=60, partitions=range(PARTITIONS)):
+    """Until each partition's leader takes a produce; seconds since `since`."""
+    pending = set(partitions)
+    deadline = time.time() + timeout
+    while pending:
+        assert time.time() < deadline, f"partitions {sorted(pending)} not served"
+        try:
+            now = leaders(c.bootstrap(via))
+        except OSError:
+            time.sleep(0.05)
+            continue
+        for p in sorted(pending):
+            err, node = now.get(p, (-1, -1))
+            if err != 0 or node < 1:
+                continue
+            try:
+                if produce_v10(c.bootstrap(node), TOPIC, p, batch(records(1), 1))[0] == 0:
+                    pending.discard(p)
+            except OSError:
+                pass
+        time.sleep(0.02)
+    return time.time() - since
+
+
+def test_moves_kills_and_joins_lose_and_duplicate_nothing(cluster, tmp_path):
+    c = cluster
+    create_topic(c.all_bootstrap(), TOPIC, partitions=PARTITIONS)
+    wait_served(c, 1, time.time())
+    config = tmp_path / "producer.properties"
+    config.write_text("enable.idempotence=true\nacks=all\nretries=2147483647\n"
+                      "delivery.timeout.ms=300000\nretry.backoff.ms=50\n"
+                      "reconnect.backoff.max.ms=500\n")
+    java_producer = JavaTool("org.apache.kafka.tools.VerifiableProducer", "--topic", TOPIC,
+                             "--bootstrap-server", c.all_bootstrap(), "--throughput", 500,
+                             "--value-prefix", 1, "--producer.config", config)
+    java_consumer = JavaTool("org.apache.kafka.tools.VerifiableConsumer", "--topic", TOPIC,
+                             "--group-id", "chaos-java", "--bootstrap-server",
+                             c.all_bootstrap(), "--reset-policy", "earliest", "--verbose")
+    rd_producer = RdProducer(c.all_bootstrap())
+    rd_consumer = RdGroupConsumer(c.all_bootstrap())
+    try:
+        check_under_chaos(c, java_producer, java_consumer, rd_producer, rd_consumer)
+    finally:
+        # Whatever failed, no client outlives the test.
+        for stop in (rd_producer.stop_event.set, rd_consumer.stop_event.set, java_producer.stop,
+                     java_consumer.stop):
+            try:
+                stop()
+            except Exception:  # noqa: BLE001 (the first failure is the one reported)
+                pass
+
+
+def check_under_chaos(c, java_producer, java_consumer, rd_producer, rd_consumer):
+    moves, failovers, joins = [], [], []
+    rng = random.Random(int(os.environ.get("SILT_CLUSTER_SEED", "12")))
+    try:
+        time.sleep(3)
+        for _ in range(ROUNDS):
+            # (a) A partition moves to another broker.
+            now = leaders(c.bootstrap(1))
+            p = rng.randrange(PARTITIONS)
+            to = rng.choice([n for n in (1, 2, 3) if n != now[p][1]])
+            start = time.time()
+            top, res = alter_reassignments(c.bootstrap(1), TOPIC, {p: [to]})
+            assert top == 0 and res[p][0] == 0, res
+            moves.append(wait_served(c, to, start, partitions=[p]))
+            time.sleep(0.5)
+
+            # (b) A broker is killed, and started again once its partitions are served.
+            dead = rng.choice((1, 2, 3))
+            via = 1 if dead != 1 else 2
+            killed = time.time()  # (cluster.sh returns once the process is gone)
+            c.run("kill", dead)
+            failovers.append(wait_served(c, via, killed))
+            c.run("start", dead)
+            time.sleep(0.5)
+
+            # (c) A fourth broker joins, gets its share, and stops cleanly.
+            start = time.time()
+            c.run("start", 4)
+            deadline = start + 20
+            while 4 not in {n for _, n in leaders(c.bootstrap(1)).values()}:
+                assert time.time() < deadline, "broker 4 got no partition"
+                time.sleep(0.05)
+            joins.append(wait_served(c, 1, start))
+            c.run("stop", 4)
+            wait_served(c, 1, time.time())
+    finally:
+        rd_producer.stop()
+        producer_err = java_producer.stop()
+    acked = list(rd_producer.acked)
+    java_acked = [e for e in java_producer.events if e.get("name") == "producer_send_success"]
+    java_errors = [e for e in java_producer.events if e.get("name") == "producer_send_error"]
+    acked += [(e["partition"], e["offset"], e["value"].encode()) for e in java_acked]
+    assert not rd_producer.errors, rd_producer.errors[:5]
+    assert not java_errors, java_errors[:5]
+    assert len(java_acked) > 1000, producer_err[-3000:]
+    assert len(rd_producer.acked) > 1000
+
+    # Every acknowledged record once, where it was acknowledged; offsets dense; each
+    # producer's records in order in each partition.
+    got = consume_all(c.all_bootstrap(), TOPIC, PARTITIONS, timeout=120)
+    by_partition = {}
+    for m in got:
+        by_partition.setdefault(m["partition"], []).append(m)
+    for p, ms in by_partition.items():
+        assert [m["offset"] for m in ms] == list(range(len(ms))), f"partition {p} has gaps"
+        for prefix in (b"1.", b"2."):
+            seq = [int(m["value"][2:]) for m in ms if m["value"].startswith(prefix)]
+            assert seq == sorted(seq), f"partition {p}: producer {prefix!r} out of order"
+    values = [m["value"] for m in got if m["value"][:2] in (b"1.", b"2.")]
+    assert len(values) == len(set(values)), "a record was written twice"
+    at = {(m["partition"], m["offset"]): m["value"] for m in got}
+    lost = [a for a in acked if at.get((a[0], a[1])) != a[2]]
+    assert not lost, f"{len(lost)} acknowledged records lost, first {lost[:3]}"
+
+    # Both groups read everything acknowledged (at least once).
+    wanted = {(p, o) for p, o, _ in acked}
+    deadline = time.time() + 120
+    while True:
+        java_seen = {(e["partition"], e["offset"]) for e in java_consumer.events
+                     if e.get("name") == "record_data"}
+        missing = (len(wanted - rd_consumer.seen), len(wanted - java_seen))
+        if missing == (0, 0):
+            break
+        assert time.time() < deadline, f"groups missed records (librdkafka, Java): {missing}"
+        time.sleep(0.5)
+    rd_consumer.stop()
+    java_consumer.stop()
+
+    def summary(name, xs):
+        return (f"{len(xs)} {name}: median {statistics.median(xs) * 1000:.0f} ms, worst "
+                f"{max(xs) * 1000:.0f} ms")
+    print(f"3 brokers, {PARTITIONS} partitions; {summary('moves (request to served)', moves)}; "
+          f"{summary('kills (SIGKILL to every partition served)', failovers)}; "
+          f"{summary('joins (start to every partition served, one on the new broker)', joins)}; "
+          f"{len(acked)} records acknowledged (Java {len(java_acked)}, librdkafka "
+          f"{len(rd_producer.acked)}), none lost or duplicated")
