@@ -95,6 +95,7 @@ static int run(int argc, char** argv) {
   silt::storage::wal::wal_stats wal_before;        // guarded by wal_report_mu
   silt::storage::stream_store_stats store_before;  // guarded by wal_report_mu
   uint64_t transactions_before = 0;                // guarded by wal_report_mu
+  uint64_t statements_before = 0;                  // guarded by wal_report_mu
   auto log_metrics = [&] {
     std::string text = server.metrics().report("silt: requests: ");
     {
@@ -119,17 +120,19 @@ static int run(int argc, char** argv) {
       wal_before = wal;
       const auto store = (*broker)->ctx().store.stats();
       const uint64_t transactions = silt::metadata::sql::committed_transactions();
+      const uint64_t statements = silt::metadata::sql::statements_sent();
       if (store.uploads != store_before.uploads || store.compactions != store_before.compactions ||
           transactions != transactions_before) {
-        text +=
-            "silt: store: uploads " + std::to_string(store.uploads - store_before.uploads) +
-            " (stream-set objects " +
-            std::to_string(store.stream_set_objects - store_before.stream_set_objects) +
-            ", stream objects " +
-            std::to_string(store.stream_objects - store_before.stream_objects) + "), compactions " +
-            std::to_string(store.compactions - store_before.compactions) + ", objects deleted " +
-            std::to_string(store.deleted_objects - store_before.deleted_objects) +
-            " | metadata transactions " + std::to_string(transactions - transactions_before) + "\n";
+        text += "silt: store: uploads " + std::to_string(store.uploads - store_before.uploads) +
+                " (stream-set objects " +
+                std::to_string(store.stream_set_objects - store_before.stream_set_objects) +
+                ", stream objects " +
+                std::to_string(store.stream_objects - store_before.stream_objects) +
+                "), compactions " + std::to_string(store.compactions - store_before.compactions) +
+                ", objects deleted " +
+                std::to_string(store.deleted_objects - store_before.deleted_objects) +
+                " | metadata transactions " + std::to_string(transactions - transactions_before) +
+                ", statements " + std::to_string(statements - statements_before) + "\n";
       }
       if (store.cold_reads != store_before.cold_reads) {
         text += "silt: cold reads " + std::to_string(store.cold_reads - store_before.cold_reads) +
@@ -141,6 +144,7 @@ static int run(int argc, char** argv) {
       }
       store_before = store;
       transactions_before = transactions;
+      statements_before = statements;
     }
     std::fputs(text.c_str(), stderr);
   };

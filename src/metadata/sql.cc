@@ -13,6 +13,7 @@ namespace {
 thread_local bool network_thread = false;
 std::atomic<uint64_t> violations{0};
 std::atomic<uint64_t> commits{0};
+std::atomic<uint64_t> statements{0};
 
 // The schema, one step per version. `{int}` and `{blob}` become each database's 64-bit
 // integer and byte-string types. Version 1 is the schema of the first releases, which had
@@ -240,6 +241,10 @@ uint64_t committed_transactions() {
   return commits.load(std::memory_order_relaxed);
 }
 
+uint64_t statements_sent() {
+  return statements.load(std::memory_order_relaxed);
+}
+
 void count_statement(const connection& c, std::string_view sql) {
   if (c.in_transaction) return;
   for (const std::string_view verb : {"INSERT", "UPDATE", "DELETE"}) {
@@ -291,7 +296,10 @@ uint64_t network_thread_violations() {
 }
 
 bool refuse_on_network_thread(std::string_view sql) {
-  if (!network_thread) return false;
+  if (!network_thread) {
+    statements.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   violations.fetch_add(1, std::memory_order_relaxed);
   std::fprintf(stderr, "metadata: refused a statement on a network thread: %.*s\n",
                static_cast<int>(std::min<size_t>(sql.size(), 120)), sql.data());

@@ -135,6 +135,9 @@ inline constexpr int64_t schema_version = 6;
 // Transactions committed through the metadata store since start: each `transaction` that
 // committed, and each write statement run outside one (its own transaction).
 [[nodiscard]] uint64_t committed_transactions();
+// Statements sent to the metadata store since start (BEGIN and COMMIT included): on
+// PostgreSQL, each is a round trip to the server.
+[[nodiscard]] uint64_t statements_sent();
 
 // Network threads mark themselves; the metadata store refuses to run a statement on one
 // (and counts the attempt), so that a slow database can never stall a connection's thread.

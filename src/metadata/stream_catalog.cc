@@ -542,14 +542,18 @@ tl::expected<int64_t, catalog_error> stream_catalog::bump_ownership_locked() {
 tl::expected<ownership_changes, catalog_error> stream_catalog::ownership_changes_since(
     int64_t since) {
   base::lock_guard lock(mu_);
+  ownership_changes out;
+  // Nothing changed (the common case): one statement, one round trip.
+  auto quick = c_->query("SELECT value FROM counters WHERE name = 'ownership_changed'");
+  if (!quick || quick->rows.empty()) return fail(catalog_error::io);
+  out.version = quick->rows.front().integer(0);
+  if (out.version == since) return out;
   // One snapshot: the counter and the rows changed up to it.
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
   auto v = c_->query("SELECT value FROM counters WHERE name = 'ownership_changed'");
   if (!v || v->rows.empty()) return fail(catalog_error::io);
-  ownership_changes out;
   out.version = v->rows.front().integer(0);
-  if (out.version == since) return out;
   auto r = c_->query(
       "SELECT stream_id, start_offset, end_offset, owner, epoch, target, taken_from FROM streams "
       "WHERE "

@@ -174,6 +174,23 @@ TEST_P(GroupStore, AnUpsertReplacesTheStoredOffsetAndGroup) {
   EXPECT_EQ(l.groups[0].data, (std::vector<uint8_t>{2, 2}));
 }
 
+// A group's offset commit of 100 partitions is one transaction of a few statements (round
+// trips on PostgreSQL), whatever the partition count.
+TEST_P(GroupStore, AnOffsetCommitIsAFewRoundTrips) {
+  auto s = open();
+  const std::vector<int32_t> shards{1};
+  ASSERT_TRUE(s->take(shards));
+  std::vector<shard_write> w(1);
+  w[0].shard = 1;
+  for (int32_t p = 0; p < 100; ++p) w[0].offsets.push_back(offset_of("g", "t", p, 10 + p));
+  const uint64_t before = sql::statements_sent();
+  ASSERT_TRUE(s->apply(w));
+  const uint64_t used = sql::statements_sent() - before;
+  std::printf("an offset commit of 100 partitions: %llu statements\n",
+              static_cast<unsigned long long>(used));
+  EXPECT_LE(used, 8u);
+}
+
 // Two entries of one key in a write: the last counts (PostgreSQL would refuse a statement that
 // upserts one row twice).
 TEST_P(GroupStore, OfTwoEntriesOfOneKeyInAWriteTheLastCounts) {

@@ -931,6 +931,27 @@ TEST_P(StreamStoreOwnership, AHandoverMovesAStreamWithoutLosingData) {
   EXPECT_EQ(a->offsets(sid(5)).end_offset, off(6));
 }
 
+// Metadata round trips: appends make none; one upload of 1,000 streams' data is a handful of
+// statements (an object id, then one commit transaction with statements of up to 128
+// streams), not one per stream.
+TEST_P(StreamStoreOwnership, ProducesMakeNoMetadataRoundTripAndAnUploadAFew) {
+  auto db = metadata::sql::open_database(metadata::testing::fresh_uri(GetParam(), dir_.path()));
+  ASSERT_TRUE(db) << db.error();
+  auto a = open(node(1, *db));
+  std::vector<base::stream_id> ids;
+  for (uint64_t i = 1; i <= 1000; ++i) ids.push_back(sid(i));
+  ASSERT_TRUE(a->take(ids));
+  uint64_t before = metadata::sql::statements_sent();
+  for (uint64_t i = 1; i <= 1000; ++i) append(*a, sid(i), batch(i, 0, 1));
+  EXPECT_EQ(metadata::sql::statements_sent() - before, 0u);
+  before = metadata::sql::statements_sent();
+  ASSERT_TRUE(a->run_upload_once());
+  const uint64_t used = metadata::sql::statements_sent() - before;
+  std::printf("an upload of 1,000 streams: %llu statements\n",
+              static_cast<unsigned long long>(used));
+  EXPECT_LE(used, 40u);
+}
+
 // Failover: node 1 dies with data only in its WAL. Node 2, holding the takeover of that WAL,
 // takes node 1's streams and appends what the WAL holds beyond their committed ends: nothing
 // is lost and offsets go on. A first attempt that cannot read the WAL leaves the streams
