@@ -22,13 +22,14 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer
 
 from conftest import KAFKA_REF, SILT_BIN, selected_brokers
+from test_failover import LoadProducer
 from test_membership import partition_leader_epochs, produce_v10
 from test_partition_moves import alter_reassignments
 from test_record_validation import batch, records
-from util import consume_all, create_topic
+from util import check_acknowledged, create_topic
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "scripts" / "cluster.sh"
@@ -128,39 +129,6 @@ class JavaTool:
         return self.proc.stderr.read()
 
 
-class RdProducer:
-    def __init__(self, bootstrap):
-        self.acked, self.errors = [], []
-        self.stop_event = threading.Event()
-        self.p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
-                           "acks": "all", "linger.ms": 5, "message.timeout.ms": 300000,
-                           "retry.backoff.ms": 50, "reconnect.backoff.max.ms": 500})
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
-
-    def done(self, err, msg):
-        if err is not None:
-            self.errors.append(str(err))
-        else:
-            self.acked.append((msg.partition(), msg.offset(), msg.value()))
-
-    def run(self):
-        i = 0
-        while not self.stop_event.is_set():
-            self.p.produce(TOPIC, value=b"2.%d" % i, partition=i % PARTITIONS,
-                           on_delivery=self.done)
-            i += 1
-            self.p.poll(0)
-            if i % 10 == 0:
-                time.sleep(0.02)  # about 500 records/s
-        self.left = self.p.flush(300)
-
-    def stop(self):
-        self.stop_event.set()
-        self.thread.join(320)
-        assert self.left == 0, f"librdkafka producer: {self.left} records never acknowledged"
-
-
 class RdGroupConsumer:
     def __init__(self, bootstrap):
         self.seen = set()
@@ -232,7 +200,8 @@ def test_moves_kills_and_joins_lose_and_duplicate_nothing(cluster, tmp_path):
     java_consumer = JavaTool("org.apache.kafka.tools.VerifiableConsumer", "--topic", TOPIC,
                              "--group-id", "chaos-java", "--bootstrap-server",
                              c.all_bootstrap(), "--reset-policy", "earliest", "--verbose")
-    rd_producer = RdProducer(c.all_bootstrap())
+    rd_producer = LoadProducer(c.all_bootstrap(), TOPIC, PARTITIONS, prefix=b"2.", every=10,
+                               pause=0.02)
     rd_consumer = RdGroupConsumer(c.all_bootstrap())
     try:
         check_under_chaos(c, java_producer, java_consumer, rd_producer, rd_consumer)
@@ -295,20 +264,7 @@ def check_under_chaos(c, java_producer, java_consumer, rd_producer, rd_consumer)
 
     # Every acknowledged record once, where it was acknowledged; offsets dense; each
     # producer's records in order in each partition.
-    got = consume_all(c.all_bootstrap(), TOPIC, PARTITIONS, timeout=120)
-    by_partition = {}
-    for m in got:
-        by_partition.setdefault(m["partition"], []).append(m)
-    for p, ms in by_partition.items():
-        assert [m["offset"] for m in ms] == list(range(len(ms))), f"partition {p} has gaps"
-        for prefix in (b"1.", b"2."):
-            seq = [int(m["value"][2:]) for m in ms if m["value"].startswith(prefix)]
-            assert seq == sorted(seq), f"partition {p}: producer {prefix!r} out of order"
-    values = [m["value"] for m in got if m["value"][:2] in (b"1.", b"2.")]
-    assert len(values) == len(set(values)), "a record was written twice"
-    at = {(m["partition"], m["offset"]): m["value"] for m in got}
-    lost = [a for a in acked if at.get((a[0], a[1])) != a[2]]
-    assert not lost, f"{len(lost)} acknowledged records lost, first {lost[:3]}"
+    check_acknowledged(c.all_bootstrap(), TOPIC, PARTITIONS, acked, prefixes=(b"1.", b"2."))
 
     # Both groups read everything acknowledged (at least once).
     wanted = {(p, o) for p, o, _ in acked}

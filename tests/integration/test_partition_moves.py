@@ -17,7 +17,7 @@ from test_cli_tools import tool
 from test_membership import Flex, partition_leader_epochs, partition_leaders, produce_v10, \
     shared_store_brokers  # noqa: F401 (a fixture)
 from test_record_validation import batch, records
-from util import compact_string, connect, consume_all, create_topic, i16, i32, \
+from util import check_acknowledged, compact_string, connect, create_topic, i16, i32, \
     produce_all, read_response, string, uvarint
 
 REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
@@ -160,18 +160,7 @@ def test_moves_under_an_idempotent_producer_lose_and_duplicate_nothing(shared_st
         t.join(90)
     assert not errors, errors[:5]
     assert len(acked) > 1000
-    # Every acknowledged record once, at the offset it was acknowledged at; offsets dense.
-    got = consume_all(a.bootstrap, topic, 4, timeout=60)
-    by_partition = {}
-    for m in got:
-        by_partition.setdefault(m["partition"], []).append(m)
-    for p, ms in by_partition.items():
-        assert [m["offset"] for m in ms] == list(range(len(ms))), f"partition {p} has gaps"
-    values = [m["value"] for m in got if m["value"].startswith(b"m-")]
-    assert len(values) == len(set(values)), "a record was written twice"
-    at = {(m["partition"], m["offset"]): m["value"] for m in got}
-    for p, offset, value in acked:
-        assert at.get((p, offset)) == value, f"acknowledged {value} at {p}/{offset} is lost"
+    check_acknowledged(a.bootstrap, topic, 4, acked)
     print(f"{len(timings)} moves, request to the new owner acknowledging: median "
           f"{statistics.median(timings) * 1000:.0f} ms, worst {max(timings) * 1000:.0f} ms; "
           f"{len(acked)} records acknowledged, producer latency max "

@@ -445,3 +445,25 @@ def delete_records(bootstrap, topic, offsets, timeout_ms=10000):
             p, low, err = r.i32(), r.i64(), r.i16()
             out[p] = (low, err)
     return out
+
+
+def check_acknowledged(bootstrap, topic, partitions, acked, prefixes=(b"m-",)):
+    """Reads `topic` back and checks, against `acked` [(partition, offset, value)]: every
+    acknowledged record once, at the offset it was acknowledged at; offsets dense; the records
+    of each producer (value prefix) in order in every partition when their values end in a
+    sequence number. Returns the records read."""
+    got = consume_all(bootstrap, topic, partitions, timeout=120)
+    by_partition = {}
+    for m in got:
+        by_partition.setdefault(m["partition"], []).append(m)
+    for p, ms in by_partition.items():
+        assert [m["offset"] for m in ms] == list(range(len(ms))), f"partition {p} has gaps"
+        for prefix in prefixes:
+            seq = [int(m["value"][len(prefix):]) for m in ms if m["value"].startswith(prefix)]
+            assert seq == sorted(seq), f"partition {p}: producer {prefix!r} out of order"
+    values = [m["value"] for m in got if m["value"].startswith(tuple(prefixes))]
+    assert len(values) == len(set(values)), "a record was written twice"
+    at = {(m["partition"], m["offset"]): m["value"] for m in got}
+    lost = [a for a in acked if at.get((a[0], a[1])) != a[2]]
+    assert not lost, f"{len(lost)} acknowledged records lost, first {lost[:3]}"
+    return got
