@@ -206,20 +206,25 @@ void controller::round() {
   // a dead broker's WAL is taken over as soon as its lease lapsed.
   auto registered = registry_->brokers();
   if (!registered || !under_way) return;
+  // Live brokers get streams; one stopping cleanly gets none (it hands its own over), and
+  // its streams are not taken over.
   std::vector<base::node_id> live;
+  std::vector<base::node_id> alive;
   for (const auto& b : *registered) {
-    if (b.live()) live.push_back(b.info.node);
+    if (!b.live()) continue;
+    alive.push_back(b.info.node);
+    if (!b.draining) live.push_back(b.info.node);
   }
-  const std::set<base::node_id> alive(live.begin(), live.end());
+  const std::set<base::node_id> alive_set(alive.begin(), alive.end());
   bool orphaned = false;  // a takeover whose holder died
-  for (const auto& t : *under_way) orphaned = orphaned || !alive.contains(t.holder);
+  for (const auto& t : *under_way) orphaned = orphaned || !alive_set.contains(t.holder);
   run_takeovers(*under_way);
   auto version = catalog_->ownership_version();
   if (!version) return;
   if (*version == seen_version_ && live == seen_live_ && !orphaned) return;
   auto states = catalog_->stream_states();
   if (!states) return;
-  if (!place_takeovers(*registered, live, *states, *under_way)) return;
+  if (!place_takeovers(*registered, alive, *states, *under_way)) return;
   auto targets = plan_placement(live, *states, options_.max_moves);
   if (!targets.empty()) {
     if (auto r = catalog_->assign(targets, metadata::controller_lease{options_.self, epoch_}); !r) {

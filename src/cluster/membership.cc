@@ -232,6 +232,14 @@ void membership::refresh_list() {
   brokers_ = std::move(live);
 }
 
+void membership::drain() {
+  if (auto r = registry_->drain(options_.self.node, epoch_.load(std::memory_order_acquire)); !r) {
+    std::fprintf(stderr, "silt: cluster: cannot mark this broker as stopping: %s\n",
+                 std::string(metadata::membership_error_name(r.error())).c_str());
+  }
+  refresh_list();
+}
+
 void membership::stop() {
   {
     base::lock_guard lock(mu_);

@@ -77,6 +77,9 @@ class membership {
     return registry_->brokers();
   }
 
+  // Tells the cluster that this broker stops (the controller places nothing on it any more);
+  // a database call: blocking.
+  void drain();
   // Stops the heartbeats and ends the lease (a clean shutdown: the node id is free at once).
   void stop();
 

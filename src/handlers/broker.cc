@@ -480,9 +480,11 @@ void broker::take_over(const std::vector<metadata::wal_takeover>& takeovers) {
 void broker::hand_over_partitions() {
   if (!membership_ || !membership_->can_acknowledge()) return;
   const base::node_id self(config_.node_id);
+  // The controller gives this broker nothing from now on.
+  membership_->drain();
   std::vector<base::node_id> others;
   for (const auto& b : *membership_->brokers()) {
-    if (b.info.node != self) others.push_back(b.info.node);
+    if (b.info.node != self && !b.draining) others.push_back(b.info.node);
   }
   if (others.empty()) return;
   // Another broker takes the controller role and the groups.

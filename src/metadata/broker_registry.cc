@@ -100,7 +100,7 @@ tl::expected<int64_t, membership_error> broker_registry::register_broker(
                "host = excluded.host, port = excluded.port, rack = excluded.rack, "
                "wal_location = excluded.wal_location, machine = excluded.machine, "
                "lease_expires_ms = excluded.lease_expires_ms, "
-               "registered_ms = excluded.registered_ms",
+               "registered_ms = excluded.registered_ms, draining = 0",
                now_),
       i64(info.node), broker_epoch, std::string_view(info.host), int64_t{info.port},
       std::string_view(info.rack), std::string_view(info.wal_location),
@@ -122,6 +122,16 @@ tl::expected<void, membership_error> broker_registry::heartbeat(
   return {};
 }
 
+tl::expected<void, membership_error> broker_registry::drain(base::node_id node,
+                                                            int64_t broker_epoch) {
+  base::lock_guard lock(mu_);
+  auto r = c_->query("UPDATE brokers SET draining = 1 WHERE node_id = ? AND broker_epoch = ?",
+                     i64(node), broker_epoch);
+  if (!r) return fail(membership_error::io);
+  if (r->changes == 0) return fail(membership_error::fenced);
+  return {};
+}
+
 tl::expected<void, membership_error> broker_registry::unregister(base::node_id node,
                                                                  int64_t broker_epoch) {
   base::lock_guard lock(mu_);
@@ -138,7 +148,8 @@ tl::expected<std::vector<broker_record>, membership_error> broker_registry::brok
   base::lock_guard lock(mu_);
   auto r =
       c_->query(with_now("SELECT node_id, broker_epoch, host, port, rack, wal_location, "
-                         "machine, lease_expires_ms - {now} FROM brokers ORDER BY node_id",
+                         "machine, lease_expires_ms - {now}, draining FROM brokers ORDER BY "
+                         "node_id",
                          now_));
   if (!r) return fail(membership_error::io);
   std::vector<broker_record> out;
@@ -153,6 +164,7 @@ tl::expected<std::vector<broker_record>, membership_error> broker_registry::brok
     b.info.wal_location = row.text(5);
     b.info.machine = row.text(6);
     b.lease_left_ms = row.integer(7);
+    b.draining = row.integer(8) != 0;
     out.push_back(std::move(b));
   }
   return out;

@@ -50,6 +50,7 @@ struct broker_record {
   broker_info info;
   int64_t broker_epoch = 0;
   int64_t lease_left_ms = 0;  // until the lease lapses, in the database's clock (<= 0: lapsed)
+  bool draining = false;      // stopping cleanly: handing its streams over, given none
   [[nodiscard]] bool live() const { return lease_left_ms > 0; }
 };
 
@@ -86,6 +87,9 @@ class broker_registry {
   // lapsed or the node registered again.
   [[nodiscard]] tl::expected<void, membership_error> heartbeat(
       base::node_id node, int64_t broker_epoch, std::chrono::milliseconds session_timeout);
+  // Marks (node, epoch) as stopping cleanly: the controller places nothing on it any more.
+  [[nodiscard]] tl::expected<void, membership_error> drain(base::node_id node,
+                                                           int64_t broker_epoch);
   // Ends the lease of (node, epoch) now (a clean shutdown): the node id is free at once.
   [[nodiscard]] tl::expected<void, membership_error> unregister(base::node_id node,
                                                                 int64_t broker_epoch);

@@ -144,9 +144,10 @@ INSERT INTO controller VALUES(0, -1, 0, 0) ON CONFLICT DO NOTHING;
 )sql"},
     // Failover (cluster/controller.h): the WALs of dead brokers that live brokers are taking
     // over, each with the broker doing it; each stream taken from a dead broker until the
-    // takeover finished.
+    // takeover finished; brokers stopping cleanly (placement gives them nothing).
     {6, R"sql(
 ALTER TABLE streams ADD COLUMN taken_from {int} NOT NULL DEFAULT -1;
+ALTER TABLE brokers ADD COLUMN draining {int} NOT NULL DEFAULT 0;
 CREATE TABLE wal_takeovers(
   node_id {int} PRIMARY KEY,
   holder {int} NOT NULL,
