@@ -263,9 +263,10 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
                             : "another broker has taken this partition");
       return attempt::done;
     }
-    // (check() would read it here, on a network thread.)
-    if (!ctx.producers.loaded(c.stream_id)) return attempt::load;
-    const auto verdict = ctx.producers.check(c.stream_id, c.first);
+    // Not in memory (forgotten since loaded): read on the blocking pool, not here.
+    const auto checked_batch = ctx.producers.check_if_loaded(c.stream_id, c.first);
+    if (!checked_batch) return attempt::load;
+    const auto& verdict = *checked_batch;
     switch (verdict.v) {
       case producer_state::verdict::reject:
         set_error(*c.out, verdict.error);

@@ -130,9 +130,27 @@ producer_state::producers(base::stream_id stream_id) {
   return stream_locked(stream_id).producers;
 }
 
+std::optional<producer_state::check_result> producer_state::check_if_loaded(
+    base::stream_id stream_id, const record_batch_header& h) {
+  const stream_producers* sp = nullptr;
+  {
+    base::lock_guard lock(map_mu_);
+    auto it = streams_.find(stream_id);
+    if (it == streams_.end() || !it->second->loaded.load(std::memory_order_acquire)) {
+      return std::nullopt;
+    }
+    sp = it->second.get();
+  }
+  return check_on(*sp, h);
+}
+
 producer_state::check_result producer_state::check(base::stream_id stream_id,
                                                    const record_batch_header& h) {
-  auto& sp = stream_locked(stream_id);
+  return check_on(stream_locked(stream_id), h);
+}
+
+producer_state::check_result producer_state::check_on(const stream_producers& sp,
+                                                      const record_batch_header& h) {
   const base::producer_id id(h.producer_id);
   const base::producer_epoch batch_epoch(h.producer_epoch);
   const auto it = sp.producers.find(id);

@@ -81,6 +81,10 @@ class producer_state {
   [[nodiscard]] std::mutex& lock_for(base::stream_id stream_id);
 
   // Checks an idempotent batch against the stream's producer state. Caller holds lock_for().
+  // check() when the stream's state is in memory; nullopt (nothing read) when it is not. For
+  // network threads, which must not load it. Caller holds lock_for().
+  [[nodiscard]] std::optional<check_result> check_if_loaded(base::stream_id stream_id,
+                                                            const protocol::record_batch_header& h);
   [[nodiscard]] check_result check(base::stream_id stream_id,
                                    const protocol::record_batch_header& h);
   // Records a durable batch at its assigned base offset. Caller holds lock_for().
@@ -116,6 +120,8 @@ class producer_state {
   };
 
   stream_producers& stream_locked(base::stream_id stream_id);  // loads on first use
+  [[nodiscard]] check_result check_on(const stream_producers& sp,
+                                      const protocol::record_batch_header& h);
   void load_locked(base::stream_id stream_id, stream_producers& sp);
   static void apply(std::unordered_map<base::producer_id, producer_entry>& m,
                     const protocol::record_batch_header& h, base::offset base_offset);
