@@ -97,6 +97,11 @@ def wait_topic(bootstrap, name, partitions, timeout=20, client=None):
                     if time.time() > deadline:
                         raise
                     time.sleep(0.1)
+                    # A partition that moved since (a cluster spreads a new topic's partitions
+                    # over its brokers) is asked of its new leader by a client with fresh
+                    # metadata.
+                    c.close()
+                    c = consumer(bootstrap)
     finally:
         c.close()
     return md
