@@ -13,7 +13,8 @@
 #   cluster.sh status    the servers and brokers running, and the brokers the cluster lists
 #
 # Environment: CLUSTER_DIR, SILT (the broker binary, default build/silt), BASE_PORT (default
-# 9092: broker N listens on BASE_PORT+N-1). Broker N's log is CLUSTER_DIR/broker-N/log.
+# 9092: broker N listens on BASE_PORT+N-1), CLUSTER_SETTINGS (more broker settings for every
+# broker, space-separated key=value). Broker N's log is CLUSTER_DIR/broker-N/log.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,7 +23,7 @@ silt=${SILT:-$root/build/silt}
 base_port=${BASE_PORT:-9092}
 
 usage() {
-  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 log() { echo "cluster: $*" >&2; }
@@ -52,6 +53,8 @@ start_broker() {
   fi
   local d=$dir/broker-$n
   mkdir -p "$d"
+  local extra=() setting
+  for setting in ${CLUSTER_SETTINGS:-}; do extra+=(--override "$setting"); done
   (
     cd "$d"
     AWS_ACCESS_KEY_ID=$SILT_S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$SILT_S3_SECRET_KEY \
@@ -62,6 +65,7 @@ start_broker() {
       --override "data.dir=$d/data" \
       --override "metadata.store.uri=$CLUSTER_METADATA_URI" \
       --override "object.store.uri=$CLUSTER_OBJECT_URI" \
+      "${extra[@]}" \
       >>"$d/log" 2>&1 </dev/null &
     echo $! >"$d/pid"
   )

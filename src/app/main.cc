@@ -142,6 +142,16 @@ static int run(int argc, char** argv) {
                 "), reads that waited for read-ahead " +
                 std::to_string(store.read_ahead_waits - store_before.read_ahead_waits) + "\n";
       }
+      const auto& ctx = (*broker)->ctx();
+      const uint64_t sent = ctx.sent_to_rack.load(std::memory_order_relaxed);
+      const uint64_t served = ctx.read_for_owner.load(std::memory_order_relaxed);
+      if (sent + served > 0) {
+        text += "silt: reads near the client since start: sent to a broker of the client's rack " +
+                std::to_string(sent) + ", read for partitions other brokers own " +
+                std::to_string(served) + " (" +
+                std::to_string(ctx.read_for_owner_bytes.load(std::memory_order_relaxed)) +
+                " bytes)\n";
+      }
       store_before = store;
       transactions_before = transactions;
       statements_before = statements;

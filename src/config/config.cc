@@ -415,6 +415,15 @@ std::vector<setting> make_settings() {
                    "The rack (zone) of this broker, registered with it and listed in Metadata "
                    "and DescribeCluster. Empty: none.",
                    "any string", nullptr));
+  t.push_back(text("replica.selector.class", &bc::replica_selector_class, "",
+                   "Reads near the client (KIP-392): with Kafka's "
+                   "org.apache.kafka.common.replica.RackAwareReplicaSelector, a consumer that "
+                   "sets client.rack is sent, for data that left the log cache, to a broker of "
+                   "its rack, which reads it from the object store; each partition then lists "
+                   "as replicas its leader and, in every other rack, the broker serving it "
+                   "there. Empty: the leader serves every read.",
+                   "empty or org.apache.kafka.common.replica.RackAwareReplicaSelector",
+                   [](std::string_view v) { return v.empty() || v == rack_aware_selector; }));
   t.push_back(integer("broker.heartbeat.interval.ms", &bc::broker_heartbeat_interval_ms, 10, kMax,
                       "Every this many milliseconds the broker renews its membership lease in the "
                       "metadata store, and takes in the topics other brokers sharing it created, "

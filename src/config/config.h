@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -44,6 +45,7 @@ struct broker_config {
   int32_t node_id = 1;                           // node.id
   std::string cluster_id;                        // cluster.id (default: generated once, stored)
   std::string broker_rack;                       // broker.rack (empty: none)
+  std::string replica_selector_class;            // replica.selector.class (empty: none)
   int64_t broker_heartbeat_interval_ms = 500;    // broker.heartbeat.interval.ms
   int64_t broker_session_timeout_ms = 3000;      // broker.session.timeout.ms
   uint32_t num_network_threads = 2;              // num.network.threads
@@ -140,6 +142,10 @@ struct command_line {
 
 // docs/configuration.md: every broker setting and every topic setting with default and meaning.
 [[nodiscard]] std::string config_docs_markdown();
+
+// replica.selector.class's one value: Kafka's selector of a replica in the client's rack.
+inline constexpr std::string_view rack_aware_selector =
+    "org.apache.kafka.common.replica.RackAwareReplicaSelector";
 
 // Where clients are told to reach this broker (Metadata, the broker registry): the first
 // advertised listener, an empty host as "localhost" (localhost:9092 when none is set).

@@ -58,7 +58,6 @@ std::vector<group> groups() {
         {"replica.socket.timeout.ms", int32},
         {"replica.socket.receive.buffer.bytes", int32},
         {"replica.high.watermark.checkpoint.interval.ms", int64},
-        {"replica.selector.class", text},
         {"unclean.leader.election.enable", boolean},
         {"auto.leader.rebalance.enable", boolean},
         {"leader.imbalance.check.interval.seconds", int64},

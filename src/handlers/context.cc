@@ -1,5 +1,6 @@
 #include "handlers/context.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <unistd.h>
@@ -79,6 +80,46 @@ void context::forget(const metadata::topic_ptr& info) {
   // Only the deleted topic's entry: a topic created again under the name stays.
   auto it = by_name_.find(info->name);
   if (it != by_name_.end() && it->second->info->id == info->id) by_name_.erase(it);
+}
+
+rack_view::rack_view(const context& ctx) {
+  if (!ctx.reads_near_client()) return;
+  const auto list = ctx.members();
+  if (!list) {
+    if (!ctx.config.broker_rack.empty()) {
+      by_rack_[ctx.config.broker_rack].push_back(ctx.node_id);
+      racks_[ctx.node_id] = ctx.config.broker_rack;
+    }
+    return;
+  }
+  for (const auto& b : *list) {
+    if (b.info.rack.empty() || b.draining) continue;
+    by_rack_[b.info.rack].push_back(b.info.node.value());
+    racks_[b.info.node.value()] = b.info.rack;
+  }
+  for (auto& [rack, nodes] : by_rack_) std::sort(nodes.begin(), nodes.end());
+}
+
+const std::string* rack_view::rack_of(int32_t node) const {
+  const auto it = racks_.find(node);
+  return it == racks_.end() ? nullptr : &it->second;
+}
+
+int32_t rack_view::reader(base::stream_id stream, std::string_view rack, int32_t owner) const {
+  const auto it = by_rack_.find(rack);
+  if (it == by_rack_.end()) return -1;
+  const auto* own = rack_of(owner);
+  if (own != nullptr && *own == rack) return -1;
+  const auto& nodes = it->second;
+  return nodes[stream.value() % nodes.size()];
+}
+
+std::vector<int32_t> rack_view::replicas(base::stream_id stream, int32_t owner) const {
+  std::vector<int32_t> out{owner};
+  for (const auto& [rack, nodes] : by_rack_) {
+    if (const int32_t r = reader(stream, rack, owner); r >= 0) out.push_back(r);
+  }
+  return out;
 }
 
 }  // namespace silt::handlers

@@ -92,6 +92,10 @@ class context {
   }
   // Whether `node` is a live member of the cluster (this broker always is).
   [[nodiscard]] bool live(int32_t node) const { return node == node_id || member(node); }
+  // The live brokers as of the last heartbeat (null outside a cluster).
+  [[nodiscard]] std::shared_ptr<const cluster::broker_list> members() const {
+    return membership_ != nullptr ? membership_->brokers() : nullptr;
+  }
   // The live brokers, this one always among them, as a response's broker entries
   // ({id, host, port, rack} and the tagged fields).
   template <typename Broker>
@@ -108,6 +112,17 @@ class context {
     }
     return out;
   }
+
+  // Whether consumers are sent to brokers of their rack (replica.selector.class, KIP-392).
+  [[nodiscard]] bool reads_near_client() const {
+    return config.replica_selector_class == config::rack_aware_selector;
+  }
+  // Reads near the client, counted since start: fetches of partitions sent to a
+  // broker of the client's rack, and partition reads served for partitions another broker
+  // owns (with their bytes).
+  std::atomic<uint64_t> sent_to_rack{0};
+  std::atomic<uint64_t> read_for_owner{0};
+  std::atomic<uint64_t> read_for_owner_bytes{0};
 
   // The group coordinator, set by the broker before it serves (null in tests without groups).
   [[nodiscard]] coordinator::group_coordinator& groups() const { return *groups_; }
@@ -132,6 +147,28 @@ class context {
   mutable base::mutex mu_;
   // Ordered with a transparent comparator: the request path looks names up without copying.
   std::map<std::string, topic_entry_ptr, std::less<>> by_name_ GUARDED_BY(mu_);
+};
+
+// The live brokers by rack, as reads near the client (KIP-392) choose them. Any broker can
+// serve what is committed of any partition from the object store; in each rack one broker is
+// chosen per partition (its stream id modulo the rack's brokers, so that a rack's partitions
+// spread over its brokers), and it is listed as a replica of the partition. Unless
+// replica.selector.class asks for it, outside a cluster, or without racks, every partition
+// has its owner as only replica.
+class rack_view {
+ public:
+  explicit rack_view(const context& ctx);
+  // The broker of `rack` serving reads of `stream` for clients there: -1 when the rack is
+  // empty or unknown, or `owner` is in it (the owner serves them).
+  [[nodiscard]] int32_t reader(base::stream_id stream, std::string_view rack, int32_t owner) const;
+  // The owner first, then the reader of each other rack (Metadata's replicas).
+  [[nodiscard]] std::vector<int32_t> replicas(base::stream_id stream, int32_t owner) const;
+
+ private:
+  [[nodiscard]] const std::string* rack_of(int32_t node) const;
+
+  std::map<std::string, std::vector<int32_t>, std::less<>> by_rack_;  // ids in order
+  std::map<int32_t, std::string> racks_;
 };
 
 }  // namespace silt::handlers

@@ -1,6 +1,7 @@
 // Fetch (key 1): reads record batches from partitions' streams, long-polling up to
 // max_wait_ms until min_bytes are there, within max_bytes per response and per partition
-// (at least one batch, as KIP-74 asks), with incremental fetch sessions (KIP-227).
+// (at least one batch, as KIP-74 asks), with incremental fetch sessions (KIP-227) and reads
+// near the client (KIP-392: a consumer's rack, preferred read replicas).
 // Log-cache reads run on the connection; reads that need the object store run on the
 // blocking pool.
 #include <map>
@@ -30,6 +31,17 @@ struct wanted {
   std::optional<base::offset> log_start_offset;  // the client's
 };
 
+// Who fetches, for reads near the client (KIP-392, when replica.selector.class asks for
+// them): a consumer fetching with v11 or later may be served by a broker that does not own the
+// partition, from what the owner committed to objects; one that names a rack other than this
+// broker's is sent to a broker there for what this broker would read from the object store (data
+// that left the log cache).
+struct fetcher {
+  bool may_read_elsewhere = false;
+  std::string_view rack;
+  std::optional<rack_view> racks;  // when the client names a rack other than this broker's
+};
+
 struct gathered {
   fetch_response::PartitionData data;
   std::vector<std::shared_ptr<const void>> owners;
@@ -37,14 +49,79 @@ struct gathered {
   bool found = false;
 };
 
+error_code read_error(storage::stream_error e) {
+  return e == storage::stream_error::offset_out_of_range ? error_code::offset_out_of_range
+         : e == storage::stream_error::fenced            ? error_code::not_leader_or_follower
+                                                         : error_code::kafka_storage_error;
+}
+
+// The records read for a partition go into its answer; their bytes are taken from `budget`.
+void add_records(gathered& g, storage::read_result r, size_t& budget, size_t& total) {
+  if (r.chunks.empty()) return;
+  const size_t n = r.bytes();
+  // Batches from several buffers (log cache entries, object blocks) are sent from there, one
+  // piece after the other.
+  g.data.records = protocol::records_view(std::move(r.chunks));
+  g.owners = std::move(r.owners);
+  total += n;
+  budget = budget > n ? budget - n : 0;
+}
+
+// The bytes one partition may take: its own limit within what is left of the response's,
+// but at least one batch for the first partition with data (KIP-74). 0: none.
+size_t partition_limit(const wanted& w, size_t budget, size_t total) {
+  const size_t limit = std::min(static_cast<size_t>(std::max(w.max_bytes, 0)), budget);
+  if (limit == 0 && total > 0) return 0;
+  return std::max<size_t>(limit, 1);
+}
+
+// A partition another live broker owns, fetched by a consumer that a replica may serve: what
+// the owner committed to objects is read here (the high watermark is the committed end); a
+// consumer that has read all of it is sent to the owner for the rest (its preferred read
+// replica), and one below the start gets OFFSET_OUT_OF_RANGE. Catalog and object store I/O:
+// only when `may_block` (false otherwise, as gather_one()).
+bool gather_elsewhere(context& ctx, const wanted& w, const storage::stream_offsets& offs,
+                      gathered& g, size_t& budget, size_t& total, bool may_block) {
+  if (const auto e = check_leader_epoch(w.current_leader_epoch, offs.epoch);
+      e != error_code::none) {
+    g.data.error_code = static_cast<int16_t>(e);
+    return true;
+  }
+  if (!may_block) return false;
+  const size_t max = partition_limit(w, budget, total);
+  auto r = ctx.store.read_committed(g.stream_id, w.fetch_offset, max);
+  if (!r) {
+    g.data.error_code = static_cast<int16_t>(read_error(r.error()));
+    return true;
+  }
+  g.found = true;
+  g.data.high_watermark = r->committed_end.value();
+  g.data.last_stable_offset = r->committed_end.value();
+  g.data.log_start_offset = r->start_offset.value();
+  if (w.fetch_offset < r->start_offset) {
+    g.data.error_code = static_cast<int16_t>(error_code::offset_out_of_range);
+    return true;
+  }
+  if (w.fetch_offset >= r->committed_end) {
+    g.data.preferred_read_replica = offs.owner.value();
+    return true;
+  }
+  const size_t n = r->data.bytes();
+  if (n == 0) return true;
+  ctx.read_for_owner.fetch_add(1, std::memory_order_relaxed);
+  ctx.read_for_owner_bytes.fetch_add(n, std::memory_order_relaxed);
+  add_records(g, std::move(r->data), budget, total);
+  return true;
+}
+
 // One partition of a fetch: what it has from its fetch offset on, within `budget` (which the
 // bytes read are taken from). A read from the log cache runs on the calling thread; one that
 // needs the catalog or the object store only when `may_block`; otherwise it returns false
 // and leaves `budget` and `total` as they were, for the caller to do it again on a thread
 // that may block (the cache may have evicted the data since the fetch looked at the
 // stream's offsets: read_cached() decides under the store's lock).
-bool gather_one(context& ctx, const wanted& w, gathered& g, size_t& budget, size_t& total,
-                bool may_block) {
+bool gather_one(context& ctx, const wanted& w, const fetcher& who, gathered& g, size_t& budget,
+                size_t& total, bool may_block) {
   g = gathered{};
   g.data.partition_index = w.partition;
   auto t = w.topic.empty() ? ctx.topic(w.topic_id.bytes) : ctx.topic(w.topic);
@@ -56,6 +133,11 @@ bool gather_one(context& ctx, const wanted& w, gathered& g, size_t& budget, size
   const base::stream_id stream_id = *stream;
   const auto offs = ctx.store.offsets(stream_id);
   g.stream_id = stream_id;
+  const int32_t owner = offs.owner.value();
+  if (offs.fenced && who.may_read_elsewhere && owner >= 0 && owner != ctx.node_id &&
+      ctx.live(owner)) {
+    return gather_elsewhere(ctx, w, offs, g, budget, total, may_block);
+  }
   if (const auto e = check_leader(offs, w.current_leader_epoch); e != error_code::none) {
     g.data.error_code = static_cast<int16_t>(e);
     return true;
@@ -70,47 +152,45 @@ bool gather_one(context& ctx, const wanted& w, gathered& g, size_t& budget, size
     return true;
   }
   if (w.fetch_offset == offs.end_offset) return true;
-  // The first partition with data gets at least one batch whatever the limits.
-  const size_t limit = std::min(static_cast<size_t>(std::max(w.max_bytes, 0)), budget);
-  if (limit == 0 && total > 0) return true;
-  const size_t max = std::max<size_t>(limit, 1);
+  const size_t max = partition_limit(w, budget, total);
+  if (max == 0) return true;
   auto cached = ctx.store.read_cached(g.stream_id, w.fetch_offset, max);
+  if (!cached && who.racks) {
+    // Data that left the log cache is read from the object store, which a broker in the
+    // client's rack reads as well as this one, without crossing zones.
+    if (const int32_t near = who.racks->reader(stream_id, who.rack, ctx.node_id);
+        near >= 0 && near != ctx.node_id) {
+      g.data.preferred_read_replica = near;
+      ctx.sent_to_rack.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+  }
   if (!cached && !may_block) return false;
   auto r = cached ? std::move(*cached) : ctx.store.read(g.stream_id, w.fetch_offset, max);
   if (!r) {
-    g.data.error_code = static_cast<int16_t>(
-        r.error() == storage::stream_error::offset_out_of_range ? error_code::offset_out_of_range
-        : r.error() == storage::stream_error::fenced            ? error_code::not_leader_or_follower
-                                                                : error_code::kafka_storage_error);
+    g.data.error_code = static_cast<int16_t>(read_error(r.error()));
     return true;
   }
-  if (r->chunks.empty()) return true;
-  const size_t n = r->bytes();
-  // Batches from several buffers (log cache entries, object blocks) are sent from there, one
-  // piece after the other.
-  g.data.records = protocol::records_view(std::move(r->chunks));
-  g.owners = std::move(r->owners);
-  total += n;
-  budget = budget > n ? budget - n : 0;
+  add_records(g, std::move(*r), budget, total);
   return true;
 }
 
 // One pass over the partitions: what each has from its fetch offset on. From the first
 // partition that needs a cold read on, the rest of the pass runs on the blocking pool, so
 // that a fetch hands off to it once, not once per partition.
-asio::awaitable<size_t> gather(context& ctx, std::vector<wanted>& ws, int32_t max_bytes,
-                               std::vector<gathered>& out) {
+asio::awaitable<size_t> gather(context& ctx, std::vector<wanted>& ws, const fetcher& who,
+                               int32_t max_bytes, std::vector<gathered>& out) {
   out.clear();
   out.resize(ws.size());
   size_t total = 0;
   size_t budget = static_cast<size_t>(std::max(max_bytes, 0));
   size_t i = 0;
-  while (i < ws.size() && gather_one(ctx, ws[i], out[i], budget, total, false)) ++i;
+  while (i < ws.size() && gather_one(ctx, ws[i], who, out[i], budget, total, false)) ++i;
   if (i < ws.size()) {
     co_await asio::co_spawn(
         ctx.blocking,
         [&]() -> asio::awaitable<void> {
-          for (; i < ws.size(); ++i) (void)gather_one(ctx, ws[i], out[i], budget, total, true);
+          for (; i < ws.size(); ++i) (void)gather_one(ctx, ws[i], who, out[i], budget, total, true);
           co_return;
         },
         asio::use_awaitable);
@@ -202,7 +282,7 @@ bool record_answer(const fetch_plan& plan, const std::vector<gathered>& got,
     if (it == session.partitions.end()) continue;  // cannot happen while the epoch holds
     auto& sp = it->second;
     const auto& d = got[i].data;
-    answer[i] = d.records.has_value() || d.error_code != 0 ||
+    answer[i] = d.records.has_value() || d.error_code != 0 || d.preferred_read_replica >= 0 ||
                 known_offset(d.high_watermark) != sp.last_high_watermark ||
                 known_offset(d.log_start_offset) != sp.last_log_start;
     // After an error the partition is answered again once the error is gone.
@@ -249,15 +329,23 @@ asio::awaitable<with_owners<fetch_response>> handle_fetch(context& ctx, const ne
       streams.push_back(*stream);
     }
   }
+  fetcher who;
+  const int32_t replica = version >= 15 ? req.replica_state.replica_id : req.replica_id;
+  who.may_read_elsewhere = ctx.reads_near_client() && version >= 11 && replica < 0;
+  if (who.may_read_elsewhere && !req.rack_id.empty() && req.rack_id != ctx.config.broker_rack) {
+    who.rack = req.rack_id;
+    who.racks.emplace(ctx);
+  }
   const int64_t deadline = base::now_ms() + std::max(req.max_wait_ms, 0);
   const auto ex = co_await asio::this_coro::executor;
   std::vector<gathered> got;
   for (;;) {
     data_waiters::waiter_ptr waiter;
     if (!ctx.stopping && req.max_wait_ms > 0) waiter = ctx.waiters.subscribe(ex, streams);
-    const size_t bytes = co_await gather(ctx, ws, req.max_bytes, got);
+    const size_t bytes = co_await gather(ctx, ws, who, req.max_bytes, got);
+    // An error, or a partition sent to another broker, is answered at once.
     bool error = false;
-    for (const auto& g : got) error |= g.data.error_code != 0;
+    for (const auto& g : got) error |= g.data.error_code != 0 || g.data.preferred_read_replica >= 0;
     const int64_t left = deadline - base::now_ms();
     if (!waiter || error || bytes >= static_cast<size_t>(std::max(req.min_bytes, 1)) || left <= 0 ||
         ctx.stopping) {

@@ -122,9 +122,7 @@ template <typename TopicPtr>
   return topic->info->stream_of(base::partition_id(partition));
 }
 
-// Partitions [first, end) of a topic as Metadata and DescribeTopicPartitions describe them:
-// this broker leads each one at its stream's epoch and is its only replica and in-sync
-// replica.
+// A partition this broker leads at `leader_epoch`, its only replica and in-sync replica.
 template <typename Partition>
 [[nodiscard]] Partition led_here(const context& ctx, int32_t partition, int32_t leader_epoch) {
   Partition part;
@@ -136,30 +134,32 @@ template <typename Partition>
   return part;
 }
 
+// Partitions [first, end) of a topic as Metadata and DescribeTopicPartitions describe them:
+// led by the broker owning each one's stream, at the stream's epoch; its replicas, all in
+// sync, are the owner and, in each other rack, the broker that serves reads there (rack_view).
 template <typename Partition>
 [[nodiscard]] std::vector<Partition> describe_partitions(const context& ctx,
                                                          const metadata::topic_info& topic,
                                                          int32_t first, int32_t end) {
   std::vector<Partition> out;
   if (end > first) out.reserve(static_cast<size_t>(end - first));
+  const rack_view racks(ctx);
   for (int32_t p = first; p < end; ++p) {
-    const auto o = ctx.store.offsets(*topic.stream_of(base::partition_id(p)));
-    const int32_t owner = o.owner.value();
-    if (!o.fenced || owner == ctx.node_id) {
-      out.push_back(led_here<Partition>(ctx, p, o.epoch.value()));
-      continue;
-    }
-    // Another broker's partition: its leader while that broker is live, none otherwise (nor
-    // while its creator has not taken it yet: no owner).
+    const auto stream = *topic.stream_of(base::partition_id(p));
+    const auto o = ctx.store.offsets(stream);
+    const int32_t owner = o.fenced ? o.owner.value() : ctx.node_id;
     Partition part;
     part.partition_index = p;
     part.leader_epoch = o.epoch.value();
-    part.replica_nodes = {owner};
+    // Another broker's partition has no leader while that broker is not live (nor while its
+    // creator has not taken it yet: no owner).
     if (owner != -1 && ctx.live(owner)) {
       part.leader_id = owner;
-      part.isr_nodes = {owner};
+      part.replica_nodes = racks.replicas(stream, owner);
+      part.isr_nodes = part.replica_nodes;
     } else {
       part.leader_id = -1;
+      part.replica_nodes = {owner};
       part.error_code = static_cast<int16_t>(protocol::error_code::leader_not_available);
     }
     out.push_back(std::move(part));

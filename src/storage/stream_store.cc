@@ -236,6 +236,26 @@ tl::expected<read_result, stream_error> stream_store::read(base::stream_id strea
   }
 }
 
+tl::expected<stream_store::committed_read, stream_error> stream_store::read_committed(
+    base::stream_id stream_id, base::offset offset, size_t max_bytes) {
+  for (int attempt = 0;; ++attempt) {
+    auto s = catalog_->stream(stream_id);
+    if (!s) return fail(stream_error::catalog);
+    if (!*s) return fail(stream_error::fenced);  // no row: no node took it yet
+    committed_read out{(*s)->start_offset, (*s)->end_offset, {}};
+    if (offset < out.start_offset || offset >= out.committed_end || max_bytes == 0) return out;
+    auto cold = cold_.read(stream_id, offset, max_bytes);
+    if (cold) {
+      out.data = std::move(*cold);
+      return out;
+    }
+    // Trimmed, or an object compacted or removed since the catalog was read: look again.
+    const bool again = cold.error() == stream_error::offset_out_of_range ||
+                       cold.error() == stream_error::object_store;
+    if (!again || attempt >= 2) return tl::make_unexpected(cold.error());
+  }
+}
+
 tl::expected<void, stream_error> stream_store::trim(base::stream_id stream_id,
                                                     base::offset offset) {
   base::node_id owner;

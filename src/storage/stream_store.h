@@ -162,6 +162,19 @@ class stream_store {
       base::stream_id stream_id, base::offset offset, size_t max_bytes);
 
   [[nodiscard]] stream_offsets offsets(base::stream_id stream_id);
+  // A read of a stream another node owns (a read replica, KIP-392): what its committed objects
+  // hold from `offset` on, and where the catalog says the stream starts and where its
+  // committed data ends now. `data` is empty when `offset` is outside [start, committed end)
+  // or max_bytes is 0.
+  // Catalog and object store I/O on the calling thread, which must be one that may block.
+  struct committed_read {
+    base::offset start_offset{};
+    base::offset committed_end{};
+    read_result data;
+  };
+  [[nodiscard]] tl::expected<committed_read, stream_error> read_committed(base::stream_id stream_id,
+                                                                          base::offset offset,
+                                                                          size_t max_bytes);
   // Moves a stream's start offset forward (DeleteRecords); whole objects are freed later.
   [[nodiscard]] tl::expected<void, stream_error> trim(base::stream_id stream_id,
                                                       base::offset offset);

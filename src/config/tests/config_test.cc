@@ -228,6 +228,10 @@ TEST(BrokerConfig, InvalidValuesAreNamedWithWhatIsExpected) {
             std::string::npos);
   EXPECT_TRUE(
       from_properties({{"wal.capacity.bytes", "4194304"}, {"upload.threshold.bytes", "1048576"}}));
+  EXPECT_EQ(error_of({{"replica.selector.class", "com.example.Nearest"}}),
+            "invalid value 'com.example.Nearest' for replica.selector.class: expected empty or "
+            "org.apache.kafka.common.replica.RackAwareReplicaSelector");
+  EXPECT_TRUE(from_properties({{"replica.selector.class", std::string(rack_aware_selector)}}));
 }
 
 TEST(BrokerConfig, ParsesListeners) {

@@ -863,6 +863,48 @@ TEST_P(StreamStoreOwnership, LearnedStreamsAreServedOnlyByTheirOwner) {
   EXPECT_EQ(b->offsets(sid(9)).epoch, base::leader_epoch(2));
 }
 
+// A read replica (KIP-392): node 2 reads what node 1 committed of a stream node 1 owns,
+// from the objects, and sees where the committed data starts and ends; nothing of node 1's
+// WAL that is not committed yet, and nothing below a trimmed start.
+TEST_P(StreamStoreOwnership, AnotherNodeReadsWhatTheOwnerCommitted) {
+  auto db = metadata::sql::open_database(metadata::testing::fresh_uri(GetParam(), dir_.path()));
+  ASSERT_TRUE(db) << db.error();
+  auto a = open(node(1, *db));
+  auto b = open(node(2, *db));
+  ASSERT_TRUE(a->take({sid(1)}));
+  append(*a, sid(1), batch(1, 0, 5));
+  append(*a, sid(1), batch(1, 5, 5));
+  ASSERT_TRUE(a->run_upload_once());
+  append(*a, sid(1), batch(1, 10, 3));  // durable in node 1's WAL, not committed
+  ASSERT_TRUE(b->learn({sid(1)}));
+
+  auto r = b->read_committed(sid(1), off(0), 1 << 20);
+  ASSERT_TRUE(r) << stream_error_name(r.error());
+  EXPECT_EQ(r->start_offset, off(0));
+  EXPECT_EQ(r->committed_end, off(10));
+  EXPECT_EQ(values(r->data, off(0)), expected(1, 0, 10));
+  r = b->read_committed(sid(1), off(7), 1 << 20);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(values(r->data, off(7)), expected(1, 7, 10));
+  r = b->read_committed(sid(1), off(10), 1 << 20);  // the committed end: nothing yet
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->data.chunks.empty());
+  EXPECT_EQ(r->committed_end, off(10));
+
+  ASSERT_TRUE(a->run_upload_once());
+  ASSERT_TRUE(a->trim(sid(1), off(5)));
+  r = b->read_committed(sid(1), off(10), 1 << 20);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->committed_end, off(13));
+  EXPECT_EQ(values(r->data, off(10)), expected(1, 10, 13));
+  r = b->read_committed(sid(1), off(2), 1 << 20);  // trimmed away
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->start_offset, off(5));
+  EXPECT_TRUE(r->data.chunks.empty());
+  // A stream no node took has nothing to read.
+  EXPECT_EQ(b->read_committed(sid(3), off(0), 1000).error(), stream_error::fenced);
+}
+
 // A move: the target set in the catalog, the owner stops appending, uploads and hands the
 // stream over at the next epoch; the new owner serves it from the committed end with nothing
 // lost, and a move back drops nothing the first owner still cached.

@@ -1,0 +1,153 @@
+"""Reads near the client (KIP-392): two brokers in two racks with
+replica.selector.class=RackAwareReplicaSelector and a log cache too small to keep what was
+produced. A consumer that sets client.rack is sent, for each partition whose owner is in the
+other rack, to the broker of its own rack, which reads the partition's data from the object
+store; it reads every record once, in order, with librdkafka and with the Java client."""
+import re
+import signal
+import time
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from conftest import POSTGRES_URI, SiltBroker, fresh_postgres_database, selected_brokers, \
+    start_silt
+from test_cli_tools import CONSOLE_CONSUMER, tool
+from test_membership import HEARTBEAT_MS, SESSION_MS
+from test_partition_moves import wait_spread
+from util import create_topic, produce_all
+
+PARTITIONS = 4
+PER_PARTITION = 2000
+VALUE = 1000  # bytes: 8 MB in all, eight times the log cache
+SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+RACKS = {1: "zone-a", 2: "zone-b"}
+
+
+@pytest.fixture
+def rack_brokers(tmp_path):
+    if "silt" not in selected_brokers():
+        pytest.skip("Silt not selected (SILT_TEST_BROKERS)")
+    uri = fresh_postgres_database() if POSTGRES_URI else f"sqlite://{tmp_path}/shared.db"
+    common = {"metadata.store.uri": uri,
+              "object.store.uri": f"file://{tmp_path}/objects",
+              "broker.heartbeat.interval.ms": str(HEARTBEAT_MS),
+              "broker.session.timeout.ms": str(SESSION_MS),
+              "replica.selector.class": SELECTOR,
+              "log.cache.bytes": str(1 << 20),
+              "upload.interval.ms": "200"}
+    brokers = {}
+    for node, rack in RACKS.items():
+        d = tmp_path / f"broker{node}"
+        d.mkdir()
+        brokers[node] = SiltBroker(d, {**common, "node.id": str(node), "broker.rack": rack})
+    for b in brokers.values():
+        start_silt(b)
+    yield brokers
+    for b in brokers.values():
+        if b.alive():
+            assert b.stop() == 0, b.log_text()[-4000:]
+        b.check_log()
+
+
+def near_reads(b):
+    """(fetches sent to a broker of the client's rack, partition reads served for another
+    broker's partitions) since the broker started, from the report SIGUSR1 makes it log."""
+    start = b.log.stat().st_size
+    b.proc.send_signal(signal.SIGUSR1)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        with open(b.log, "rb") as f:
+            f.seek(start)
+            text = f.read().decode(errors="replace")
+        m = re.search(r"reads near the client since start: sent to a broker of the client's "
+                      r"rack (\d+), read for partitions other brokers own (\d+)", text)
+        if m:
+            return int(m[1]), int(m[2])
+        if "silt: requests:" in text:
+            time.sleep(0.3)  # the report's rest follows; none of this line: nothing counted
+            with open(b.log, "rb") as f:
+                f.seek(start)
+                if "reads near the client" not in f.read().decode(errors="replace"):
+                    return 0, 0
+        time.sleep(0.05)
+    raise AssertionError("no report logged after SIGUSR1")
+
+
+def produced(bootstrap, topic):
+    """Produces PER_PARTITION records to each partition; returns {partition: [values]}."""
+    want = {p: [b"%d-%d-" % (p, i) + b"x" * VALUE for i in range(PER_PARTITION)]
+            for p in range(PARTITIONS)}
+    for p, values in want.items():
+        produce_all(bootstrap, topic, [{"value": v, "partition": p} for v in values],
+                    acks="all")
+    return want
+
+
+def test_a_consumer_reads_from_a_broker_of_its_own_rack(rack_brokers):
+    a, b = rack_brokers[1], rack_brokers[2]
+    topic = "near"
+    create_topic(a.bootstrap, topic, partitions=PARTITIONS)
+    leaders = wait_spread(a.bootstrap, topic, PARTITIONS, [1, 2])
+
+    # Each partition lists its leader and the broker serving it in the other rack.
+    md = AdminClient({"bootstrap.servers": a.bootstrap}).list_topics(topic, timeout=10)
+    for p, info in md.topics[topic].partitions.items():
+        assert info.leader == leaders[p], (p, info)
+        assert sorted(info.replicas) == [1, 2] and info.replicas[0] == leaders[p], (p, info)
+        assert sorted(info.isrs) == [1, 2], (p, info)
+
+    want = produced(a.bootstrap, topic)
+    time.sleep(2)  # uploaded (every 200 ms), then evicted from the 1 MiB log cache
+
+    # librdkafka in zone-b: the partitions node 1 (zone-a) owns are read through node 2.
+    sent_before, _ = near_reads(a)
+    _, served_before = near_reads(b)
+    c = Consumer({"bootstrap.servers": a.bootstrap, "group.id": "near-b",
+                  "client.rack": "zone-b", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "fetch.max.bytes": 1 << 20})
+    got = {p: [] for p in range(PARTITIONS)}
+    try:
+        c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        deadline = time.time() + 60
+        while sum(map(len, got.values())) < PARTITIONS * PER_PARTITION:
+            assert time.time() < deadline, {p: len(v) for p, v in got.items()}
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            assert m.error() is None, m.error()
+            assert m.offset() == len(got[m.partition()]), (m.partition(), m.offset())
+            got[m.partition()].append(m.value())
+    finally:
+        c.close()
+    assert got == want
+    sent, _ = near_reads(a)
+    _, served = near_reads(b)
+    owned_by_a = sum(1 for n in leaders.values() if n == 1)
+    assert sent - sent_before >= owned_by_a, (sent_before, sent)
+    assert served - served_before >= owned_by_a, (served_before, served)
+    print(f"librdkafka in zone-b: {sent - sent_before} fetches of node 1's partitions sent to "
+          f"node 2, which served {served - served_before} reads of them")
+
+    # The Java consumer in zone-a: the partitions node 2 owns are read through node 1.
+    sent_before, _ = near_reads(b)
+    _, served_before = near_reads(a)
+    r = tool(CONSOLE_CONSUMER, "--bootstrap-server", b.bootstrap, "--topic", topic,
+             "--from-beginning", "--max-messages", PARTITIONS * PER_PARTITION,
+             "--timeout-ms", 60000, "--consumer-property", "client.rack=zone-a",
+             "--consumer-property", "group.id=near-a",
+             "--property", "print.partition=true", timeout=120)
+    read = {p: [] for p in range(PARTITIONS)}
+    for line in r.stdout.splitlines():
+        m = re.match(r"Partition:(\d+)\s+(.*)$", line)
+        assert m, line
+        read[int(m[1])].append(m[2].encode())
+    assert read == want
+    sent, _ = near_reads(b)
+    _, served = near_reads(a)
+    owned_by_b = PARTITIONS - owned_by_a
+    assert sent - sent_before >= owned_by_b, (sent_before, sent)
+    assert served - served_before >= owned_by_b, (served_before, served)
+    print(f"Java in zone-a: {sent - sent_before} fetches of node 2's partitions sent to node 1, "
+          f"which served {served - served_before} reads of them")
