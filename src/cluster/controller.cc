@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace silt::cluster {
@@ -17,30 +18,103 @@ base::node_id nobody() {
 
 }  // namespace
 
+namespace {
+
+// One step of balancing by load (see controller.h): appends to `out` the move from the busiest
+// live broker to the least busy one, and the lighter stream swapped back when counts must stay
+// even; nothing when the loads are close or no pair closes enough of the gap.
+void balance_load(const std::map<base::node_id, size_t>& count,
+                  std::map<base::node_id, std::vector<base::stream_id>>& movable,
+                  const std::map<base::node_id, uint64_t>& load, const load_map& loads,
+                  uint64_t min_imbalance, std::vector<metadata::stream_target>& out) {
+  if (load.size() < 2) return;
+  auto by_load = [](const auto& a, const auto& b) { return a.second < b.second; };
+  const auto [hi, hi_load] = *std::max_element(load.begin(), load.end(), by_load);
+  const auto [lo, lo_load] = *std::min_element(load.begin(), load.end(), by_load);
+  const uint64_t gap = hi_load - lo_load;
+  if (gap < std::max<uint64_t>(min_imbalance, 1) || gap * 10 < hi_load) return;
+  auto rate = [&](base::stream_id id) {
+    const auto it = loads.find(id);
+    return it == loads.end() ? uint64_t{0} : it->second;
+  };
+  // What the least busy broker could give back: its loaded streams and one idle one.
+  std::vector<std::pair<base::stream_id, uint64_t>> back;
+  bool idle_one = false;
+  for (const base::stream_id id : movable[lo]) {
+    const uint64_t r = rate(id);
+    if (r > 0) {
+      back.emplace_back(id, r);
+    } else if (!idle_one) {
+      back.emplace_back(id, 0);
+      idle_one = true;
+    }
+  }
+  // A move alone keeps the counts within one only if the busiest broker has more streams.
+  const bool move_alone = count.at(hi) > count.at(lo);
+  auto distance = [gap](uint64_t moved) {  // |the gap after moving `moved` bytes/s over|
+    const int64_t after = static_cast<int64_t>(gap) - 2 * static_cast<int64_t>(moved);
+    return static_cast<uint64_t>(after < 0 ? -after : after);
+  };
+  uint64_t best = gap;
+  std::optional<std::pair<base::stream_id, std::optional<base::stream_id>>> pick;
+  for (const base::stream_id h : movable[hi]) {
+    const uint64_t r = rate(h);
+    if (r == 0) continue;
+    if (move_alone && distance(r) < best) {
+      best = distance(r);
+      pick = {h, std::nullopt};
+    }
+    for (const auto& [c, rc] : back) {
+      if (rc >= r) continue;
+      if (distance(r - rc) < best) {
+        best = distance(r - rc);
+        pick = {h, c};
+      }
+    }
+  }
+  if (!pick || best * 5 > gap * 4) return;  // closes less than a fifth of the gap
+  out.push_back({pick->first, lo});
+  if (pick->second) out.push_back({*pick->second, hi});
+}
+
+}  // namespace
+
 std::vector<metadata::stream_target> plan_placement(
     const std::vector<base::node_id>& live,
     const std::vector<std::pair<base::stream_id, metadata::stream_state>>& streams,
-    size_t max_moves) {
+    size_t max_moves, const load_map& loads, uint64_t min_imbalance) {
   std::vector<metadata::stream_target> out;
   if (live.empty()) return out;
   const std::set<base::node_id> alive(live.begin(), live.end());
-  // Streams each live broker has or is to get, and those that may move (owned there, no target).
+  // Streams each live broker has or is to get, and those that may move (owned there, no target);
+  // the load of what each has or is to get.
   std::map<base::node_id, size_t> count;
   std::map<base::node_id, std::vector<base::stream_id>> movable;
-  for (const base::node_id n : live) count[n] = 0;
+  std::map<base::node_id, uint64_t> load;
+  for (const base::node_id n : live) {
+    count[n] = 0;
+    load[n] = 0;
+  }
+  auto rate = [&](base::stream_id id) {
+    const auto it = loads.find(id);
+    return it == loads.end() ? uint64_t{0} : it->second;
+  };
   std::vector<base::stream_id> homeless;
   for (const auto& [id, s] : streams) {
     const bool owner_live = alive.contains(s.owner);
     if (s.target != nobody() && s.target == s.owner) {
       out.push_back({id, nobody()});  // already there
       ++count[s.owner];
+      load[s.owner] += rate(id);
       movable[s.owner].push_back(id);
     } else if (s.target != nobody() && alive.contains(s.target)) {
       ++count[s.target];
+      load[s.target] += rate(id);
     } else if (s.owner == nobody() || (owner_live && s.target != nobody())) {
       homeless.push_back(id);  // never taken, or its target is gone
     } else if (owner_live) {
       ++count[s.owner];
+      load[s.owner] += rate(id);
       movable[s.owner].push_back(id);
     }
     // Owned by a broker that is not live, and not nobody's: its data may wait in that broker's
@@ -51,10 +125,12 @@ std::vector<metadata::stream_target> plan_placement(
                             [](const auto& a, const auto& b) { return a.second < b.second; })
         ->first;
   };
+  bool moved = false;
   for (const base::stream_id id : homeless) {
     const base::node_id to = least();
     out.push_back({id, to});
     ++count[to];
+    moved = true;
   }
   for (size_t moves = 0; moves < max_moves; ++moves) {
     const auto most =
@@ -69,12 +145,26 @@ std::vector<metadata::stream_target> plan_placement(
     out.push_back({id, to});
     --most->second;
     ++count[to];
+    moved = true;
   }
+  if (!moved && !loads.empty()) balance_load(count, movable, load, loads, min_imbalance, out);
   // A stream listed twice (already there, then moved) keeps its last target.
   std::map<base::stream_id, base::node_id> last;
   for (const auto& t : out) last[t.stream_id] = t.target;
   out.clear();
   for (const auto& [id, to] : last) out.push_back({id, to});
+  return out;
+}
+
+load_map reported_loads(const std::vector<metadata::broker_record>& brokers) {
+  load_map out;
+  for (const auto& b : brokers) {
+    if (!b.live()) continue;
+    for (const auto& l : b.loads) {
+      auto& r = out[l.stream];
+      r = std::max(r, l.bytes_per_s);
+    }
+  }
   return out;
 }
 
@@ -221,11 +311,24 @@ void controller::round() {
   run_takeovers(*under_way);
   auto version = catalog_->ownership_version();
   if (!version) return;
-  if (*version == seen_version_ && live == seen_live_ && !orphaned) return;
+  const bool balance_due = clock::now() - last_balance_ >= options_.balance_interval;
+  if (*version == seen_version_ && live == seen_live_ && !orphaned && !balance_due) return;
   auto states = catalog_->stream_states();
   if (!states) return;
   if (!place_takeovers(*registered, alive, *states, *under_way)) return;
   auto targets = plan_placement(live, *states, options_.max_moves);
+  size_t for_load = 0;
+  if (balance_due) {
+    last_balance_ = clock::now();
+    const bool moves = std::any_of(targets.begin(), targets.end(),
+                                   [](const auto& t) { return t.target != nobody(); });
+    if (!moves) {
+      auto by_load = plan_placement(live, *states, options_.max_moves, reported_loads(*registered),
+                                    options_.min_load_imbalance);
+      for (const auto& t : by_load) for_load += t.target != nobody() ? 1 : 0;
+      if (for_load > 0) targets = std::move(by_load);
+    }
+  }
   if (!targets.empty()) {
     if (auto r = catalog_->assign(targets, metadata::controller_lease{options_.self, epoch_}); !r) {
       std::fprintf(stderr, "silt: cluster: placing %zu stream(s) failed: %s\n", targets.size(),
@@ -235,8 +338,14 @@ void controller::round() {
     placed_.fetch_add(targets.size(), std::memory_order_relaxed);
     size_t moved = 0;
     for (const auto& t : targets) moved += t.target != nobody() ? 1 : 0;
-    std::fprintf(stderr, "silt: cluster: placed %zu stream(s) on %zu live broker(s)\n", moved,
-                 live.size());
+    if (for_load > 0) {
+      balanced_.fetch_add(for_load, std::memory_order_relaxed);
+      std::fprintf(stderr, "silt: cluster: moving %zu stream(s) to balance the brokers' load\n",
+                   for_load);
+    } else {
+      std::fprintf(stderr, "silt: cluster: placed %zu stream(s) on %zu live broker(s)\n", moved,
+                   live.size());
+    }
     // The version moved with the assignment: the next round reads again and finds it settled.
     return;
   }

@@ -10,7 +10,13 @@
 // the live broker with the fewest streams; then, while one broker has at least two more streams
 // than another, one of its streams is moved to the one with the fewest, at most max_moves per
 // round. A stream whose owner is not live stays where it is: what that broker's WAL holds of it
-// is not in the object store yet.
+// is not in the object store yet. Then by load, once counts are even: each broker reports the
+// bytes per second its busiest streams took in (membership's load reports), and every
+// balance_interval the controller moves one stream from the busiest broker to the least busy
+// one, swapping a lighter stream back when counts must stay even, choosing the pair that
+// brings the two closest, when they differ by at least min_load_imbalance bytes/s and a tenth
+// of the busiest broker's load, and only if the pair closes a fifth of the gap or more (loads
+// are measured, and lag: small gains are not worth a move).
 //
 // Failover: a stream whose owner is not live stays where it is until a live broker has taken
 // over the owner's WAL. The controller gives each such dead broker's WAL to itself (a row of
@@ -32,6 +38,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -45,18 +52,31 @@
 
 namespace silt::cluster {
 
+// Streams' ingest in bytes per second, as their brokers reported it (streams not listed: 0).
+using load_map = std::unordered_map<base::stream_id, uint64_t>;
+
 // The targets that place `streams` on the `live` brokers (see above); empty when nothing is to
-// move. Deterministic: the same input gives the same plan.
+// move. With `loads`, a step of balancing by load when the counts are even (at least
+// `min_imbalance` bytes/s between the busiest and the least busy broker). Deterministic: the
+// same input gives the same plan.
 [[nodiscard]] std::vector<metadata::stream_target> plan_placement(
     const std::vector<base::node_id>& live,
     const std::vector<std::pair<base::stream_id, metadata::stream_state>>& streams,
-    size_t max_moves);
+    size_t max_moves, const load_map& loads = {}, uint64_t min_imbalance = 0);
+
+// The loads the live brokers in `brokers` reported, by stream (the highest where two report one
+// stream: a stream that just moved is in the old owner's last report and the new one's next).
+[[nodiscard]] load_map reported_loads(const std::vector<metadata::broker_record>& brokers);
 
 struct controller_options {
   base::node_id self{-1};
   std::chrono::milliseconds interval{500};  // between rounds
   std::chrono::milliseconds lease{3000};    // the controller lease, renewed every round
   size_t max_moves = 256;                   // streams moved by one round of balancing
+  // Balancing by load: at most one step this often, and only between brokers whose loads
+  // differ by this many bytes/s or more.
+  std::chrono::milliseconds balance_interval{10000};
+  uint64_t min_load_imbalance = uint64_t{1} << 20;
   // Called on the controller thread when this broker becomes the controller (true) or stops
   // being it (false); a false return to `true` (the role could not be taken up) makes the next
   // round call it again.
@@ -84,6 +104,8 @@ class controller {
   }
   // Targets written since start.
   [[nodiscard]] uint64_t placed() const { return placed_.load(std::memory_order_relaxed); }
+  // Streams moved to balance load since start.
+  [[nodiscard]] uint64_t balanced() const { return balanced_.load(std::memory_order_relaxed); }
   // Takeovers of dead brokers' WALs this controller started or gave to itself since start.
   [[nodiscard]] uint64_t takeovers_placed() const {
     return takeovers_placed_.load(std::memory_order_relaxed);
@@ -115,6 +137,9 @@ class controller {
   std::atomic<int32_t> holder_{-1};
   std::atomic<uint64_t> placed_{0};
   std::atomic<uint64_t> takeovers_placed_{0};
+  std::atomic<uint64_t> balanced_{0};
+  // When the last balancing by load was due (controller thread only).
+  std::chrono::steady_clock::time_point last_balance_ = std::chrono::steady_clock::now();
   // What the last placement was made from (controller thread only): a round whose ownership
   // version and live brokers are the same has nothing new to place.
   int64_t epoch_ = -1;

@@ -1,5 +1,6 @@
 #include "cluster/membership.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -117,6 +118,39 @@ bool membership::can_acknowledge() const {
   return ticks(clock::now()) < lease_until_.load(std::memory_order_acquire);
 }
 
+void membership::set_ingest_source(ingest_source source) {
+  base::lock_guard lock(mu_);
+  ingest_ = std::move(source);
+}
+
+void membership::report_loads() {
+  if (++beats_since_loads_ < options_.load_report_heartbeats) return;
+  beats_since_loads_ = 0;
+  ingest_source source;
+  {
+    base::lock_guard lock(mu_);
+    source = ingest_;
+  }
+  if (!source) return;
+  const auto now = clock::now();
+  const auto ms = std::max<int64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - loads_since_).count(), 1);
+  loads_since_ = now;
+  std::vector<metadata::stream_load> loads;
+  for (const auto& [stream, bytes] : source()) {
+    loads.push_back({stream, bytes * 1000 / static_cast<uint64_t>(ms)});
+  }
+  if (loads.empty() && !reported_loads_) return;
+  const size_t keep = std::min(loads.size(), options_.max_loads);
+  std::partial_sort(loads.begin(), loads.begin() + static_cast<ptrdiff_t>(keep), loads.end(),
+                    [](const auto& a, const auto& b) { return a.bytes_per_s > b.bytes_per_s; });
+  loads.resize(keep);
+  // A failure is the heartbeat's to report; the next report replaces these anyway.
+  if (registry_->report_loads(options_.self.node, epoch_.load(std::memory_order_acquire), loads)) {
+    reported_loads_ = !loads.empty();
+  }
+}
+
 std::shared_ptr<const broker_list> membership::brokers() const {
   base::lock_guard lock(mu_);
   return brokers_;
@@ -158,6 +192,7 @@ void membership::beat() {
   if (r) {
     if (!rejoining_) hold_lease(sent);
     heartbeats_.fetch_add(1, std::memory_order_relaxed);
+    report_loads();
     if (failures_ > 0) {
       std::fprintf(stderr, "silt: cluster: heartbeats succeed again after %llu failure(s)\n",
                    static_cast<unsigned long long>(failures_));

@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <tl/expected.hpp>
@@ -40,6 +41,10 @@ struct membership_options {
   bool holds_wal_lock = false;
   // How long start() waits for another broker to finish taking over this node's WAL.
   std::chrono::milliseconds takeover_wait{60000};
+  // Every this many heartbeats the broker reports the loads of its busiest streams (at most
+  // max_loads of them) for placement by load (controller.h).
+  uint32_t load_report_heartbeats = 10;
+  size_t max_loads = 256;
 };
 
 using broker_list = std::vector<metadata::broker_record>;
@@ -63,6 +68,11 @@ class membership {
   // its streams may have been taken over meanwhile) and before it acknowledges anything: true
   // once the broker follows the streams' owners again.
   void set_on_rejoin(std::function<bool()> on_rejoin);
+  // Called on the heartbeat thread every options.load_report_heartbeats heartbeats: the bytes
+  // each stream this broker owns took in since the last call. Their rates are reported to the
+  // registry (the busiest options.max_loads).
+  using ingest_source = std::function<std::unordered_map<base::stream_id, uint64_t>()>;
+  void set_ingest_source(ingest_source source);
   // The live brokers by node id as of the last heartbeat, this one always among them.
   [[nodiscard]] std::shared_ptr<const broker_list> brokers() const;
   [[nodiscard]] int64_t broker_epoch() const { return epoch_.load(std::memory_order_acquire); }
@@ -95,6 +105,8 @@ class membership {
   [[nodiscard]] std::optional<base::node_id> taken_over_by();
   // The lease as counted from a heartbeat sent at `sent`.
   void hold_lease(std::chrono::steady_clock::time_point sent);
+  // Reports the loads measured since the last report, every load_report_heartbeats beats.
+  void report_loads();
 
   std::unique_ptr<metadata::broker_registry> registry_;
   const membership_options options_;
@@ -106,6 +118,12 @@ class membership {
   mutable base::mutex mu_;
   std::shared_ptr<const broker_list> brokers_ GUARDED_BY(mu_);
   std::function<bool()> on_rejoin_ GUARDED_BY(mu_);
+  ingest_source ingest_ GUARDED_BY(mu_);
+  // Heartbeat thread only: beats since the last load report, when it was, and whether it
+  // reported any load (an idle broker writes its empty list once).
+  uint32_t beats_since_loads_ = 0;
+  std::chrono::steady_clock::time_point loads_since_ = std::chrono::steady_clock::now();
+  bool reported_loads_ = true;
   bool rejoining_ = false;  // heartbeat thread only: registered again, not acknowledging yet
   bool stopping_ GUARDED_BY(mu_) = false;
   std::condition_variable wake_;

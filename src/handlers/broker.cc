@@ -290,6 +290,8 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   cto.self = base::node_id(config.node_id);
   cto.interval = mo.heartbeat_interval;
   cto.lease = mo.session_timeout;
+  // Load is reported every tenth heartbeat; a balancing step can follow every second report.
+  cto.balance_interval = 2 * mo.load_report_heartbeats * mo.heartbeat_interval;
   // The controller's broker coordinates every group.
   cto.on_change = [groups = b->groups_.get()](bool active) {
     if (!active) {
@@ -307,6 +309,7 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   cto.on_takeover = [p = b.get()](const std::vector<metadata::wal_takeover>& t) {
     p->take_over(t);
   };
+  b->membership_->set_ingest_source([p = b.get()] { return p->store_->take_ingested(); });
   // After a lapse of its lease, the broker reads every stream's owner again before it
   // acknowledges: some may have been taken over meanwhile.
   b->membership_->set_on_rejoin([p = b.get()] {

@@ -1,5 +1,6 @@
 #include "metadata/broker_registry.h"
 
+#include <charconv>
 #include <fstream>
 #include <utility>
 
@@ -42,6 +43,36 @@ std::string_view membership_error_name(membership_error e) {
       return "the metadata store failed";
   }
   return "unknown";
+}
+
+std::string format_loads(const std::vector<stream_load>& loads) {
+  std::string out;
+  for (const auto& l : loads) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(l.stream.value()) + ':' + std::to_string(l.bytes_per_s);
+  }
+  return out;
+}
+
+std::vector<stream_load> parse_loads(std::string_view text) {
+  std::vector<stream_load> out;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    const size_t colon = item.find(':');
+    if (colon == std::string_view::npos) continue;
+    uint64_t stream = 0;
+    uint64_t rate = 0;
+    const auto a = std::from_chars(item.data(), item.data() + colon, stream);
+    const auto b = std::from_chars(item.data() + colon + 1, item.data() + item.size(), rate);
+    if (a.ec != std::errc() || a.ptr != item.data() + colon || b.ec != std::errc() ||
+        b.ptr != item.data() + item.size()) {
+      continue;
+    }
+    out.push_back({base::stream_id(stream), rate});
+  }
+  return out;
 }
 
 std::string same_machine_id() {
@@ -122,6 +153,16 @@ tl::expected<void, membership_error> broker_registry::heartbeat(
   return {};
 }
 
+tl::expected<void, membership_error> broker_registry::report_loads(
+    base::node_id node, int64_t broker_epoch, const std::vector<stream_load>& loads) {
+  base::lock_guard lock(mu_);
+  auto r = c_->query("UPDATE brokers SET stream_loads = ? WHERE node_id = ? AND broker_epoch = ?",
+                     format_loads(loads), i64(node), broker_epoch);
+  if (!r) return fail(membership_error::io);
+  if (r->changes == 0) return fail(membership_error::fenced);
+  return {};
+}
+
 tl::expected<void, membership_error> broker_registry::drain(base::node_id node,
                                                             int64_t broker_epoch) {
   base::lock_guard lock(mu_);
@@ -146,11 +187,11 @@ tl::expected<void, membership_error> broker_registry::unregister(base::node_id n
 
 tl::expected<std::vector<broker_record>, membership_error> broker_registry::brokers() {
   base::lock_guard lock(mu_);
-  auto r =
-      c_->query(with_now("SELECT node_id, broker_epoch, host, port, rack, wal_location, "
-                         "machine, lease_expires_ms - {now}, draining FROM brokers ORDER BY "
-                         "node_id",
-                         now_));
+  auto r = c_->query(
+      with_now("SELECT node_id, broker_epoch, host, port, rack, wal_location, "
+               "machine, lease_expires_ms - {now}, draining, stream_loads FROM brokers ORDER BY "
+               "node_id",
+               now_));
   if (!r) return fail(membership_error::io);
   std::vector<broker_record> out;
   out.reserve(r->rows.size());
@@ -165,6 +206,7 @@ tl::expected<std::vector<broker_record>, membership_error> broker_registry::brok
     b.info.machine = row.text(6);
     b.lease_left_ms = row.integer(7);
     b.draining = row.integer(8) != 0;
+    b.loads = parse_loads(row.text(9));
     out.push_back(std::move(b));
   }
   return out;

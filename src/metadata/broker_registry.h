@@ -46,11 +46,24 @@ struct broker_info {
   bool operator==(const broker_info&) const = default;
 };
 
+// A stream's ingest as the broker owning it measured it (bytes uploaded per second).
+struct stream_load {
+  base::stream_id stream{};
+  uint64_t bytes_per_s = 0;
+  bool operator==(const stream_load&) const = default;
+};
+
+// Loads as the brokers table stores them: "stream:bytes_per_s" joined by commas. parse_loads()
+// skips what it cannot read (a row is advice for placement, never trusted for data).
+[[nodiscard]] std::string format_loads(const std::vector<stream_load>& loads);
+[[nodiscard]] std::vector<stream_load> parse_loads(std::string_view text);
+
 struct broker_record {
   broker_info info;
   int64_t broker_epoch = 0;
-  int64_t lease_left_ms = 0;  // until the lease lapses, in the database's clock (<= 0: lapsed)
-  bool draining = false;      // stopping cleanly: handing its streams over, given none
+  int64_t lease_left_ms = 0;       // until the lease lapses, in the database's clock (<= 0: lapsed)
+  bool draining = false;           // stopping cleanly: handing its streams over, given none
+  std::vector<stream_load> loads;  // its busiest streams, as it last reported them
   [[nodiscard]] bool live() const { return lease_left_ms > 0; }
 };
 
@@ -87,6 +100,9 @@ class broker_registry {
   // lapsed or the node registered again.
   [[nodiscard]] tl::expected<void, membership_error> heartbeat(
       base::node_id node, int64_t broker_epoch, std::chrono::milliseconds session_timeout);
+  // Records the loads (node, epoch) measured for its busiest streams, replacing the last ones.
+  [[nodiscard]] tl::expected<void, membership_error> report_loads(
+      base::node_id node, int64_t broker_epoch, const std::vector<stream_load>& loads);
   // Marks (node, epoch) as stopping cleanly: the controller places nothing on it any more.
   [[nodiscard]] tl::expected<void, membership_error> drain(base::node_id node,
                                                            int64_t broker_epoch);

@@ -154,6 +154,11 @@ CREATE TABLE wal_takeovers(
   wal_location TEXT NOT NULL,
   created_ms {int} NOT NULL);
 )sql"},
+    // Placement by load (cluster/controller.h): the bytes per second each broker measured for
+    // its busiest streams.
+    {7, R"sql(
+ALTER TABLE brokers ADD COLUMN stream_loads TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 
 std::string expand(std::string_view sql, dialect d) {

@@ -54,6 +54,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <tl/expected.hpp>
@@ -264,6 +265,10 @@ class stream_store {
   [[nodiscard]] tl::expected<void, std::string> run_sweep_once();
 
   [[nodiscard]] stream_store_stats stats();
+  // Bytes uploaded per stream since the last call: each stream's ingest (placement by load).
+  [[nodiscard]] std::unordered_map<base::stream_id, uint64_t> take_ingested() {
+    return uploader_.take_ingested();
+  }
   [[nodiscard]] wal::wal_position wal_trim_point() const { return wal_->trim_point(); }
   [[nodiscard]] wal::wal_stats wal_stats() const { return wal_->stats(); }
 

@@ -65,6 +65,10 @@ tl::expected<void, std::string> uploader::upload_object(
                                " refused: " + std::string(metadata::catalog_error_name(c.error())));
   }
   cache_.uploaded(entries);
+  if (measure_ingest_.load(std::memory_order_relaxed)) {
+    base::lock_guard lock(ingested_mu_);
+    for (const auto& r : ranges) ingested_[r.stream_id] += r.size;
+  }
   uploads_.fetch_add(1, std::memory_order_relaxed);
   uploaded_bytes_.fetch_add(object.size, std::memory_order_relaxed);
   (kind == metadata::object_kind::stream ? stream_objects_ : stream_set_objects_)
@@ -118,6 +122,14 @@ tl::expected<void, std::string> uploader::run_once(wal::wal& wal) {
 upload_stats uploader::stats() const {
   return {uploads_.load(), uploaded_bytes_.load(), stream_set_objects_.load(),
           stream_objects_.load()};
+}
+
+std::unordered_map<base::stream_id, uint64_t> uploader::take_ingested() {
+  measure_ingest_.store(true, std::memory_order_relaxed);
+  std::unordered_map<base::stream_id, uint64_t> out;
+  base::lock_guard lock(ingested_mu_);
+  out.swap(ingested_);
+  return out;
 }
 
 }  // namespace silt::storage

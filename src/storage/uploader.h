@@ -12,8 +12,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "base/ids.h"
+#include "base/mutex.h"
 #include "metadata/stream_catalog.h"
 #include "storage/log_cache.h"
 #include "storage/object/object_store.h"
@@ -41,6 +44,10 @@ class uploader {
   // One round; then the WAL is trimmed to what is in committed objects.
   [[nodiscard]] tl::expected<void, std::string> run_once(wal::wal& wal);
   [[nodiscard]] upload_stats stats() const;
+  // Bytes committed per stream since the last call (thread-safe): what placement by load
+  // measures. Counted from the first call on (a single broker never asks). Costs what the
+  // streams uploaded, not the number of streams.
+  [[nodiscard]] std::unordered_map<base::stream_id, uint64_t> take_ingested();
 
  private:
   tl::expected<void, std::string> upload_object(metadata::object_kind kind,
@@ -56,6 +63,9 @@ class uploader {
   std::atomic<uint64_t> uploaded_bytes_{0};
   std::atomic<uint64_t> stream_set_objects_{0};
   std::atomic<uint64_t> stream_objects_{0};
+  std::atomic<bool> measure_ingest_{false};
+  base::mutex ingested_mu_;
+  std::unordered_map<base::stream_id, uint64_t> ingested_ GUARDED_BY(ingested_mu_);
 };
 
 }  // namespace silt::storage

@@ -3,7 +3,8 @@ default timeouts) under moves, kills and joins, with clients nobody on the team 
 
 Kafka's Java VerifiableProducer and a librdkafka producer (both idempotent, acks=all) write
 to every partition, and Kafka's Java VerifiableConsumer and a librdkafka consumer read in
-groups, while, SILT_CLUSTER_ROUNDS times each (default 10): a partition is moved to another
+groups, each consumer in a rack of its own with reads near the client on (KIP-392: a broker
+of the consumer's rack may serve it), while, SILT_CLUSTER_ROUNDS times each (default 10): a partition is moved to another
 broker; a broker is killed with SIGKILL and started again; a fourth broker joins, gets its
 share, and stops cleanly. A checker then proves that every acknowledged record is in the log
 once, at the offset it was acknowledged at, that offsets are dense and each producer's records
@@ -60,7 +61,9 @@ def free_base_port():
 class Cluster:
     def __init__(self, workdir):
         self.env = dict(os.environ, CLUSTER_DIR=str(workdir), SILT=str(SILT_BIN),
-                        BASE_PORT=str(free_base_port()))
+                        BASE_PORT=str(free_base_port()),
+                        CLUSTER_SETTINGS="replica.selector.class="
+                                         "org.apache.kafka.common.replica.RackAwareReplicaSelector")
         self.base = int(self.env["BASE_PORT"])
         self.workdir = workdir
 
@@ -139,6 +142,7 @@ class RdGroupConsumer:
         self.errors = []
         self.stop_event = threading.Event()
         self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-rd",
+                           "client.rack": "zone-b",
                            "auto.offset.reset": "earliest", "enable.auto.commit": True,
                            "auto.commit.interval.ms": 500})
         self.c.subscribe([TOPIC])
@@ -203,9 +207,12 @@ def test_moves_kills_and_joins_lose_and_duplicate_nothing(cluster, tmp_path):
     java_producer = JavaTool("org.apache.kafka.tools.VerifiableProducer", "--topic", TOPIC,
                              "--bootstrap-server", c.all_bootstrap(), "--throughput", 500,
                              "--value-prefix", 1, "--producer.config", config)
+    consumer_config = tmp_path / "consumer.properties"
+    consumer_config.write_text("client.rack=zone-a\n")
     java_consumer = JavaTool("org.apache.kafka.tools.VerifiableConsumer", "--topic", TOPIC,
                              "--group-id", "chaos-java", "--bootstrap-server",
-                             c.all_bootstrap(), "--reset-policy", "earliest", "--verbose")
+                             c.all_bootstrap(), "--reset-policy", "earliest", "--verbose",
+                             "--consumer.config", consumer_config)
     rd_producer = LoadProducer(c.all_bootstrap(), TOPIC, PARTITIONS, prefix=b"2.", every=10,
                                pause=0.02)
     rd_consumer = RdGroupConsumer(c.all_bootstrap())

@@ -22,11 +22,12 @@ PARTITIONS = 4
 
 class LoadProducer:
     """An idempotent acks=all librdkafka producer writing `prefix`N to every partition in turn
-    (pausing `pause` s every `every` records) until stopped."""
+    (or to those in `only`), pausing `pause` s every `every` records, until stopped."""
 
     def __init__(self, bootstrap, topic, partitions=PARTITIONS, prefix=b"m-", every=20,
-                 pause=0.01):
-        self.topic, self.partitions, self.prefix = topic, partitions, prefix
+                 pause=0.01, only=None):
+        self.topic, self.prefix = topic, prefix
+        self.targets = list(only if only is not None else range(partitions))
         self.every, self.pause = every, pause
         self.acked, self.errors = [], []
         self.left = None
@@ -48,7 +49,8 @@ class LoadProducer:
         i = 0
         while not self.stop_event.is_set():
             self.p.produce(self.topic, value=self.prefix + b"%d" % i,
-                           partition=i % self.partitions, on_delivery=self.done)
+                           partition=self.targets[i % len(self.targets)],
+                           on_delivery=self.done)
             i += 1
             self.p.poll(0)
             if i % self.every == 0:

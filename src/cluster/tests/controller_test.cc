@@ -90,6 +90,81 @@ TEST(PlanPlacement, LeavesADeadOwnersStreamsAndRetargetsFromADeadTarget) {
   EXPECT_TRUE(plan_placement({}, streams, 3).empty());
 }
 
+// The load each broker has once the plan is carried out.
+std::map<int32_t, uint64_t> loads_after(const streams_t& streams,
+                                        const std::vector<metadata::stream_target>& plan,
+                                        const load_map& loads) {
+  std::map<uint64_t, int32_t> where;
+  for (const auto& [id, s] : streams) where[id.value()] = s.owner.value();
+  for (const auto& t : plan) {
+    if (t.target.value() != -1) where[t.stream_id.value()] = t.target.value();
+  }
+  std::map<int32_t, uint64_t> out;
+  for (const auto& [id, n] : where) {
+    const auto it = loads.find(base::stream_id(id));
+    out[n] += it == loads.end() ? 0 : it->second;
+  }
+  return out;
+}
+
+// Counts even, loads not: one step swaps a hot stream for a cold one (counts stay even), the
+// pair that brings the two brokers closest; close loads, small gaps and steps that gain little
+// move nothing; uneven counts are evened first, whatever the loads.
+TEST(PlanPlacement, BalancesByLoadOnceCountsAreEven) {
+  constexpr uint64_t mib = 1 << 20;
+  streams_t streams;
+  for (uint64_t i = 0; i < 4; ++i) streams.emplace_back(base::stream_id(i), owned(i < 2 ? 1 : 2));
+  // Node 1: 8 and 4 MiB/s; node 2: 1 MiB/s and an idle stream.
+  const load_map loads{
+      {base::stream_id(0), 8 * mib}, {base::stream_id(1), 4 * mib}, {base::stream_id(2), 1 * mib}};
+  auto plan = plan_placement(ids({1, 2}), streams, 100, loads, mib);
+  EXPECT_EQ(counts_after(streams, plan), (std::map<int32_t, size_t>{{1, 2}, {2, 2}}));
+  // 12 against 1: swapping the 8 for the 1 MiB/s stream gives 5 against 8, a gap of 3 (the 4
+  // for the idle one too; the 8 for the idle one leaves 5, the 4 for the 1 leaves 5).
+  const auto after = loads_after(streams, plan, loads);
+  EXPECT_EQ(after.at(1) > after.at(2) ? after.at(1) - after.at(2) : after.at(2) - after.at(1),
+            3 * mib);
+  EXPECT_EQ(plan.size(), 2u);
+  EXPECT_EQ(plan, plan_placement(ids({1, 2}), streams, 100, loads, mib));
+
+  // Balanced already, or a gap under the minimum or under a tenth of the busiest: nothing.
+  const load_map even{{base::stream_id(0), 5 * mib}, {base::stream_id(2), 5 * mib}};
+  EXPECT_TRUE(plan_placement(ids({1, 2}), streams, 100, even, mib).empty());
+  const load_map small{{base::stream_id(0), 1500 * 1024}, {base::stream_id(2), 1000 * 1024}};
+  EXPECT_TRUE(plan_placement(ids({1, 2}), streams, 100, small, mib).empty());
+  const load_map tenth{{base::stream_id(0), 100 * mib}, {base::stream_id(2), 95 * mib}};
+  EXPECT_TRUE(plan_placement(ids({1, 2}), streams, 100, tenth, mib).empty());
+  // One hot stream alone: any move only swaps which broker is busy; nothing.
+  const load_map one{{base::stream_id(0), 8 * mib}};
+  EXPECT_TRUE(plan_placement(ids({1, 2}), streams, 100, one, mib).empty());
+
+  // Counts first: node 1 has three streams, node 2 one; the count move is the whole plan.
+  streams_t uneven;
+  for (uint64_t i = 0; i < 4; ++i) uneven.emplace_back(base::stream_id(i), owned(i < 3 ? 1 : 2));
+  plan = plan_placement(ids({1, 2}), uneven, 100, loads, mib);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(counts_after(uneven, plan), (std::map<int32_t, size_t>{{1, 2}, {2, 2}}));
+  // Node 1 with one stream more may give one away without a swap.
+  streams_t odd;
+  for (uint64_t i = 0; i < 3; ++i) odd.emplace_back(base::stream_id(i), owned(i < 2 ? 1 : 2));
+  const load_map two_hot{{base::stream_id(0), 6 * mib}, {base::stream_id(1), 6 * mib}};
+  plan = plan_placement(ids({1, 2}), odd, 100, two_hot, mib);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(loads_after(odd, plan, two_hot),
+            (std::map<int32_t, uint64_t>{{1, 6 * mib}, {2, 6 * mib}}));
+}
+
+TEST(ReportedLoads, TakesLiveBrokersAndTheHighestReportOfAStream) {
+  std::vector<metadata::broker_record> brokers(3);
+  brokers[0].lease_left_ms = 1000;
+  brokers[0].loads = {{base::stream_id(1), 10}, {base::stream_id(2), 5}};
+  brokers[1].lease_left_ms = 1000;
+  brokers[1].loads = {{base::stream_id(2), 7}};
+  brokers[2].lease_left_ms = 0;  // lapsed
+  brokers[2].loads = {{base::stream_id(3), 99}};
+  EXPECT_EQ(reported_loads(brokers), (load_map{{base::stream_id(1), 10}, {base::stream_id(2), 7}}));
+}
+
 class Controller : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {

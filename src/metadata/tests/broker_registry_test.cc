@@ -77,6 +77,30 @@ TEST_P(BrokerRegistry, RegistersBrokersWithLeasesAndListsThem) {
   EXPECT_LE((*all)[0].lease_left_ms, 60000);
 }
 
+// A broker's loads replace its last ones, are listed with it, and are refused to a stale
+// epoch or another node.
+TEST_P(BrokerRegistry, LoadsAreReportedPerEpochAndListed) {
+  auto r = registry();
+  auto e1 = r->register_broker(info_of(1), milliseconds(60000), false);
+  ASSERT_TRUE(e1);
+  const std::vector<stream_load> loads{{base::stream_id(7), 1048576}, {base::stream_id(3), 12}};
+  ASSERT_TRUE(r->report_loads(node(1), *e1, loads));
+  EXPECT_EQ((*r->brokers())[0].loads, loads);
+  ASSERT_TRUE(r->report_loads(node(1), *e1, {{base::stream_id(9), 5}}));
+  EXPECT_EQ((*r->brokers())[0].loads, (std::vector<stream_load>{{base::stream_id(9), 5}}));
+  EXPECT_EQ(r->report_loads(node(1), *e1 + 1, loads).error(), membership_error::fenced);
+  EXPECT_EQ(r->report_loads(node(2), *e1, loads).error(), membership_error::fenced);
+}
+
+TEST(StreamLoads, FormatAndParseRoundTripAndSkipWhatIsNotALoad) {
+  const std::vector<stream_load> loads{{base::stream_id(1), 0}, {base::stream_id(42), 99999}};
+  EXPECT_EQ(format_loads(loads), "1:0,42:99999");
+  EXPECT_EQ(parse_loads(format_loads(loads)), loads);
+  EXPECT_TRUE(parse_loads("").empty());
+  EXPECT_EQ(parse_loads("x,5:1,:2,3:,4:-1,6:7z,,8:9"),
+            (std::vector<stream_load>{{base::stream_id(5), 1}, {base::stream_id(8), 9}}));
+}
+
 TEST_P(BrokerRegistry, ALiveNodeIdIsRefusedUntilItsLeaseLapses) {
   auto r = registry();
   auto first = r->register_broker(info_of(1), milliseconds(300), false);
