@@ -38,6 +38,9 @@ struct checked {
   std::span<uint8_t> records;
   bool idempotent = false;
   protocol::record_batch_header first;  // the (single) idempotent batch's header
+  // The partition as the request found it on arrival: served here, at this epoch.
+  bool arrived_served = false;
+  base::leader_epoch arrival_epoch{};
 };
 
 // A compressed batch may decompress to at most this much. Kafka streams records and sets no
@@ -240,6 +243,13 @@ asio::awaitable<void> load_producers(context& ctx, base::stream_id stream) {
       asio::use_awaitable);
 }
 
+// Notes whether the partition is served here as the request arrives, and at which epoch.
+void note_arrival(context& ctx, checked& c) {
+  const auto offs = ctx.store.offsets(c.stream_id);
+  c.arrived_served = !offs.fenced && !offs.moving;
+  c.arrival_epoch = offs.epoch;
+}
+
 attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pending>& p, size_t i,
                    checked& c) {
   auto on_durable = [p, &ctx, i, stream = c.stream_id, idempotent = c.idempotent,
@@ -257,10 +267,17 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
     lock = std::unique_lock(ctx.producers.lock_for(c.stream_id));
     // Leadership before sequences, as Kafka: a batch refused while the partition moves leaves
     // a gap that the next batch must not be judged against (OUT_OF_ORDER_SEQUENCE_NUMBER).
+    // Judged as of the request's arrival too: a producer pipelines, and of two requests that
+    // arrived while the partition was not served here, the second must not be taken (and
+    // found out of order) because the partition became served while the first was answered.
     if (const auto offs = ctx.store.offsets(c.stream_id); offs.fenced || offs.moving) {
       set_error(*c.out, error_code::not_leader_or_follower,
                 offs.moving ? "this partition is moving to another broker"
                             : "another broker has taken this partition");
+      return attempt::done;
+    } else if (!c.arrived_served || offs.epoch != c.arrival_epoch) {
+      set_error(*c.out, error_code::not_leader_or_follower,
+                "this partition changed hands after the request arrived");
       return attempt::done;
     }
     // Not in memory (forgotten since loaded): read on the blocking pool, not here.
@@ -311,6 +328,13 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
 
 }  // namespace
 
+// GCC 12 reports a mismatched operator new/delete pair in this coroutine's frame, which
+// Boost.Asio allocates and frees with its own pair; a false positive that comes and goes with
+// the frame's contents.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::request& raw,
                                                            protocol::produce_request& req) {
   const int16_t version = raw.header.header.request_api_version;
@@ -369,6 +393,7 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
       c.out = &out;
       c.topic = topic;
       c.stream_id = *stream;
+      note_arrival(ctx, c);
       if (pd.records) {
         // The records view points into the request frame, which this handler may modify.
         const auto bytes = pd.records->bytes();
@@ -474,5 +499,8 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
   }
   co_return resp;
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 }  // namespace silt::handlers
