@@ -96,15 +96,17 @@ def wait_listed(bootstrap, expected, timeout=10.0):
     pytest.fail(f"{bootstrap} lists {seen}, expected {expected}")
 
 
-@pytest.fixture
-def shared_store_brokers(tmp_path):
+def shared_brokers(tmp_path, settings=None):
+    """Two brokers (nodes 1 and 2, racks zone-a and zone-b) sharing a metadata store and an
+    object store, with `settings` on both; yields them and their common settings, stopped
+    and their logs checked afterwards. The body of fixtures."""
     if "silt" not in selected_brokers():
         pytest.skip("Silt not selected (SILT_TEST_BROKERS)")
     uri = fresh_postgres_database() if POSTGRES_URI else f"sqlite://{tmp_path}/shared.db"
     common = {"metadata.store.uri": uri,
               "object.store.uri": f"file://{tmp_path}/objects",
               "broker.heartbeat.interval.ms": str(HEARTBEAT_MS),
-              "broker.session.timeout.ms": str(SESSION_MS)}
+              "broker.session.timeout.ms": str(SESSION_MS), **(settings or {})}
     brokers = []
     for node, rack in ((1, "zone-a"), (2, "zone-b")):
         d = tmp_path / f"broker{node}"
@@ -117,6 +119,11 @@ def shared_store_brokers(tmp_path):
         if b.alive():
             assert b.stop() == 0, b.log_text()[-4000:]
         b.check_log()
+
+
+@pytest.fixture
+def shared_store_brokers(tmp_path):
+    yield from shared_brokers(tmp_path)
 
 
 def test_brokers_sharing_a_store_list_each_other_and_drop_a_dead_one(shared_store_brokers):

@@ -11,10 +11,8 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from conftest import POSTGRES_URI, SiltBroker, fresh_postgres_database, selected_brokers, \
-    start_silt
 from test_cli_tools import CONSOLE_CONSUMER, tool
-from test_membership import HEARTBEAT_MS, SESSION_MS
+from test_membership import shared_brokers
 from test_partition_moves import wait_spread
 from util import create_topic, produce_all
 
@@ -22,33 +20,14 @@ PARTITIONS = 4
 PER_PARTITION = 2000
 VALUE = 1000  # bytes: 8 MB in all, eight times the log cache
 SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
-RACKS = {1: "zone-a", 2: "zone-b"}
 
 
 @pytest.fixture
 def rack_brokers(tmp_path):
-    if "silt" not in selected_brokers():
-        pytest.skip("Silt not selected (SILT_TEST_BROKERS)")
-    uri = fresh_postgres_database() if POSTGRES_URI else f"sqlite://{tmp_path}/shared.db"
-    common = {"metadata.store.uri": uri,
-              "object.store.uri": f"file://{tmp_path}/objects",
-              "broker.heartbeat.interval.ms": str(HEARTBEAT_MS),
-              "broker.session.timeout.ms": str(SESSION_MS),
-              "replica.selector.class": SELECTOR,
-              "log.cache.bytes": str(1 << 20),
-              "upload.interval.ms": "200"}
-    brokers = {}
-    for node, rack in RACKS.items():
-        d = tmp_path / f"broker{node}"
-        d.mkdir()
-        brokers[node] = SiltBroker(d, {**common, "node.id": str(node), "broker.rack": rack})
-    for b in brokers.values():
-        start_silt(b)
-    yield brokers
-    for b in brokers.values():
-        if b.alive():
-            assert b.stop() == 0, b.log_text()[-4000:]
-        b.check_log()
+    # A log cache too small to keep what the test produces.
+    yield from shared_brokers(tmp_path, {"replica.selector.class": SELECTOR,
+                                         "log.cache.bytes": str(1 << 20),
+                                         "upload.interval.ms": "200"})
 
 
 def near_reads(b):
@@ -86,7 +65,7 @@ def produced(bootstrap, topic):
 
 
 def test_a_consumer_reads_from_a_broker_of_its_own_rack(rack_brokers):
-    a, b = rack_brokers[1], rack_brokers[2]
+    (a, b), _ = rack_brokers
     topic = "near"
     create_topic(a.bootstrap, topic, partitions=PARTITIONS)
     leaders = wait_spread(a.bootstrap, topic, PARTITIONS, [1, 2])
