@@ -483,8 +483,12 @@ void broker::take_over(const std::vector<metadata::wal_takeover>& takeovers) {
 void broker::hand_over_partitions() {
   if (!membership_ || !membership_->can_acknowledge()) return;
   const base::node_id self(config_.node_id);
-  // The controller gives this broker nothing from now on.
+  // The controller gives this broker nothing from now on, and no handover reaches it after
+  // this: those that did are seen by reading the owners again.
   membership_->drain();
+  (void)store_->refresh_owners(false, [this](const std::vector<base::stream_id>& coming) {
+    for (const base::stream_id s : coming) producers_->forget(s);
+  });
   std::vector<base::node_id> others;
   for (const auto& b : *membership_->brokers()) {
     if (b.info.node != self && !b.draining) others.push_back(b.info.node);

@@ -334,4 +334,16 @@ tl::expected<bool, std::string> lease_lapsed(sql::connection& c, base::node_id n
   return !r->rows.empty() && r->rows.front().integer(0) == 0;
 }
 
+tl::expected<bool, std::string> takes_streams(sql::connection& c, base::node_id node) {
+  const bool pg = c.kind() == sql::dialect::postgresql;
+  const std::string q = with_now(
+      "SELECT CASE WHEN lease_expires_ms > {now} AND draining = 0 THEN 1 ELSE 0 END FROM brokers "
+      "WHERE node_id = ?" +
+          std::string(pg ? " FOR SHARE" : ""),
+      std::string(sql::now_ms_expression(c.kind())));
+  auto r = c.query(q, i64(node));
+  if (!r) return tl::make_unexpected(r.error());
+  return r->rows.empty() || r->rows.front().integer(0) == 1;
+}
+
 }  // namespace silt::metadata

@@ -147,6 +147,12 @@ class broker_registry {
 // of one component) has no lease to lapse.
 [[nodiscard]] tl::expected<bool, std::string> lease_lapsed(sql::connection& c, base::node_id node);
 
+// Whether `node` may be given streams: its lease is live and it is not stopping (drain()). A
+// node that never registered (a store used without the registry) may. Read on `c` inside the
+// caller's transaction; on PostgreSQL the row stays share-locked until it ends, so that a
+// drain() waits for a handover that found the node open and is then seen by the node.
+[[nodiscard]] tl::expected<bool, std::string> takes_streams(sql::connection& c, base::node_id node);
+
 // Whether `holder` holds the takeover of `node`'s WAL, read on `c` inside the caller's
 // transaction.
 [[nodiscard]] tl::expected<bool, std::string> takeover_held(sql::connection& c, base::node_id node,

@@ -179,6 +179,8 @@ std::string_view catalog_error_name(catalog_error e) {
       return "fenced: the stream has a newer owner or epoch";
     case catalog_error::lapsed:
       return "the owner's broker lease has lapsed";
+    case catalog_error::unavailable:
+      return "the target broker is not live or is stopping";
     case catalog_error::io:
       return "catalog I/O error";
   }
@@ -601,6 +603,10 @@ tl::expected<base::leader_epoch, catalog_error> stream_catalog::handover(base::s
   sql::transaction tx(*c_);
   if (!tx.ok()) return fail(catalog_error::io);
   if (auto f = check_lease_locked(from); !f) return fail(f.error());
+  // Never to a broker that stops (it would die owning the stream) or is dead.
+  auto open = takes_streams(*c_, to);
+  if (!open) return fail(catalog_error::io);
+  if (!*open) return fail(catalog_error::unavailable);
   auto version = bump_ownership_locked();
   if (!version) return fail(version.error());
   const base::leader_epoch next(epoch.value() + 1);

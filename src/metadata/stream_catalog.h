@@ -37,6 +37,7 @@ enum class catalog_error : uint8_t {
   fenced,          // the writer's owner or epoch of a stream is no longer the stream's
   lapsed,          // the writer's broker lease has lapsed (broker_registry.h): try again
                    // once it registered anew, if it still owns the stream then
+  unavailable,     // a handover's target is not live or is stopping: it takes no streams
   io,              // the database failed (message logged)
 };
 
@@ -192,7 +193,8 @@ class stream_catalog {
   // Hands a stream held by `from` at `epoch` to `to` at the next epoch, which begins at the
   // stream's committed end; that end must be `end` (the caller uploaded all it had), else
   // discontinuous. Fenced unless the stream is at (from, epoch), lapsed while from's lease has
-  // lapsed. Clears the target. Returns the new epoch.
+  // lapsed, unavailable while `to` is not live or stops (broker_registry.h: takes_streams()).
+  // Clears the target. Returns the new epoch.
   [[nodiscard]] tl::expected<base::leader_epoch, catalog_error> handover(base::stream_id stream_id,
                                                                          base::node_id from,
                                                                          base::leader_epoch epoch,

@@ -177,6 +177,35 @@ TEST_P(BrokerRegistry, ConcurrentRegistrationsOfOneNodeIdHaveOneWinner) {
 
 // Once its lease lapsed, a broker commits, compacts, trims and writes producer state and group
 // offsets no more; registered anew, and still the streams' owner, it goes on where it stopped.
+// A handover goes only to a live broker that is not stopping; one refused leaves the stream
+// where it was, at its epoch.
+TEST_P(BrokerRegistry, AHandoverGoesOnlyToALiveBrokerThatIsNotStopping) {
+  auto r = registry();
+  auto catalog = stream_catalog::open(db_);
+  ASSERT_TRUE(catalog) << catalog.error();
+  auto& c = **catalog;
+  ASSERT_TRUE(r->register_broker(info_of(1), milliseconds(60000), false));
+  auto e2 = r->register_broker(info_of(2), milliseconds(60000), false);
+  auto e3 = r->register_broker(info_of(3), milliseconds(300), false);
+  ASSERT_TRUE(e2 && e3);
+  auto taken = c.take(node(1), {{base::stream_id(7), base::offset(0)}});
+  ASSERT_TRUE(taken);
+  const base::leader_epoch ep = taken->front();
+  ASSERT_TRUE(r->drain(node(2), *e2));
+  EXPECT_EQ(c.handover(base::stream_id(7), node(1), ep, node(2), base::offset(0)).error(),
+            catalog_error::unavailable);
+  std::this_thread::sleep_for(milliseconds(400));  // node 3's lease lapses
+  EXPECT_EQ(c.handover(base::stream_id(7), node(1), ep, node(3), base::offset(0)).error(),
+            catalog_error::unavailable);
+  EXPECT_EQ(c.stream(base::stream_id(7))->value().owner, node(1));
+  EXPECT_EQ(c.stream(base::stream_id(7))->value().epoch, ep);
+  // Registered again (no longer draining), node 2 takes it.
+  ASSERT_TRUE(r->register_broker(info_of(2), milliseconds(60000), true));
+  auto next = c.handover(base::stream_id(7), node(1), ep, node(2), base::offset(0));
+  ASSERT_TRUE(next);
+  EXPECT_EQ(c.stream(base::stream_id(7))->value().owner, node(2));
+}
+
 TEST_P(BrokerRegistry, ALapsedLeaseRefusesCommitsUntilTheBrokerRegistersAgain) {
   auto r = registry();
   auto catalog = stream_catalog::open(db_);
