@@ -62,11 +62,6 @@ class cursor {
 
 }  // namespace
 
-namespace {
-// How long after a stream came to this broker a sequence gap is NOT_LEADER_OR_FOLLOWER (forget()).
-constexpr int64_t settle_ms = 10000;
-}  // namespace
-
 producer_state::producer_state(metadata::topic_registry& registry, storage::stream_store& store,
                                int64_t expiration_ms)
     : registry_(registry), store_(store), expiration_ms_(expiration_ms) {}
@@ -121,10 +116,9 @@ void producer_state::load(base::stream_id stream_id) {
 void producer_state::forget(base::stream_id stream_id) {
   std::lock_guard lock(lock_for(stream_id));
   base::lock_guard map_lock(map_mu_);
-  auto& slot = streams_[stream_id];
-  if (!slot) slot = std::make_unique<stream_producers>();
-  auto& sp = *slot;
-  sp.settle_until_ms = base::now_ms() + settle_ms;
+  auto it = streams_.find(stream_id);
+  if (it == streams_.end()) return;
+  auto& sp = *it->second;
   sp.loaded.store(false, std::memory_order_release);
   sp.dirty = false;
   sp.producers.clear();
@@ -194,9 +188,6 @@ producer_state::check_result producer_state::check_on(const stream_producers& sp
       previous = &durable->batches.back();
     }
     if (previous != nullptr && h.base_sequence != next_sequence(previous->last_seq)) {
-      if (flying == nullptr && base::now_ms() < sp.settle_until_ms) {
-        return {verdict::reject, error_code::not_leader_or_follower, {}};
-      }
       return {verdict::reject, error_code::out_of_order_sequence_number, {}};
     }
     return {};

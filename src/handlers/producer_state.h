@@ -74,10 +74,7 @@ class producer_state {
   // Loads the stream's state (on a thread that may block). Takes lock_for().
   void load(base::stream_id stream_id);
   // Forgets the stream's state: the next use loads it again (another broker served the stream
-  // meanwhile and stored its state). For a while after, a batch that leaves a gap is refused
-  // with NOT_LEADER_OR_FOLLOWER rather than OUT_OF_ORDER_SEQUENCE_NUMBER: a producer's batch
-  // may arrive ahead of the retry of one refused while the stream was not served here yet,
-  // and librdkafka takes OUT_OF_ORDER for that one as fatal. Takes lock_for().
+  // meanwhile and stored its state). Takes lock_for().
   void forget(base::stream_id stream_id);
 
   // The lock that makes check(), the append and record() one step for a stream.
@@ -118,9 +115,6 @@ class producer_state {
   struct stream_producers {
     std::atomic<bool> loaded{false};
     bool dirty = false;
-    // Until when (ms) a gap in a producer's sequences is answered NOT_LEADER_OR_FOLLOWER:
-    // the stream just came to this broker (forget()), see check_on().
-    int64_t settle_until_ms = 0;
     std::unordered_map<base::producer_id, producer_entry> producers;
     std::unordered_map<base::producer_id, std::deque<pending_batch>> in_flight;  // append order
   };

@@ -120,20 +120,6 @@ TEST_F(ProducerStateTest, GapIsOutOfOrder) {
   EXPECT_EQ(c.error, error_code::out_of_order_sequence_number);
 }
 
-// Just after the stream came to this broker (forget()), a gap is NOT_LEADER_OR_FOLLOWER: the
-// batch before it may have been refused while the stream was not served here, and its retry
-// comes next. The state itself is read again: a retry is still a duplicate.
-TEST_F(ProducerStateTest, AGapJustAfterTheStreamCameHereIsNotLeader) {
-  open();
-  produce(sid(1), idempotent_batch(7, 0, 0, 3));
-  state_->forget(sid(1));
-  auto [c, base] = produce(sid(1), idempotent_batch(7, 0, 5, 1));
-  EXPECT_EQ(c.v, verdict::reject);
-  EXPECT_EQ(c.error, error_code::not_leader_or_follower);
-  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 0, 3)).first.v, verdict::duplicate);
-  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 3, 2)).second, off(3));
-}
-
 TEST_F(ProducerStateTest, OldEpochIsRejectedAndNewEpochStartsAtZero) {
   open();
   produce(sid(1), idempotent_batch(7, 1, 0, 1));
