@@ -31,6 +31,19 @@ std::string with_now(std::string_view sql, const std::string& now) {
   return out;
 }
 
+// Sets one column of (node, epoch)'s row: fenced once that registration is gone.
+template <typename Value>
+tl::expected<void, membership_error> set_column(sql::connection& c, std::string_view column,
+                                                const Value& value, base::node_id node,
+                                                int64_t broker_epoch) {
+  auto r = c.query(
+      "UPDATE brokers SET " + std::string(column) + " = ? WHERE node_id = ? AND broker_epoch = ?",
+      value, i64(node), broker_epoch);
+  if (!r) return fail(membership_error::io);
+  if (r->changes == 0) return fail(membership_error::fenced);
+  return {};
+}
+
 }  // namespace
 
 std::string_view membership_error_name(membership_error e) {
@@ -156,21 +169,13 @@ tl::expected<void, membership_error> broker_registry::heartbeat(
 tl::expected<void, membership_error> broker_registry::report_loads(
     base::node_id node, int64_t broker_epoch, const std::vector<stream_load>& loads) {
   base::lock_guard lock(mu_);
-  auto r = c_->query("UPDATE brokers SET stream_loads = ? WHERE node_id = ? AND broker_epoch = ?",
-                     format_loads(loads), i64(node), broker_epoch);
-  if (!r) return fail(membership_error::io);
-  if (r->changes == 0) return fail(membership_error::fenced);
-  return {};
+  return set_column(*c_, "stream_loads", format_loads(loads), node, broker_epoch);
 }
 
 tl::expected<void, membership_error> broker_registry::drain(base::node_id node,
                                                             int64_t broker_epoch) {
   base::lock_guard lock(mu_);
-  auto r = c_->query("UPDATE brokers SET draining = 1 WHERE node_id = ? AND broker_epoch = ?",
-                     i64(node), broker_epoch);
-  if (!r) return fail(membership_error::io);
-  if (r->changes == 0) return fail(membership_error::fenced);
-  return {};
+  return set_column(*c_, "draining", int64_t{1}, node, broker_epoch);
 }
 
 tl::expected<void, membership_error> broker_registry::unregister(base::node_id node,
