@@ -274,10 +274,12 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
       set_error(*c.out, error_code::not_leader_or_follower,
                 offs.moving ? "this partition is moving to another broker"
                             : "another broker has taken this partition");
+      ctx.producers.note_refused(c.stream_id, c.first);
       return attempt::done;
     } else if (!c.arrived_served || offs.epoch != c.arrival_epoch) {
       set_error(*c.out, error_code::not_leader_or_follower,
                 "this partition changed hands after the request arrived");
+      ctx.producers.note_refused(c.stream_id, c.first);
       return attempt::done;
     }
     // Not in memory (forgotten since loaded): read on the blocking pool, not here.
@@ -286,6 +288,15 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
     const auto& verdict = *checked_batch;
     switch (verdict.v) {
       case producer_state::verdict::reject:
+        if (verdict.error == error_code::out_of_order_sequence_number &&
+            ctx.producers.refused_before(c.stream_id, c.first)) {
+          // The gap is a batch refused here while the partition changed hands: its retry
+          // comes first.
+          set_error(*c.out, error_code::not_leader_or_follower,
+                    "an earlier batch of this producer was refused while this partition "
+                    "changed hands; it must be retried first");
+          return attempt::done;
+        }
         set_error(*c.out, verdict.error);
         return attempt::done;
       case producer_state::verdict::duplicate:
@@ -315,6 +326,7 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
       case storage::stream_error::fenced:
         set_error(*c.out, error_code::not_leader_or_follower,
                   "another broker has taken this partition");
+        if (c.idempotent) ctx.producers.note_refused(c.stream_id, c.first);
         return attempt::done;
       default:
         set_error(*c.out, error_code::kafka_storage_error);

@@ -125,6 +125,44 @@ void producer_state::forget(base::stream_id stream_id) {
   sp.in_flight.clear();
 }
 
+void producer_state::note_refused(base::stream_id stream_id, const record_batch_header& h) {
+  const auto now = std::chrono::steady_clock::now();
+  const auto stale = [&](const refusal& r) { return now - r.at > refusal_window; };
+  const base::producer_id id(h.producer_id);
+  const base::producer_epoch epoch(h.producer_epoch);
+  base::lock_guard lock(refusals_mu_);
+  if (refusals_.size() >= max_refusal_streams && !refusals_.contains(stream_id)) {
+    for (auto it = refusals_.begin(); it != refusals_.end();) {
+      std::erase_if(it->second, stale);
+      it = it->second.empty() ? refusals_.erase(it) : std::next(it);
+    }
+    if (refusals_.size() >= max_refusal_streams) return;  // a burst: Kafka's answers then
+  }
+  auto& list = refusals_[stream_id];
+  std::erase_if(list, stale);
+  for (auto& r : list) {
+    if (r.producer == id && r.epoch == epoch) {
+      r.first_seq = std::min(r.first_seq, h.base_sequence);
+      r.at = now;
+      return;
+    }
+  }
+  if (list.size() >= max_refusals_per_stream) list.erase(list.begin());
+  list.push_back({id, epoch, h.base_sequence, now});
+}
+
+bool producer_state::refused_before(base::stream_id stream_id, const record_batch_header& h) {
+  const auto now = std::chrono::steady_clock::now();
+  base::lock_guard lock(refusals_mu_);
+  const auto it = refusals_.find(stream_id);
+  if (it == refusals_.end()) return false;
+  return std::any_of(it->second.begin(), it->second.end(), [&](const refusal& r) {
+    return r.producer == base::producer_id(h.producer_id) &&
+           r.epoch == base::producer_epoch(h.producer_epoch) && r.first_seq < h.base_sequence &&
+           now - r.at <= refusal_window;
+  });
+}
+
 const std::unordered_map<base::producer_id, producer_state::producer_entry>&
 producer_state::producers(base::stream_id stream_id) {
   return stream_locked(stream_id).producers;

@@ -19,6 +19,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -26,6 +27,7 @@
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include <tl/expected.hpp>
 
@@ -99,6 +101,20 @@ class producer_state {
   void finish(base::stream_id stream_id, const protocol::record_batch_header& h,
               std::optional<base::offset> durable_at);
 
+  // Leadership refusals. A producer pipelines: when its batch is refused with
+  // NOT_LEADER_OR_FOLLOWER because the partition is changing hands here, its next batch may
+  // arrive once the partition is served and find a gap in the sequence, which is that refused
+  // batch still to come (its retry), not a lost one. Kafka's answer, OUT_OF_ORDER_SEQUENCE_NUMBER,
+  // is fatal to librdkafka for the head-of-line batch; such a batch is refused the same way
+  // instead, for refusal_window after the refusal. Both take their own lock.
+  static constexpr std::chrono::seconds refusal_window{15};
+  // Notes an idempotent batch refused for leadership.
+  void note_refused(base::stream_id stream_id, const protocol::record_batch_header& h);
+  // Whether a batch of h's producer and epoch with a lower sequence was refused for leadership
+  // within refusal_window.
+  [[nodiscard]] bool refused_before(base::stream_id stream_id,
+                                    const protocol::record_batch_header& h);
+
   // Stores the durable state of every stream touched since the last snapshot.
   [[nodiscard]] tl::expected<void, std::string> snapshot();
 
@@ -137,6 +153,18 @@ class producer_state {
   base::mutex map_mu_;
   std::unordered_map<base::stream_id, std::unique_ptr<stream_producers>> streams_
       GUARDED_BY(map_mu_);
+
+  // note_refused(): per stream, the lowest sequence refused per producer and epoch, and when.
+  struct refusal {
+    base::producer_id producer{-1};
+    base::producer_epoch epoch{-1};
+    int32_t first_seq = 0;
+    std::chrono::steady_clock::time_point at;
+  };
+  static constexpr size_t max_refusals_per_stream = 64;
+  static constexpr size_t max_refusal_streams = 1024;
+  base::mutex refusals_mu_;
+  std::unordered_map<base::stream_id, std::vector<refusal>> refusals_ GUARDED_BY(refusals_mu_);
 
   base::mutex id_mu_;
   int64_t next_id_ GUARDED_BY(id_mu_) = 0;

@@ -120,6 +120,22 @@ TEST_F(ProducerStateTest, GapIsOutOfOrder) {
   EXPECT_EQ(c.error, error_code::out_of_order_sequence_number);
 }
 
+TEST_F(ProducerStateTest, AGapAfterALeadershipRefusalOfTheSameProducerIsNoted) {
+  open();
+  produce(sid(1), idempotent_batch(7, 0, 0, 3));
+  // The batch at sequence 3 was refused while the partition changed hands.
+  state_->note_refused(sid(1), header_of(idempotent_batch(7, 0, 3, 2)));
+  EXPECT_TRUE(state_->refused_before(sid(1), header_of(idempotent_batch(7, 0, 5, 1))));
+  // Not the refused batch itself, nor another epoch, producer or stream.
+  EXPECT_FALSE(state_->refused_before(sid(1), header_of(idempotent_batch(7, 0, 3, 2))));
+  EXPECT_FALSE(state_->refused_before(sid(1), header_of(idempotent_batch(7, 1, 5, 1))));
+  EXPECT_FALSE(state_->refused_before(sid(1), header_of(idempotent_batch(8, 0, 5, 1))));
+  EXPECT_FALSE(state_->refused_before(sid(2), header_of(idempotent_batch(7, 0, 5, 1))));
+  // A later refusal of the same producer keeps the lowest sequence.
+  state_->note_refused(sid(1), header_of(idempotent_batch(7, 0, 5, 1)));
+  EXPECT_TRUE(state_->refused_before(sid(1), header_of(idempotent_batch(7, 0, 4, 1))));
+}
+
 TEST_F(ProducerStateTest, OldEpochIsRejectedAndNewEpochStartsAtZero) {
   open();
   produce(sid(1), idempotent_batch(7, 1, 0, 1));
