@@ -464,8 +464,13 @@ def check_acknowledged(bootstrap, topic, partitions, acked, prefixes=(b"m-",)):
     for p, ms in by_partition.items():
         assert [m["offset"] for m in ms] == list(range(len(ms))), f"partition {p} has gaps"
         for prefix in prefixes:
-            seq = [int(m["value"][len(prefix):]) for m in ms if m["value"].startswith(prefix)]
-            assert seq == sorted(seq), f"partition {p}: producer {prefix!r} out of order"
+            mine = [(m["offset"], int(m["value"][len(prefix):])) for m in ms
+                    if m["value"].startswith(prefix)]
+            back = next((i for i in range(1, len(mine)) if mine[i][1] < mine[i - 1][1]), None)
+            assert back is None, (
+                f"partition {p}: producer {prefix!r} out of order: (offset, number) "
+                f"{mine[max(0, back - 4):back + 4]}; acknowledged at "
+                f"{[(a[1], a[2]) for a in acked if a[0] == p and a[2] in {prefix + b'%d' % n for _, n in mine[max(0, back - 4):back + 4]}]}")
     values = [m["value"] for m in got if m["value"].startswith(tuple(prefixes))]
     assert len(values) == len(set(values)), "a record was written twice"
     at = {(m["partition"], m["offset"]): m["value"] for m in got}
