@@ -62,7 +62,7 @@ asan: test-deps
 	  -DSILT_SANITIZE=ON -DSILT_FUZZ=ON -DSILT_BENCH=OFF >/dev/null
 	@ninja -C $(ASAN_BUILD) -j $(JOBS) --quiet
 	@scripts/run-ctest.sh $(ASAN_BUILD)
-	@SILT_TEST_BROKERS=silt SILT_CLUSTER_ROUNDS=2 scripts/run-integration.sh $(ASAN_BUILD)
+	@SILT_TEST_SANITIZED=1 SILT_TEST_BROKERS=silt SILT_CLUSTER_ROUNDS=2 scripts/run-integration.sh $(ASAN_BUILD)
 
 fuzz: asan
 	@scripts/run-fuzzers.sh $(ASAN_BUILD)

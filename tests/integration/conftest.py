@@ -39,6 +39,9 @@ SILT_BIN = Path(os.environ.get("SILT_BIN", ROOT / "build" / "silt"))
 KAFKA_REF = ROOT / "tests" / "kafka-reference.sh"
 SILT_START_TIMEOUT = float(os.environ.get("SILT_START_TIMEOUT", "30"))
 POSTGRES_URI = os.environ.get("SILT_TEST_POSTGRES_URI", "")
+# The broker under test is built with sanitizers (make asan): several times slower, so that a
+# rate a test asks for may not be kept.
+SANITIZED = os.environ.get("SILT_TEST_SANITIZED") == "1"
 NETWORK_THREAD_REFUSAL = "refused a statement on a network thread"
 
 
