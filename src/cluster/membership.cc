@@ -156,6 +156,12 @@ std::shared_ptr<const broker_list> membership::brokers() const {
   return brokers_;
 }
 
+std::shared_ptr<const broker_list> membership::recently_heard() const {
+  base::lock_guard lock(mu_);
+  if (clock::now() - listed_at_ > 2 * options_.heartbeat_interval) return nullptr;
+  return heard_;
+}
+
 void membership::run() {
   auto next = clock::now() + options_.heartbeat_interval;
   for (;;) {
@@ -246,25 +252,36 @@ bool membership::register_now(bool first) {
 }
 
 void membership::refresh_list() {
+  const auto listed = clock::now();
   auto all = registry_->brokers();
   if (!all) return;  // the last list stands
   auto live = std::make_shared<broker_list>();
+  auto heard = std::make_shared<broker_list>();
+  // A broker renews its lease to session_timeout every heartbeat interval.
+  const int64_t heard_left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    options_.session_timeout - 2 * options_.heartbeat_interval)
+                                    .count();
   bool self = false;
   for (auto& b : *all) {
     if (!b.live()) continue;
     self = self || b.info.node == options_.self.node;
+    if (b.info.node == options_.self.node || b.lease_left_ms >= heard_left_ms) heard->push_back(b);
     live->push_back(std::move(b));
   }
   if (!self) {
     metadata::broker_record me;
     me.info = options_.self;
     me.broker_epoch = epoch_.load(std::memory_order_acquire);
+    const auto by_node = [](const auto& a, const auto& b) { return a.info.node < b.info.node; };
+    heard->push_back(me);
+    std::sort(heard->begin(), heard->end(), by_node);
     live->push_back(std::move(me));
-    std::sort(live->begin(), live->end(),
-              [](const auto& a, const auto& b) { return a.info.node < b.info.node; });
+    std::sort(live->begin(), live->end(), by_node);
   }
   base::lock_guard lock(mu_);
   brokers_ = std::move(live);
+  heard_ = std::move(heard);
+  listed_at_ = listed;
 }
 
 void membership::drain() {

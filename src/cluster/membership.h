@@ -75,6 +75,11 @@ class membership {
   void set_ingest_source(ingest_source source);
   // The live brokers by node id as of the last heartbeat, this one always among them.
   [[nodiscard]] std::shared_ptr<const broker_list> brokers() const;
+  // Of those, the brokers heard from lately: each renewed its lease within the last two
+  // heartbeat intervals, as of a list read within the last two. Null when this broker's list
+  // is older (its own heartbeats are late). For choices a client does not undo quickly, such as
+  // a preferred read replica, which librdkafka may keep for minutes when it cannot reach it.
+  [[nodiscard]] std::shared_ptr<const broker_list> recently_heard() const;
   [[nodiscard]] int64_t broker_epoch() const { return epoch_.load(std::memory_order_acquire); }
   // Heartbeats sent and registrations made since start (the first included).
   [[nodiscard]] uint64_t heartbeats() const { return heartbeats_.load(std::memory_order_relaxed); }
@@ -117,6 +122,8 @@ class membership {
   std::atomic<uint64_t> registrations_{0};
   mutable base::mutex mu_;
   std::shared_ptr<const broker_list> brokers_ GUARDED_BY(mu_);
+  std::shared_ptr<const broker_list> heard_ GUARDED_BY(mu_);  // recently_heard()
+  std::chrono::steady_clock::time_point listed_at_ GUARDED_BY(mu_);
   std::function<bool()> on_rejoin_ GUARDED_BY(mu_);
   ingest_source ingest_ GUARDED_BY(mu_);
   // Heartbeat thread only: beats since the last load report, when it was, and whether it

@@ -84,7 +84,8 @@ void context::forget(const metadata::topic_ptr& info) {
 
 rack_view::rack_view(const context& ctx) {
   if (!ctx.reads_near_client()) return;
-  const auto list = ctx.members();
+  // Only brokers heard from lately: a client sent to one it cannot reach may stay there.
+  const auto list = ctx.recently_heard();
   if (!list) {
     if (!ctx.config.broker_rack.empty()) {
       by_rack_[ctx.config.broker_rack].push_back(ctx.node_id);

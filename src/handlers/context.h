@@ -3,6 +3,7 @@
 // Thread-safe: handlers of many connections use it at once.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -96,6 +97,18 @@ class context {
   [[nodiscard]] std::shared_ptr<const cluster::broker_list> members() const {
     return membership_ != nullptr ? membership_->brokers() : nullptr;
   }
+  // Whether `node` is among those (this broker always is).
+  [[nodiscard]] bool heard_lately(int32_t node) const {
+    if (node == node_id) return true;
+    const auto list = recently_heard();
+    return list && std::any_of(list->begin(), list->end(),
+                               [&](const auto& b) { return b.info.node.value() == node; });
+  }
+  // Those heard from lately (cluster::membership::recently_heard(); null outside a cluster or
+  // when this broker's list is late).
+  [[nodiscard]] std::shared_ptr<const cluster::broker_list> recently_heard() const {
+    return membership_ != nullptr ? membership_->recently_heard() : nullptr;
+  }
   // The live brokers, this one always among them, as a response's broker entries
   // ({id, host, port, rack} and the tagged fields).
   template <typename Broker>
@@ -149,7 +162,8 @@ class context {
   std::map<std::string, topic_entry_ptr, std::less<>> by_name_ GUARDED_BY(mu_);
 };
 
-// The live brokers by rack, as reads near the client (KIP-392) choose them. Any broker can
+// The live brokers by rack heard from lately, as reads near the client (KIP-392) choose them
+// (none but this one while its own list of brokers is late). Any broker can
 // serve what is committed of any partition from the object store; in each rack one broker is
 // chosen per partition (its stream id modulo the rack's brokers, so that a rack's partitions
 // spread over its brokers), and it is listed as a replica of the partition. Unless

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cluster/tests/cluster_test_util.h"
+#include "metadata/broker_registry.h"
 #include "metadata/testing/test_database.h"
 
 namespace silt::cluster {
@@ -59,6 +60,29 @@ TEST_P(Membership, BrokersSeeEachOtherAndAStoppedOneGoes) {
   auto again = membership::start(db_, testing::member_options(2));
   ASSERT_TRUE(again) << again.error();
   EXPECT_EQ((*again)->registrations(), 1u);
+}
+
+// A broker that stopped renewing its lease (killed) stays live until the lease lapses, but is
+// no longer heard from lately after two heartbeat intervals.
+TEST_P(Membership, ABrokerThatStoppedRenewingIsNoLongerHeardFromBeforeItsLeaseLapses) {
+  auto options = testing::member_options(1);
+  options.session_timeout = milliseconds(3000);
+  auto a = membership::start(db_, options);
+  ASSERT_TRUE(a) << a.error();
+  auto registry = metadata::broker_registry::open(db_);
+  ASSERT_TRUE(registry) << registry.error();
+  auto silent = testing::member_options(2);
+  ASSERT_TRUE((*registry)->register_broker(silent.self, milliseconds(3000), false));
+  const auto heard = [&] {
+    std::vector<int32_t> out;
+    if (auto list = (*a)->recently_heard()) {
+      for (const auto& b : *list) out.push_back(b.info.node.value());
+    }
+    return out;
+  };
+  EXPECT_TRUE(eventually([&] { return nodes(**a) == std::vector<int32_t>{1, 2}; }));
+  EXPECT_TRUE(eventually([&] { return heard() == std::vector<int32_t>{1}; }, milliseconds(2000)));
+  EXPECT_EQ(nodes(**a), (std::vector<int32_t>{1, 2}));  // its lease holds for 3 s
 }
 
 // The same node id twice: the second waits a session timeout for the first's lease and gives
