@@ -417,6 +417,8 @@ void broker::follow_owners() {
     }
   }
   if (!takes.empty()) {
+    // Producer state is read again on first use (another broker may have served these).
+    for (const base::stream_id s : takes) producers_->forget(s);
     if (auto r = store_->take(takes); !r) {
       std::fprintf(stderr, "silt: cluster: cannot take %zu partition(s) placed here: %s\n",
                    takes.size(), std::string(storage::stream_error_name(r.error())).c_str());

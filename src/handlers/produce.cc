@@ -433,7 +433,9 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
   co_await ctx.order.wait_turn(turn.ticket());
   for (size_t i = 0; i < work.size(); ++i) {
     auto& c = work[i];
-    if (c.idempotent && !ctx.producers.loaded(c.stream_id))
+    // (Only for a partition served here: state loaded before this broker serves the partition
+    // would miss what the broker serving it writes meanwhile. Otherwise it is refused below.)
+    if (c.idempotent && c.arrived_served && !ctx.producers.loaded(c.stream_id))
       co_await load_producers(ctx, c.stream_id);
     attempt first = try_append(ctx, raw, p, i, c);
     if (first == attempt::load) {
