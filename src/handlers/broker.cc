@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <system_error>
+#include <thread>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -484,10 +485,23 @@ void broker::take_over(const std::vector<metadata::wal_takeover>& takeovers) {
 
 void broker::hand_over_partitions() {
   if (!membership_ || !membership_->can_acknowledge()) return;
-  const base::node_id self(config_.node_id);
   // The controller gives this broker nothing from now on, and no handover reaches it after
   // this: those that did are seen by reading the owners again.
   membership_->drain();
+  // Consumers reading here what other brokers own go back to the owners, those waiting in a
+  // fetch at once, the others with their next fetch: within a fetch's longest wait (Kafka's
+  // default fetch.max.wait.ms, librdkafka's fetch.wait.max.ms: 500 ms), before this returns.
+  const auto leaving = std::chrono::steady_clock::now();
+  if (ctx_->reads_near_client()) {
+    ctx_->leaving = true;
+    ctx_->waiters.notify_all();
+  }
+  hand_over_owned();
+  if (ctx_->reads_near_client()) std::this_thread::sleep_until(leaving + std::chrono::seconds(1));
+}
+
+void broker::hand_over_owned() {
+  const base::node_id self(config_.node_id);
   (void)store_->refresh_owners(false, [this](const std::vector<base::stream_id>& coming) {
     for (const base::stream_id s : coming) producers_->forget(s);
   });

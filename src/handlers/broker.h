@@ -42,7 +42,8 @@ class broker final : public net::request_handler {
   // The first step of a clean shutdown, before begin_shutdown() (blocking, not on a network
   // thread): in a cluster, gives up the controller role and hands every partition this broker
   // owns to the other live brokers, so that none waits for this one to come back. Clients are
-  // served meanwhile.
+  // served meanwhile; consumers it serves as a preferred read replica are sent to the owners,
+  // within a second.
   void hand_over_partitions();
   // Wakes long polls and makes new ones return at once (shutdown has begun).
   void begin_shutdown();
@@ -74,6 +75,8 @@ class broker final : public net::request_handler {
   // Takes in streams handed to this broker, takes streams placed on it that nobody owns, and
   // hands over those placed elsewhere (blocking pool).
   void follow_owners();
+  // hand_over_partitions() once the broker is draining: the handovers themselves.
+  void hand_over_owned();
   // Hands each stream of `to` to its node: prepare_release(), producer state stored, then
   // handover(). Returns how many were handed over.
   tl::expected<size_t, storage::stream_error> release(

@@ -75,6 +75,10 @@ class context {
   fetch_sessions sessions;
   produce_order order;  // a connection's produces append in arrival order
   std::atomic<bool> stopping{false};
+  // Stopping cleanly: consumers reading here partitions other brokers own are sent to the
+  // owner (librdkafka before 2.1 leaves a preferred read replica only for a redirect, not when
+  // it stops answering).
+  std::atomic<bool> leaving{false};
 
   // This broker's cluster membership, set by the broker before it serves (null in tests).
   void set_membership(const cluster::membership* m) { membership_ = m; }

@@ -87,6 +87,11 @@ bool gather_elsewhere(context& ctx, const wanted& w, const storage::stream_offse
     g.data.error_code = static_cast<int16_t>(e);
     return true;
   }
+  if (ctx.leaving.load(std::memory_order_relaxed)) {
+    g.found = true;
+    g.data.preferred_read_replica = offs.owner.value();
+    return true;
+  }
   if (!may_block) return false;
   const size_t max = partition_limit(w, budget, total);
   auto r = ctx.store.read_committed(g.stream_id, w.fetch_offset, max);

@@ -5,6 +5,7 @@ other rack, to the broker of its own rack, which reads the partition's data from
 store; it reads every record once, in order, with librdkafka and with the Java client."""
 import re
 import signal
+import threading
 import time
 
 import pytest
@@ -130,3 +131,48 @@ def test_a_consumer_reads_from_a_broker_of_its_own_rack(rack_brokers):
     assert served - served_before >= owned_by_b, (served_before, served)
     print(f"Java in zone-a: {sent - sent_before} fetches of node 2's partitions sent to node 1, "
           f"which served {served - served_before} reads of them")
+
+
+def test_a_consumer_read_by_a_stopping_broker_goes_back_to_the_owner(rack_brokers):
+    """A broker of the consumer's rack that stops cleanly sends the consumer to the owner before
+    it goes: librdkafka (before 2.1) leaves a preferred read replica only for a redirect, and
+    would wait minutes for one that no longer answers."""
+    (a, b), _ = rack_brokers
+    topic = "leaving"
+    create_topic(a.bootstrap, topic, partitions=PARTITIONS)
+    leaders = wait_spread(a.bootstrap, topic, PARTITIONS, [1, 2])
+    want = produced(a.bootstrap, topic)
+    time.sleep(2)  # uploaded, then evicted from the log cache
+    mine = [p for p, n in leaders.items() if n == 1]  # node 1's: read through node 2
+    _, served_before = near_reads(b)
+    # Small fetches, little read ahead: the consumer is still reading when node 2 stops.
+    c = Consumer({"bootstrap.servers": a.bootstrap, "group.id": "leaving-b",
+                  "client.rack": "zone-b", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "fetch.max.bytes": 65536, "message.max.bytes": 65536,
+                  "max.partition.fetch.bytes": 65536, "queued.max.messages.kbytes": 128})
+    got = {p: [] for p in mine}
+    stopped = None
+    try:
+        c.assign([TopicPartition(topic, p, 0) for p in mine])
+        deadline = time.time() + 60
+        while sum(map(len, got.values())) < len(mine) * PER_PARTITION:
+            assert time.time() < deadline, {p: len(v) for p, v in got.items()}
+            if stopped is None and sum(map(len, got.values())) >= len(mine) * PER_PARTITION // 4:
+                _, served = near_reads(b)
+                assert served > served_before, "node 2 served none of node 1's partitions"
+                # (Stopped from another thread: the consumer keeps polling meanwhile.)
+                stopping = threading.Thread(target=b.stop)
+                stopping.start()
+                stopped = time.time()
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            assert m.error() is None, m.error()
+            assert m.offset() == len(got[m.partition()]), (m.partition(), m.offset())
+            got[m.partition()].append(m.value())
+    finally:
+        c.close()
+        if stopped is not None:
+            stopping.join(60)
+    assert got == {p: want[p] for p in mine}
+    print(f"the rest read from the owner {time.time() - stopped:.1f} s after node 2 stopped")
