@@ -76,8 +76,8 @@ class context {
   produce_order order;  // a connection's produces append in arrival order
   std::atomic<bool> stopping{false};
   // Stopping cleanly: consumers reading here partitions other brokers own are sent to the
-  // owner (librdkafka before 2.1 leaves a preferred read replica only for a redirect, not when
-  // it stops answering).
+  // owner (librdkafka 2.0, Debian bookworm's, leaves a preferred read replica only for a
+  // redirect, not when it stops answering).
   std::atomic<bool> leaving{false};
 
   // This broker's cluster membership, set by the broker before it serves (null in tests).

@@ -135,8 +135,8 @@ def test_a_consumer_reads_from_a_broker_of_its_own_rack(rack_brokers):
 
 def test_a_consumer_read_by_a_stopping_broker_goes_back_to_the_owner(rack_brokers):
     """A broker of the consumer's rack that stops cleanly sends the consumer to the owner before
-    it goes: librdkafka (before 2.1) leaves a preferred read replica only for a redirect, and
-    would wait minutes for one that no longer answers."""
+    it goes: librdkafka 2.0 (Debian bookworm's) leaves a preferred read replica only for a
+    redirect, and would wait minutes for one that no longer answers."""
     (a, b), _ = rack_brokers
     topic = "leaving"
     create_topic(a.bootstrap, topic, partitions=PARTITIONS)
