@@ -101,12 +101,13 @@ class context {
   [[nodiscard]] std::shared_ptr<const cluster::broker_list> members() const {
     return membership_ != nullptr ? membership_->brokers() : nullptr;
   }
-  // Whether `node` is among those (this broker always is).
+  // Whether `node` is among those and not stopping (this broker always is).
   [[nodiscard]] bool heard_lately(int32_t node) const {
     if (node == node_id) return true;
     const auto list = recently_heard();
-    return list && std::any_of(list->begin(), list->end(),
-                               [&](const auto& b) { return b.info.node.value() == node; });
+    return list && std::any_of(list->begin(), list->end(), [&](const auto& b) {
+             return b.info.node.value() == node && !b.draining;
+           });
   }
   // Those heard from lately (cluster::membership::recently_heard(); null outside a cluster or
   // when this broker's list is late).

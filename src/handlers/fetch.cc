@@ -139,8 +139,8 @@ bool gather_one(context& ctx, const wanted& w, const fetcher& who, gathered& g, 
   const auto offs = ctx.store.offsets(stream_id);
   g.stream_id = stream_id;
   const int32_t owner = offs.owner.value();
-  // (Only for an owner heard from lately: a consumer sent on to one it cannot reach may stay
-  // there; NOT_LEADER_OR_FOLLOWER sends it to the leader Metadata names.)
+  // (Only for an owner heard from lately and not stopping: a consumer sent on to one it cannot
+  // reach may stay there; NOT_LEADER_OR_FOLLOWER sends it to the leader Metadata names.)
   if (offs.fenced && who.may_read_elsewhere && owner >= 0 && owner != ctx.node_id &&
       ctx.heard_lately(owner)) {
     return gather_elsewhere(ctx, w, offs, g, budget, total, may_block);
