@@ -55,6 +55,26 @@ def near_reads(b):
     raise AssertionError("no report logged after SIGUSR1")
 
 
+def read_from_start(c, topic, partitions, each=None):
+    """Reads PER_PARTITION records of each partition from offset 0 with consumer `c`, checking
+    that offsets follow each other; calls each(records read so far) before every poll.
+    Returns {partition: [values]}."""
+    got = {p: [] for p in partitions}
+    c.assign([TopicPartition(topic, p, 0) for p in partitions])
+    deadline = time.time() + 60
+    while (read := sum(map(len, got.values()))) < len(got) * PER_PARTITION:
+        assert time.time() < deadline, {p: len(v) for p, v in got.items()}
+        if each is not None:
+            each(read)
+        m = c.poll(0.2)
+        if m is None:
+            continue
+        assert m.error() is None, m.error()
+        assert m.offset() == len(got[m.partition()]), (m.partition(), m.offset())
+        got[m.partition()].append(m.value())
+    return got
+
+
 def produced(bootstrap, topic):
     """Produces PER_PARTITION records to each partition; returns {partition: [values]}."""
     want = {p: [b"%d-%d-" % (p, i) + b"x" * VALUE for i in range(PER_PARTITION)]
@@ -87,18 +107,8 @@ def test_a_consumer_reads_from_a_broker_of_its_own_rack(rack_brokers):
     c = Consumer({"bootstrap.servers": a.bootstrap, "group.id": "near-b",
                   "client.rack": "zone-b", "auto.offset.reset": "earliest",
                   "enable.auto.commit": False, "fetch.max.bytes": 1 << 20})
-    got = {p: [] for p in range(PARTITIONS)}
     try:
-        c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-        deadline = time.time() + 60
-        while sum(map(len, got.values())) < PARTITIONS * PER_PARTITION:
-            assert time.time() < deadline, {p: len(v) for p, v in got.items()}
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            assert m.error() is None, m.error()
-            assert m.offset() == len(got[m.partition()]), (m.partition(), m.offset())
-            got[m.partition()].append(m.value())
+        got = read_from_start(c, topic, range(PARTITIONS))
     finally:
         c.close()
     assert got == want
@@ -150,26 +160,21 @@ def test_a_consumer_read_by_a_stopping_broker_goes_back_to_the_owner(rack_broker
                   "client.rack": "zone-b", "auto.offset.reset": "earliest",
                   "enable.auto.commit": False, "fetch.max.bytes": 65536, "message.max.bytes": 65536,
                   "max.partition.fetch.bytes": 65536, "queued.max.messages.kbytes": 128})
-    got = {p: [] for p in mine}
     stopped = None
+
+    def stop_once_a_quarter_read(read):
+        nonlocal stopped, stopping
+        if stopped is None and read >= len(mine) * PER_PARTITION // 4:
+            _, served = near_reads(b)
+            assert served > served_before, "node 2 served none of node 1's partitions"
+            # (Stopped from another thread: the consumer keeps polling meanwhile.)
+            stopping = threading.Thread(target=b.stop)
+            stopping.start()
+            stopped = time.time()
+
+    stopping = None
     try:
-        c.assign([TopicPartition(topic, p, 0) for p in mine])
-        deadline = time.time() + 60
-        while sum(map(len, got.values())) < len(mine) * PER_PARTITION:
-            assert time.time() < deadline, {p: len(v) for p, v in got.items()}
-            if stopped is None and sum(map(len, got.values())) >= len(mine) * PER_PARTITION // 4:
-                _, served = near_reads(b)
-                assert served > served_before, "node 2 served none of node 1's partitions"
-                # (Stopped from another thread: the consumer keeps polling meanwhile.)
-                stopping = threading.Thread(target=b.stop)
-                stopping.start()
-                stopped = time.time()
-            m = c.poll(0.2)
-            if m is None:
-                continue
-            assert m.error() is None, m.error()
-            assert m.offset() == len(got[m.partition()]), (m.partition(), m.offset())
-            got[m.partition()].append(m.value())
+        got = read_from_start(c, topic, mine, each=stop_once_a_quarter_read)
     finally:
         c.close()
         if stopped is not None:
