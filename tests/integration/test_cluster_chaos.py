@@ -3,8 +3,11 @@ default timeouts) under moves, kills and joins, with clients nobody on the team 
 
 Kafka's Java VerifiableProducer and a librdkafka producer (both idempotent, acks=all) write
 to every partition, and Kafka's Java VerifiableConsumer and a librdkafka consumer read in
-groups, each consumer in a rack of its own with reads near the client on (KIP-392: a broker
-of the consumer's rack may serve it), while, SILT_CLUSTER_ROUNDS times each (default 10): a partition is moved to another
+groups, with reads near the client on (KIP-392: a broker of the consumer's rack may serve it)
+for the Java consumer, in a rack of its own. (The librdkafka consumer names no rack: librdkafka
+2.0, Debian bookworm's, keeps a preferred read replica that was killed for up to five minutes,
+longer than the test waits; test_rack_reads covers it, a reader stopping cleanly included.)
+Meanwhile, SILT_CLUSTER_ROUNDS times each (default 10): a partition is moved to another
 broker; a broker is killed with SIGKILL and started again; a fourth broker joins, gets its
 share, and stops cleanly. A checker then proves that every acknowledged record is in the log
 once, at the offset it was acknowledged at, that offsets are dense and each producer's records
@@ -142,7 +145,6 @@ class RdGroupConsumer:
         self.errors = []
         self.stop_event = threading.Event()
         self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-rd",
-                           "client.rack": "zone-b",
                            "auto.offset.reset": "earliest", "enable.auto.commit": True,
                            "auto.commit.interval.ms": 500})
         self.c.subscribe([TOPIC])
