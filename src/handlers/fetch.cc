@@ -338,7 +338,10 @@ asio::awaitable<with_owners<fetch_response>> handle_fetch(context& ctx, const ne
   }
   fetcher who;
   const int32_t replica = version >= 15 ? req.replica_state.replica_id : req.replica_id;
-  who.may_read_elsewhere = ctx.reads_near_client() && version >= 11 && replica < 0;
+  // (Only for a consumer that names its rack: one that names none is not sent from broker to
+  // broker, since librdkafka 2.0 keeps a preferred read replica that stopped answering.)
+  who.may_read_elsewhere =
+      ctx.reads_near_client() && version >= 11 && replica < 0 && !req.rack_id.empty();
   if (who.may_read_elsewhere && !req.rack_id.empty() && req.rack_id != ctx.config.broker_rack) {
     who.rack = req.rack_id;
     who.racks.emplace(ctx);
