@@ -156,6 +156,55 @@ std::vector<metadata::stream_target> plan_placement(
   return out;
 }
 
+std::vector<metadata::shard_target> plan_shards(const std::vector<base::node_id>& live,
+                                                const std::vector<metadata::shard_state>& shards,
+                                                int32_t count) {
+  std::vector<metadata::shard_target> out;
+  if (live.empty() || count <= 0) return out;
+  std::map<base::node_id, std::vector<int32_t>> on;  // shards placed on each live broker
+  for (const base::node_id n : live) on[n];
+  std::vector<base::node_id> target(static_cast<size_t>(count), nobody());
+  for (const auto& s : shards) {
+    if (s.shard >= 0 && s.shard < count) target[static_cast<size_t>(s.shard)] = s.target;
+  }
+  std::vector<int32_t> homeless;
+  for (int32_t s = 0; s < count; ++s) {
+    const auto it = on.find(target[static_cast<size_t>(s)]);
+    if (it == on.end()) {
+      homeless.push_back(s);
+    } else {
+      it->second.push_back(s);
+    }
+  }
+  auto least = [&] {
+    return std::min_element(
+               on.begin(), on.end(),
+               [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); })
+        ->first;
+  };
+  for (const int32_t s : homeless) {
+    const base::node_id to = least();
+    on[to].push_back(s);
+    out.push_back({s, to});
+  }
+  for (;;) {
+    const auto most = std::max_element(on.begin(), on.end(), [](const auto& a, const auto& b) {
+      return a.second.size() < b.second.size();
+    });
+    const base::node_id to = least();
+    if (most->second.size() < on[to].size() + 2) break;
+    const int32_t s = most->second.back();
+    most->second.pop_back();
+    on[to].push_back(s);
+    out.push_back({s, to});
+  }
+  std::map<int32_t, base::node_id> last;  // a shard placed, then moved: its last target
+  for (const auto& t : out) last[t.shard] = t.target;
+  out.clear();
+  for (const auto& [s, to] : last) out.push_back({s, to});
+  return out;
+}
+
 load_map reported_loads(const std::vector<metadata::broker_record>& brokers) {
   load_map out;
   for (const auto& b : brokers) {
@@ -169,10 +218,12 @@ load_map reported_loads(const std::vector<metadata::broker_record>& brokers) {
 }
 
 controller::controller(std::unique_ptr<metadata::broker_registry> registry,
-                       std::unique_ptr<metadata::stream_catalog> catalog, membership& members,
+                       std::unique_ptr<metadata::stream_catalog> catalog,
+                       std::unique_ptr<metadata::group_store> shards, membership& members,
                        controller_options options)
     : registry_(std::move(registry)),
       catalog_(std::move(catalog)),
+      shards_(std::move(shards)),
       members_(members),
       options_(std::move(options)) {}
 
@@ -184,10 +235,12 @@ tl::expected<std::unique_ptr<controller>, std::string> controller::start(
     std::shared_ptr<metadata::sql::database> db, membership& members, controller_options options) {
   auto registry = metadata::broker_registry::open(db);
   if (!registry) return tl::make_unexpected(registry.error());
-  auto catalog = metadata::stream_catalog::open(std::move(db));
+  auto catalog = metadata::stream_catalog::open(db);
   if (!catalog) return tl::make_unexpected(catalog.error());
-  std::unique_ptr<controller> c(
-      new controller(std::move(*registry), std::move(*catalog), members, std::move(options)));
+  auto shards = metadata::group_store::open(std::move(db), options.self);
+  if (!shards) return tl::make_unexpected(shards.error());
+  std::unique_ptr<controller> c(new controller(std::move(*registry), std::move(*catalog),
+                                               std::move(*shards), members, std::move(options)));
   c->round();
   c->thread_ = std::thread([p = c.get()] { p->run(); });
   return c;
@@ -265,6 +318,28 @@ bool controller::place_takeovers(
 }
 
 void controller::round() {
+  place();
+  if (options_.shards <= 0 || !options_.on_shards) return;
+  // Every broker follows the shards' placement, the controller's own just written included.
+  if (auto rows = shards_->shard_states()) options_.on_shards(*rows);
+}
+
+void controller::place_shards(const std::vector<base::node_id>& live) {
+  if (options_.shards <= 0) return;
+  auto rows = shards_->shard_states();
+  if (!rows) return;
+  const auto targets = plan_shards(live, *rows, options_.shards);
+  if (targets.empty()) return;
+  if (auto r = shards_->place(targets, options_.self, epoch_); !r) {
+    std::fprintf(stderr, "silt: cluster: placing %zu coordinator shard(s) failed\n",
+                 targets.size());
+    return;
+  }
+  std::fprintf(stderr, "silt: cluster: placed %zu coordinator shard(s) on %zu live broker(s)\n",
+               targets.size(), live.size());
+}
+
+void controller::place() {
   // Takeovers under way, read by every broker: a holder runs its own until they end.
   auto under_way = registry_->takeovers();
   auto claim = registry_->claim_controller(options_.self, members_.broker_epoch(), options_.lease);
@@ -305,6 +380,7 @@ void controller::round() {
     alive.push_back(b.info.node);
     if (!b.draining) live.push_back(b.info.node);
   }
+  place_shards(live);
   const std::set<base::node_id> alive_set(alive.begin(), alive.end());
   bool orphaned = false;  // a takeover whose holder died
   for (const auto& t : *under_way) orphaned = orphaned || !alive_set.contains(t.holder);

@@ -27,6 +27,15 @@
 // its own, and ends the takeover); the streams are then the holder's, and placement spreads
 // them like any others.
 //
+// Coordinator shards (plan_shards()): the controller places the group coordinator's shards on
+// the live brokers too, by count: a shard not placed, or placed on a broker that is no longer
+// live (or stops), goes to the live broker with the fewest; then shards move from the broker
+// with the most to the one with the fewest while they differ by two or more. Every broker's
+// controller thread reads the shards' owners and targets each round and hands them to
+// `on_shards`: the broker takes the shards placed on it and drops the others (see
+// coordinator/coordinator.h). A shard's groups are fenced by its epoch, so two brokers holding
+// one shard for a round cannot both write to it.
+//
 // Thread-safe; no call blocks on the database except stop() (joins the thread).
 #pragma once
 
@@ -48,6 +57,7 @@
 #include "base/mutex.h"
 #include "cluster/membership.h"
 #include "metadata/broker_registry.h"
+#include "metadata/group_store.h"
 #include "metadata/stream_catalog.h"
 
 namespace silt::cluster {
@@ -63,6 +73,12 @@ using load_map = std::unordered_map<base::stream_id, uint64_t>;
     const std::vector<base::node_id>& live,
     const std::vector<std::pair<base::stream_id, metadata::stream_state>>& streams,
     size_t max_moves, const load_map& loads = {}, uint64_t min_imbalance = 0);
+
+// The targets that place coordinator shards 0 to `count` - 1 on the `live` brokers (see above),
+// given the shards as stored: only the targets that change. Deterministic.
+[[nodiscard]] std::vector<metadata::shard_target> plan_shards(
+    const std::vector<base::node_id>& live, const std::vector<metadata::shard_state>& shards,
+    int32_t count);
 
 // The loads the live brokers in `brokers` reported, by stream (the highest where two report one
 // stream: a stream that just moved is in the old owner's last report and the new one's next).
@@ -84,6 +100,11 @@ struct controller_options {
   // Called on the controller thread each round while this broker holds takeovers of dead
   // brokers' WALs, with those takeovers (keep it short: run them elsewhere).
   std::function<void(const std::vector<metadata::wal_takeover>&)> on_takeover;
+  // The group coordinator's shards (offsets.topic.num.partitions; 0: none placed), and what is
+  // called on the controller thread each round with every shard as stored, after the round's
+  // placement.
+  int32_t shards = 0;
+  std::function<void(const std::vector<metadata::shard_state>&)> on_shards;
 };
 
 class controller {
@@ -115,10 +136,15 @@ class controller {
 
  private:
   controller(std::unique_ptr<metadata::broker_registry> registry,
-             std::unique_ptr<metadata::stream_catalog> catalog, membership& members,
+             std::unique_ptr<metadata::stream_catalog> catalog,
+             std::unique_ptr<metadata::group_store> shards, membership& members,
              controller_options options);
   void run();
   void round();
+  // The active controller's placement of streams (all of round() but the shards' following).
+  void place();
+  // The active controller's placement of coordinator shards on `live`.
+  void place_shards(const std::vector<base::node_id>& live);
   // The active controller's part of failover: takeovers for dead owners and for takeovers
   // whose holder died, given to this broker. False when the round should stop here.
   [[nodiscard]] bool place_takeovers(
@@ -131,6 +157,7 @@ class controller {
 
   std::unique_ptr<metadata::broker_registry> registry_;
   std::unique_ptr<metadata::stream_catalog> catalog_;
+  std::unique_ptr<metadata::group_store> shards_;
   membership& members_;
   const controller_options options_;
   std::atomic<bool> active_{false};

@@ -37,7 +37,11 @@ int32_t shard_of(std::string_view group_id, int32_t shards) {
 group_coordinator::group_coordinator(const coordinator_options& options,
                                      metadata::group_store& store,
                                      boost::asio::any_io_executor blocking)
-    : options_(options), store_(store), writer_(store, std::move(blocking)) {}
+    : options_(options),
+      store_(store),
+      writer_(store, std::move(blocking)),
+      held_(static_cast<size_t>(std::max(options.shards, 1))),
+      routes_(static_cast<size_t>(std::max(options.shards, 1)), -1) {}
 
 group_coordinator::~group_coordinator() {
   try {
@@ -58,18 +62,25 @@ tl::expected<std::unique_ptr<group_coordinator>, std::string> group_coordinator:
 }
 
 tl::expected<void, std::string> group_coordinator::activate() {
-  if (active_.load(std::memory_order_acquire)) return {};
   std::vector<int32_t> shards(static_cast<size_t>(std::max(options_.shards, 1)));
   for (size_t i = 0; i < shards.size(); ++i) shards[i] = static_cast<int32_t>(i);
+  return take_shards(shards);
+}
+
+tl::expected<void, std::string> group_coordinator::take_shards(const std::vector<int32_t>& shards) {
+  if (shards.empty()) return {};
+  for (const int32_t s : shards) {
+    if (s < 0 || s >= std::max(options_.shards, 1)) {
+      return tl::make_unexpected("no group coordinator shard " + std::to_string(s));
+    }
+  }
   auto epochs = store_.take(shards);
   if (!epochs) return tl::make_unexpected(std::string("cannot take the group coordinator shards"));
   auto loaded = store_.load(shards);
   if (!loaded) return tl::make_unexpected(std::string("cannot load the consumer groups' offsets"));
   if (!loaded->offsets.empty() || !loaded->groups.empty()) note_offsets_topic();
   const int64_t now = base::now_ms();
-  base::lock_guard lock(mu_);
-  epochs_ = std::move(*epochs);
-  groups_.clear();
+  std::map<std::string, group_entry, std::less<>> taken;
   for (auto& g : loaded->groups) {
     group_entry e;
     if (!g.data.empty() && g.data[0] == 1) {
@@ -83,13 +94,12 @@ tl::expected<void, std::string> group_coordinator::activate() {
                    g.group.c_str());
       continue;
     }
-    note_deadline(e);
-    groups_.emplace(g.group, std::move(e));
+    taken.emplace(g.group, std::move(e));
   }
   std::set<std::string> recorded;
-  for (const auto& [id, e] : groups_) recorded.insert(id);
+  for (const auto& [id, e] : taken) recorded.insert(id);
   for (auto& o : loaded->offsets) {
-    auto& e = groups_[o.key.group];
+    auto& e = taken[o.key.group];
     if (!recorded.contains(o.key.group)) {
       // A group known by its offsets only: Empty, and as its becoming empty was not kept, its
       // latest commit stands for that moment (offsets expire from there).
@@ -100,18 +110,85 @@ tl::expected<void, std::string> group_coordinator::activate() {
     e.offsets[{o.key.topic, o.key.partition}] = {o.offset, o.leader_epoch, std::move(o.metadata),
                                                  o.commit_ms, o.expire_ms};
   }
-  active_.store(true, std::memory_order_release);
+  base::lock_guard lock(mu_);
+  const std::set<int32_t> now_held(shards.begin(), shards.end());
+  // What was left of these shards here (held before at an older epoch) gives way to the store's.
+  for (auto it = groups_.begin(); it != groups_.end();) {
+    if (now_held.contains(shard(it->first))) {
+      if (it->second.group) it->second.group->close(error_code::not_coordinator, now);
+      for (auto& r : std::exchange(it->second.awaiting, {})) r(error_code::not_coordinator);
+      it = groups_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (size_t i = 0; i < shards.size(); ++i) {
+    held_[static_cast<size_t>(shards[i])] = (*epochs)[i];
+  }
+  for (auto& [id, e] : taken) {
+    note_deadline(e);
+    groups_.insert_or_assign(id, std::move(e));
+  }
   return {};
 }
 
-void group_coordinator::deactivate() {
-  if (!active_.exchange(false, std::memory_order_acq_rel)) return;
+void group_coordinator::drop_shards(const std::vector<int32_t>& shards) {
   base::lock_guard lock(mu_);
-  const int64_t now = base::now_ms();
-  for (auto& [id, e] : groups_) {
-    if (e.group) e.group->close(error_code::not_coordinator, now);
+  std::set<int32_t> dropped;
+  for (const int32_t s : shards) {
+    if (s < 0 || static_cast<size_t>(s) >= held_.size() || !held_[static_cast<size_t>(s)]) continue;
+    held_[static_cast<size_t>(s)].reset();
+    dropped.insert(s);
   }
-  groups_.clear();
+  if (dropped.empty()) return;
+  const int64_t now = base::now_ms();
+  for (auto it = groups_.begin(); it != groups_.end();) {
+    if (!dropped.contains(shard(it->first))) {
+      ++it;
+      continue;
+    }
+    if (it->second.group) it->second.group->close(error_code::not_coordinator, now);
+    for (auto& r : std::exchange(it->second.awaiting, {})) r(error_code::not_coordinator);
+    it = groups_.erase(it);
+  }
+}
+
+void group_coordinator::deactivate() {
+  std::vector<int32_t> all;
+  for (const auto& [s, epoch] : held()) all.push_back(s);
+  drop_shards(all);
+}
+
+std::vector<std::pair<int32_t, base::leader_epoch>> group_coordinator::held() const {
+  std::vector<std::pair<int32_t, base::leader_epoch>> out;
+  base::lock_guard lock(mu_);
+  for (size_t s = 0; s < held_.size(); ++s) {
+    if (held_[s]) out.emplace_back(static_cast<int32_t>(s), *held_[s]);
+  }
+  return out;
+}
+
+void group_coordinator::set_routes(std::vector<int32_t> nodes) {
+  nodes.resize(static_cast<size_t>(std::max(options_.shards, 1)), -1);
+  base::lock_guard lock(mu_);
+  routes_ = std::move(nodes);
+}
+
+bool group_coordinator::serves(std::string_view group_id) const {
+  base::lock_guard lock(mu_);
+  return holds(group_id);
+}
+
+int32_t group_coordinator::coordinator_of(std::string_view group_id, int32_t self) const {
+  base::lock_guard lock(mu_);
+  if (holds(group_id)) return self;
+  // Placed here but not taken yet: nowhere for now.
+  const int32_t at = routes_.at(static_cast<size_t>(shard(group_id)));
+  return at == self ? -1 : at;
+}
+
+bool group_coordinator::holds(std::string_view group_id) const {
+  return !closed_.load(std::memory_order_acquire) && epoch_of(shard(group_id)).has_value();
 }
 
 void group_coordinator::start(const boost::asio::any_io_executor& executor) {
@@ -141,8 +218,8 @@ void group_coordinator::close() {
   }
 }
 
-base::leader_epoch group_coordinator::epoch_of(int32_t shard) const {
-  return epochs_.at(static_cast<size_t>(shard));
+std::optional<base::leader_epoch> group_coordinator::epoch_of(int32_t shard) const {
+  return held_.at(static_cast<size_t>(shard));
 }
 
 void group_coordinator::note_deadline(const group_entry& e) {
@@ -164,9 +241,15 @@ void group_coordinator::persist(const std::string& group_id, group_entry& e) {
     return;
   }
   const int32_t shard = shard_of(group_id, options_.shards);
+  const auto epoch = epoch_of(shard);
+  if (!epoch) {
+    // Not held here any more: the answers waiting for the record cannot be given.
+    for (auto& r : std::exchange(e.awaiting, {})) r(error_code::not_coordinator);
+    return;
+  }
   metadata::shard_write w;
   w.shard = shard;
-  w.epoch = epoch_of(shard);
+  w.epoch = *epoch;
   w.groups.push_back({group_id, e.group ? e.group->encode() : e.consumer->encode()});
   auto after = std::make_shared<std::vector<reply>>(std::exchange(e.awaiting, {}));
   e.last_write = after;
@@ -230,7 +313,9 @@ int64_t group_coordinator::empty_since(const group_entry& e) {
 }
 
 void group_coordinator::join(const std::string& group_id, join_request req, join_callback done) {
-  if (!serving()) {
+  const int64_t now = base::now_ms();
+  base::lock_guard lock(mu_);
+  if (!holds(group_id)) {
     done({.error = error_code::not_coordinator});
     return;
   }
@@ -238,8 +323,6 @@ void group_coordinator::join(const std::string& group_id, join_request req, join
     done({.error = error_code::invalid_group_id, .member_id = req.member_id});
     return;
   }
-  const int64_t now = base::now_ms();
-  base::lock_guard lock(mu_);
   auto it = groups_.find(group_id);
   if (it == groups_.end()) {
     // A member id names a member of a group that exists.
@@ -273,12 +356,12 @@ void group_coordinator::sync(const std::string& group_id, const std::string& mem
                              const std::optional<std::string>& protocol_name,
                              std::map<std::string, std::vector<uint8_t>> assignments,
                              sync_callback done) {
-  if (!serving()) {
+  const int64_t now = base::now_ms();
+  base::lock_guard lock(mu_);
+  if (!holds(group_id)) {
     done({.error = error_code::not_coordinator});
     return;
   }
-  const int64_t now = base::now_ms();
-  base::lock_guard lock(mu_);
   auto it = groups_.find(group_id);
   if (it == groups_.end() || !it->second.group) {
     done({.error = error_code::unknown_member_id});
@@ -294,9 +377,9 @@ void group_coordinator::sync(const std::string& group_id, const std::string& mem
 error_code group_coordinator::heartbeat(const std::string& group_id, const std::string& member_id,
                                         const std::optional<std::string>& instance_id,
                                         int32_t generation) {
-  if (!serving()) return error_code::not_coordinator;
   const int64_t now = base::now_ms();
   base::lock_guard lock(mu_);
+  if (!holds(group_id)) return error_code::not_coordinator;
   auto it = groups_.find(group_id);
   if (it == groups_.end() || !it->second.group) return error_code::unknown_member_id;
   const error_code e = it->second.group->heartbeat(member_id, instance_id, generation, now);
@@ -307,9 +390,9 @@ error_code group_coordinator::heartbeat(const std::string& group_id, const std::
 
 error_code group_coordinator::leave(const std::string& group_id, const std::string& member_id,
                                     const std::optional<std::string>& instance_id) {
-  if (!serving()) return error_code::not_coordinator;
   const int64_t now = base::now_ms();
   base::lock_guard lock(mu_);
+  if (!holds(group_id)) return error_code::not_coordinator;
   auto it = groups_.find(group_id);
   if (it == groups_.end() || !it->second.group) return error_code::unknown_member_id;
   const error_code e = it->second.group->leave(member_id, instance_id, now);
@@ -321,22 +404,23 @@ error_code group_coordinator::leave(const std::string& group_id, const std::stri
 void group_coordinator::commit(const std::string& group_id, const std::string& member_id,
                                const std::optional<std::string>& instance_id, int32_t generation,
                                std::vector<commit_partition> offsets, done_callback done) {
-  if (!serving()) {
-    done(error_code::not_coordinator);
-    return;
-  }
-  // Group ids and metadata go into the store's text columns.
-  if (!base::is_storable_text(group_id)) {
-    done(error_code::invalid_group_id);
-    return;
-  }
   const int64_t now = base::now_ms();
   const int32_t shard = shard_of(group_id, options_.shards);
   metadata::shard_write w;
   w.shard = shard;
-  w.epoch = epoch_of(shard);
   {
     base::lock_guard lock(mu_);
+    const auto epoch = epoch_of(shard);
+    if (!epoch || closed_.load(std::memory_order_acquire)) {
+      done(error_code::not_coordinator);
+      return;
+    }
+    // Group ids and metadata go into the store's text columns.
+    if (!base::is_storable_text(group_id)) {
+      done(error_code::invalid_group_id);
+      return;
+    }
+    w.epoch = *epoch;
     auto it = groups_.find(group_id);
     if (it == groups_.end()) {
       // Without a group, only a committer outside group management (generation -1) may
@@ -362,17 +446,21 @@ void group_coordinator::commit(const std::string& group_id, const std::string& m
     w.offsets.push_back(
         {{group_id, o.topic, o.partition}, o.offset, o.leader_epoch, o.metadata, now, o.expire_ms});
   }
-  writer_.write(std::move(w), [this, group_id, offsets = std::move(offsets), now,
-                               done = std::move(done)](error_code e) mutable {
-    if (e == error_code::none) {
+  writer_.write(std::move(w), [this, group_id, shard, epoch = w.epoch, offsets = std::move(offsets),
+                               now, done = std::move(done)](error_code e) mutable {
+    {
       base::lock_guard lock(mu_);
-      auto& entry = groups_[group_id];
-      if (!entry.group && !entry.consumer) {
-        entry.group = std::make_unique<classic_group>(group_id, now);
-      }
-      for (auto& o : offsets) {
-        entry.offsets[{std::move(o.topic), o.partition}] = {
-            o.offset, o.leader_epoch, std::move(o.metadata), now, o.expire_ms};
+      // The shard may have been dropped meanwhile (the write landed before another node took
+      // it): its groups are that node's now.
+      if (e == error_code::none && epoch_of(shard) == epoch) {
+        auto& entry = groups_[group_id];
+        if (!entry.group && !entry.consumer) {
+          entry.group = std::make_unique<classic_group>(group_id, now);
+        }
+        for (auto& o : offsets) {
+          entry.offsets[{std::move(o.topic), o.partition}] = {
+              o.offset, o.leader_epoch, std::move(o.metadata), now, o.expire_ms};
+        }
       }
     }
     done(e);
@@ -410,17 +498,18 @@ std::vector<metadata::committed_offset> group_coordinator::fetch(
 void group_coordinator::delete_offsets(
     const std::string& group_id, const std::vector<topic_partitions>& topics,
     const topic_lookup& lookup, std::function<void(error_code, std::set<std::string>)> done) {
-  if (!serving()) {
-    done(error_code::not_coordinator, {});
-    return;
-  }
   const int32_t shard = shard_of(group_id, options_.shards);
   metadata::shard_write w;
   w.shard = shard;
-  w.epoch = epoch_of(shard);
   std::set<std::string> refused;
   {
     base::lock_guard lock(mu_);
+    const auto epoch = epoch_of(shard);
+    if (!epoch || closed_.load(std::memory_order_acquire)) {
+      done(error_code::not_coordinator, {});
+      return;
+    }
+    w.epoch = *epoch;
     auto it = groups_.find(group_id);
     if (it == groups_.end() ||
         (it->second.group && it->second.group->state() == group_state::dead)) {
@@ -466,17 +555,18 @@ void group_coordinator::delete_offsets(
 }
 
 void group_coordinator::delete_group(const std::string& group_id, done_callback done) {
-  if (!serving()) {
-    done(error_code::not_coordinator);
-    return;
-  }
   const int32_t shard = shard_of(group_id, options_.shards);
   metadata::shard_write w;
   w.shard = shard;
-  w.epoch = epoch_of(shard);
   w.deleted_groups.push_back(group_id);
   {
     base::lock_guard lock(mu_);
+    const auto epoch = epoch_of(shard);
+    if (!epoch || closed_.load(std::memory_order_acquire)) {
+      done(error_code::not_coordinator);
+      return;
+    }
+    w.epoch = *epoch;
     auto it = groups_.find(group_id);
     if (it == groups_.end() ||
         (it->second.group && it->second.group->state() == group_state::dead)) {
@@ -513,10 +603,10 @@ void group_coordinator::delete_group(const std::string& group_id, done_callback 
   });
 }
 
-void group_coordinator::forget_topic(const std::string& topic) {
+void group_coordinator::forget_topic(const std::string& topic, bool in_store) {
   // A failure (logged by the store) leaves the rows: after a restart a new topic of that name
   // would show them, as offsets out of its range, which consumers reset.
-  (void)store_.forget_topic(topic);
+  if (in_store) (void)store_.forget_topic(topic);
   base::lock_guard lock(mu_);
   for (auto& [id, e] : groups_) {
     for (auto it = e.offsets.begin(); it != e.offsets.end();) {
@@ -532,12 +622,12 @@ void group_coordinator::forget_topic(const std::string& topic) {
 consumer_heartbeat_result group_coordinator::consumer_heartbeat(const std::string& group_id,
                                                                 coordinator::consumer_heartbeat req,
                                                                 const topic_lookup& topics) {
-  if (!serving()) return {.error = error_code::not_coordinator};
+  const int64_t now = base::now_ms();
+  base::lock_guard lock(mu_);
+  if (!holds(group_id)) return {.error = error_code::not_coordinator};
   if (!base::is_storable_text(group_id)) {
     return {.error = error_code::invalid_group_id, .message = "the group id is not text"};
   }
-  const int64_t now = base::now_ms();
-  base::lock_guard lock(mu_);
   auto it = groups_.find(group_id);
   if (it == groups_.end()) {
     if (req.member_epoch != 0) {
@@ -564,8 +654,8 @@ consumer_heartbeat_result group_coordinator::consumer_heartbeat(const std::strin
 
 tl::expected<consumer_group_description, error_code> group_coordinator::describe_consumer(
     const std::string& group_id) const {
-  if (!serving()) return tl::make_unexpected(error_code::not_coordinator);
   base::lock_guard lock(mu_);
+  if (!holds(group_id)) return tl::make_unexpected(error_code::not_coordinator);
   auto it = groups_.find(group_id);
   if (it == groups_.end() || !it->second.consumer) {
     return tl::make_unexpected(error_code::group_id_not_found);
@@ -608,7 +698,7 @@ std::vector<group_listing> group_coordinator::list() const {
 }
 
 void group_coordinator::tick(int64_t now) {
-  if (!serving()) return;
+  if (closed_.load(std::memory_order_acquire)) return;
   {
     base::lock_guard lock(mu_);
     if (now >= next_deadline_) {
@@ -656,7 +746,8 @@ void group_coordinator::expire_offsets(int64_t now) {
         const int32_t shard = shard_of(id, options_.shards);
         auto& w = writes[shard];
         w.shard = shard;
-        w.epoch = epoch_of(shard);
+        // (Every group here is of a shard held here; -1 would be fenced.)
+        w.epoch = epoch_of(shard).value_or(base::leader_epoch(-1));
         w.deleted_offsets.push_back({id, o->first.first, o->first.second});
         o = e.offsets.erase(o);
       }
@@ -666,7 +757,7 @@ void group_coordinator::expire_offsets(int64_t now) {
         const int32_t shard = shard_of(id, options_.shards);
         auto& w = writes[shard];
         w.shard = shard;
-        w.epoch = epoch_of(shard);
+        w.epoch = epoch_of(shard).value_or(base::leader_epoch(-1));
         w.deleted_groups.push_back(id);
         it = groups_.erase(it);
       } else {

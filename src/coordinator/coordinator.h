@@ -4,10 +4,13 @@
 // Where groups live: a group belongs to shard shard_of(group id) of a fixed number of shards
 // (Kafka's rule for __consumer_offsets partitions: the Java hash of the id modulo
 // offsets.topic.num.partitions). Shards are owned like streams, by one node at an epoch in the
-// group store. The broker holding the controller lease takes them all (activate()); on a single
-// broker that is the broker itself, from open. Offsets and group changes go through the
-// offset_writer, fenced by the shard's epoch, so a coordinator that lost its shards can no
-// longer write.
+// group store. The controller places them on the live brokers (cluster/controller.h); each
+// broker takes the shards placed on it (take_shards(): the next epoch, then their groups are
+// loaded) and drops those placed elsewhere (drop_shards()). On a single broker it takes them
+// all. A request for a group of a shard not held here is answered NOT_COORDINATOR, and
+// FindCoordinator names the shard's broker as last seen (set_routes()). Offsets and group
+// changes go through the offset_writer, fenced by the shard's epoch, so a coordinator that lost
+// a shard can no longer write to it.
 //
 // Ownership: the groups and offsets in memory belong to mu_; every call takes it briefly (no
 // I/O under it). Calls come from network threads; writes run on the blocking pool and their
@@ -100,17 +103,30 @@ class group_coordinator {
   [[nodiscard]] static tl::expected<std::unique_ptr<group_coordinator>, std::string> open(
       const coordinator_options& options, metadata::group_store& store,
       boost::asio::any_io_executor blocking, bool active = true);
-  // Whether this broker coordinates groups now. One broker of a cluster does (the controller):
-  // the others answer NOT_COORDINATOR, and FindCoordinator sends clients to it.
-  [[nodiscard]] bool serving() const {
-    return active_.load(std::memory_order_acquire) && !closed_.load(std::memory_order_acquire);
+  // Whether this broker coordinates `group_id` now (holds its shard and is not closed).
+  [[nodiscard]] bool serves(std::string_view group_id) const;
+  // The shard of a group.
+  [[nodiscard]] int32_t shard(std::string_view group_id) const {
+    return shard_of(group_id, options_.shards);
   }
-  // Becomes the coordinator: takes every shard at its next epoch (the previous coordinator's
-  // writes are fenced from then on) and loads their groups (blocking).
+  // Takes every shard at its next epoch and loads their groups (blocking).
   [[nodiscard]] tl::expected<void, std::string> activate();
-  // Stops coordinating: waiting joins and syncs are answered NOT_COORDINATOR and the groups
-  // are forgotten here (their state is in the store).
+  // Takes `shards` at their next epoch (another node's writes to them are fenced from then on)
+  // and loads their groups (blocking: run on a background thread).
+  [[nodiscard]] tl::expected<void, std::string> take_shards(const std::vector<int32_t>& shards);
+  // Stops coordinating `shards`: their waiting joins and syncs are answered NOT_COORDINATOR and
+  // their groups are forgotten here (their state is in the store).
+  void drop_shards(const std::vector<int32_t>& shards);
+  // Drops every shard held.
   void deactivate();
+  // The shards held, each with the epoch it was taken at.
+  [[nodiscard]] std::vector<std::pair<int32_t, base::leader_epoch>> held() const;
+  // Where each shard's groups are coordinated, as last seen (by shard; -1: nowhere known), for
+  // FindCoordinator of groups not served here.
+  void set_routes(std::vector<int32_t> nodes);
+  // The node coordinating `group_id`: this one's `self` when it serves it, else the route last
+  // set (-1: none known).
+  [[nodiscard]] int32_t coordinator_of(std::string_view group_id, int32_t self) const;
   ~group_coordinator();
   group_coordinator(const group_coordinator&) = delete;
   group_coordinator& operator=(const group_coordinator&) = delete;
@@ -162,9 +178,10 @@ class group_coordinator {
                       std::function<void(error_code, std::set<std::string>)> done);
   // DeleteGroups of one group: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, or deleted with its offsets.
   void delete_group(const std::string& group_id, done_callback done);
-  // A deleted topic's offsets are forgotten by every group, in the store first (blocking: run
-  // it on the blocking pool).
-  void forget_topic(const std::string& topic);
+  // A deleted topic's offsets are forgotten by every group, in the store first unless
+  // `in_store` is false (blocking: run it on the blocking pool). Every broker forgets them in
+  // memory when it learns of the deletion; the one that deleted the topic, in the store too.
+  void forget_topic(const std::string& topic, bool in_store = true);
 
   [[nodiscard]] std::optional<group_description> describe(const std::string& group_id) const;
   [[nodiscard]] std::vector<group_listing> list() const;
@@ -206,7 +223,10 @@ class group_coordinator {
 
   group_coordinator(const coordinator_options& options, metadata::group_store& store,
                     boost::asio::any_io_executor blocking);
-  [[nodiscard]] base::leader_epoch epoch_of(int32_t shard) const;
+  // Whether the shard of `group_id` is held here, and the coordinator not closed.
+  [[nodiscard]] bool holds(std::string_view group_id) const REQUIRES(mu_);
+  // The epoch `shard` is held at, none when it is not held.
+  [[nodiscard]] std::optional<base::leader_epoch> epoch_of(int32_t shard) const REQUIRES(mu_);
   void note_deadline(const group_entry& e) REQUIRES(mu_);
   // After a call that may have changed what a group keeps across restarts: queues the write of
   // its record, and sends the group's awaiting answers once it (or, when nothing changed, the
@@ -228,15 +248,16 @@ class group_coordinator {
   const coordinator_options options_;
   metadata::group_store& store_;
   offset_writer writer_;
-  std::vector<base::leader_epoch> epochs_;  // by shard; set by activate() while not serving
   std::unique_ptr<boost::asio::steady_timer> timer_;
   std::atomic<bool> closed_{false};
-  std::atomic<bool> active_{false};
   std::atomic<bool> offsets_topic_{false};
   int64_t next_expiry_check_ = 0;  // the loop's
 
   mutable base::mutex mu_;
   std::map<std::string, group_entry, std::less<>> groups_ GUARDED_BY(mu_);
+  // By shard: the epoch it is held at here (none: not held), and where it is coordinated.
+  std::vector<std::optional<base::leader_epoch>> held_ GUARDED_BY(mu_);
+  std::vector<int32_t> routes_ GUARDED_BY(mu_);
   int64_t next_deadline_ GUARDED_BY(mu_) = INT64_MAX;
 };
 

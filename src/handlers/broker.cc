@@ -293,19 +293,11 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   cto.lease = mo.session_timeout;
   // Load is reported every tenth heartbeat; a balancing step can follow every second report.
   cto.balance_interval = 2 * mo.load_report_heartbeats * mo.heartbeat_interval;
-  // The controller's broker coordinates every group.
-  cto.on_change = [groups = b->groups_.get()](bool active) {
-    if (!active) {
-      groups->deactivate();
-      std::fprintf(stderr, "silt: cluster: no longer the group coordinator\n");
-      return true;
-    }
-    if (auto r = groups->activate(); !r) {
-      std::fprintf(stderr, "silt: cluster: cannot become the group coordinator: %s\n",
-                   r.error().c_str());
-      return false;
-    }
-    return true;
+  // The controller places the group coordinator's shards; every broker takes those placed on
+  // it (the first round, before the broker serves, included).
+  cto.shards = co.shards;
+  cto.on_shards = [p = b.get()](const std::vector<metadata::shard_state>& shards) {
+    p->follow_shards(shards);
   };
   cto.on_takeover = [p = b.get()](const std::vector<metadata::wal_takeover>& t) {
     p->take_over(t);
@@ -324,7 +316,6 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   auto controller = cluster::controller::start(*db, *b->membership_, cto);
   if (!controller) return tl::make_unexpected(controller.error());
   b->controller_ = std::move(*controller);
-  b->ctx_->set_controller(b->controller_.get());
   // A produce waiting for room in the WAL tries again.
   b->store_->set_room_listener(
       [ctx = b->ctx_.get()] { ctx->waiters.notify(data_waiters::wal_room); });
@@ -371,7 +362,12 @@ void broker::refresh_topics() {
   if (!changes) return;  // the next round tries again
 
   // (forget() leaves a topic created again under the name.)
-  for (const auto& t : changes->removed) ctx_->forget(t);
+  for (const auto& t : changes->removed) {
+    ctx_->forget(t);
+    // The groups coordinated here forget its offsets too (the deleting broker removed them from
+    // the store).
+    groups_->forget_topic(t->name, false);
+  }
   std::vector<base::stream_id> fresh;
   fresh.swap(unsettled_);
   for (const auto& t : changes->changed) {
@@ -483,6 +479,45 @@ void broker::take_over(const std::vector<metadata::wal_takeover>& takeovers) {
   });
 }
 
+void broker::follow_shards(const std::vector<metadata::shard_state>& shards) {
+  const base::node_id self(config_.node_id);
+  std::map<int32_t, base::leader_epoch> held;
+  for (const auto& [shard, epoch] : groups_->held()) held.emplace(shard, epoch);
+  std::vector<int32_t> routes(
+      static_cast<size_t>(std::max(config_.offsets_topic_num_partitions, 1)), -1);
+  std::vector<int32_t> take;
+  std::vector<int32_t> drop;
+  const bool may_take = !closed_ && membership_->can_acknowledge();
+  for (const auto& s : shards) {
+    if (s.shard < 0 || static_cast<size_t>(s.shard) >= routes.size()) continue;
+    // Clients are sent where the shard is placed (its target takes it within a round).
+    const base::node_id at = s.target != base::node_id(-1) ? s.target : s.owner;
+    routes[static_cast<size_t>(s.shard)] = at.value();
+    const auto h = held.find(s.shard);
+    if (h != held.end()) {
+      // Taken by another broker meanwhile, or placed elsewhere: its groups are not this one's.
+      if (s.owner != self || s.epoch != h->second || s.target != self || !may_take) {
+        drop.push_back(s.shard);
+      }
+    } else if (s.target == self && may_take) {
+      take.push_back(s.shard);
+    }
+  }
+  groups_->set_routes(std::move(routes));
+  if (!drop.empty()) {
+    groups_->drop_shards(drop);
+    std::fprintf(stderr, "silt: cluster: no longer coordinating %zu group shard(s)\n", drop.size());
+  }
+  if (!take.empty()) {
+    if (auto r = groups_->take_shards(take); !r) {
+      std::fprintf(stderr, "silt: cluster: cannot take %zu group coordinator shard(s): %s\n",
+                   take.size(), r.error().c_str());
+    } else {
+      std::fprintf(stderr, "silt: cluster: coordinating %zu more group shard(s)\n", take.size());
+    }
+  }
+}
+
 void broker::hand_over_partitions() {
   if (!membership_ || !membership_->can_acknowledge()) return;
   // The controller gives this broker nothing from now on, and no handover reaches it after
@@ -510,8 +545,10 @@ void broker::hand_over_owned() {
     if (b.info.node != self && !b.draining) others.push_back(b.info.node);
   }
   if (others.empty()) return;
-  // Another broker takes the controller role and the groups.
+  // Another broker takes the controller role; others take the group coordinator's shards (a
+  // draining broker's are placed elsewhere).
   if (controller_) controller_->stop();
+  groups_->deactivate();
   // Round-robin over the others.
   std::map<base::stream_id, base::node_id> to;
   for (const auto& t : registry_->all()) {

@@ -84,6 +84,9 @@ class broker final : public net::request_handler {
   // Runs the takeovers of dead brokers' WALs this broker holds (stream_store::take_over()) on
   // the blocking pool, one run at a time; called by the controller thread each round.
   void take_over(const std::vector<metadata::wal_takeover>& takeovers);
+  // Takes the coordinator shards placed on this broker and drops those placed elsewhere or
+  // taken by another broker; notes where each is coordinated (controller thread, each round).
+  void follow_shards(const std::vector<metadata::shard_state>& shards);
   std::vector<base::stream_id> unsettled_;  // learned streams not taken yet (refresh_topics)
   std::atomic<bool> taking_over_{false};
   uint64_t takeover_failures_ = 0;  // in a row (the takeover run only)

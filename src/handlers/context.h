@@ -145,13 +145,10 @@ class context {
   // The group coordinator, set by the broker before it serves (null in tests without groups).
   [[nodiscard]] coordinator::group_coordinator& groups() const { return *groups_; }
   void set_groups(coordinator::group_coordinator* groups) { groups_ = groups; }
-  // The controller, whose broker coordinates every group (null in tests: this broker does).
-  void set_controller(const cluster::controller* c) { controller_ = c; }
-  // The broker coordinating groups now: this one while its coordinator serves, else the
-  // controller as last seen (-1: none known).
-  [[nodiscard]] int32_t coordinator_node() const {
-    if (groups_ != nullptr && groups_->serving()) return node_id;
-    return controller_ != nullptr ? controller_->holder().value() : -1;
+  // The broker coordinating `group_id` now: this one while it holds the group's shard, else
+  // where the shard is placed as last seen (-1: none known).
+  [[nodiscard]] int32_t coordinator_node(std::string_view group_id) const {
+    return groups_ != nullptr ? groups_->coordinator_of(group_id, node_id) : -1;
   }
 
  private:
@@ -160,7 +157,6 @@ class context {
   }
 
   coordinator::group_coordinator* groups_ = nullptr;
-  const cluster::controller* controller_ = nullptr;
   const cluster::membership* membership_ = nullptr;
   mutable base::mutex mu_;
   // Ordered with a transparent comparator: the request path looks names up without copying.

@@ -16,7 +16,7 @@ asio::awaitable<protocol::describe_groups_response> handle_describe_groups(
       g.group_state = std::string(coordinator::state_name(coordinator::group_state::dead));
       continue;
     }
-    if (!ctx.groups().serving()) {
+    if (!ctx.groups().serves(id)) {
       g.error_code = static_cast<int16_t>(protocol::error_code::not_coordinator);
       continue;
     }

@@ -1,6 +1,7 @@
-// FindCoordinator (key 10): every group's coordinator is the broker holding the controller lease
-// (it owns every coordinator shard): this one on a single broker. Transactions are not served
-// yet: their coordinator is not available. From v4 on, several keys are asked at once.
+// FindCoordinator (key 10): a group's coordinator is the broker holding the group's coordinator
+// shard (this one on a single broker), or where the controller placed the shard as last seen;
+// COORDINATOR_NOT_AVAILABLE while it is moving. Transactions are not served yet: their
+// coordinator is not available. From v4 on, several keys are asked at once.
 #include "handlers/handlers.h"
 
 namespace silt::handlers {
@@ -28,8 +29,8 @@ std::pair<error_code, std::string> check_key(int8_t key_type, const std::string&
 template <typename Out>
 void answer(const context& ctx, int8_t key_type, const std::string& key, Out& out) {
   auto [e, message] = check_key(key_type, key);
-  // The broker coordinating groups: this one, or the controller as last seen.
-  const int32_t node = ctx.coordinator_node();
+  // The broker coordinating the group: this one, or where its shard is as last seen.
+  const int32_t node = e == error_code::none ? ctx.coordinator_node(key) : -1;
   const auto member = node == ctx.node_id ? std::nullopt : ctx.member(node);
   if (e == error_code::none && node != ctx.node_id && !member) {
     e = error_code::coordinator_not_available;

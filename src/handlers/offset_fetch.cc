@@ -67,8 +67,8 @@ asio::awaitable<protocol::offset_fetch_response> handle_offset_fetch(
       resp.error_code = static_cast<int16_t>(protocol::error_code::invalid_group_id);
       co_return resp;
     }
-    // Another broker coordinates the groups: the client looks it up again.
-    if (!ctx.groups().serving()) {
+    // Another broker coordinates the group: the client looks it up again.
+    if (!ctx.groups().serves(req.group_id)) {
       resp.error_code = static_cast<int16_t>(protocol::error_code::not_coordinator);
       co_return resp;
     }
@@ -84,7 +84,7 @@ asio::awaitable<protocol::offset_fetch_response> handle_offset_fetch(
       rg.error_code = static_cast<int16_t>(protocol::error_code::invalid_group_id);
       continue;
     }
-    if (!ctx.groups().serving()) {
+    if (!ctx.groups().serves(g.group_id)) {
       rg.error_code = static_cast<int16_t>(protocol::error_code::not_coordinator);
       continue;
     }

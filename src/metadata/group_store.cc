@@ -241,6 +241,43 @@ tl::expected<std::vector<base::leader_epoch>, group_store_error> group_store::ta
   return out;
 }
 
+tl::expected<std::vector<shard_state>, group_store_error> group_store::shard_states() {
+  base::lock_guard lock(mu_);
+  auto r = c_->query("SELECT shard, owner, epoch, target FROM coordinator_shards ORDER BY shard");
+  if (!r) return fail(group_store_error::io);
+  std::vector<shard_state> out;
+  out.reserve(r->rows.size());
+  for (const row& s : r->rows) {
+    out.push_back(
+        {i32_at(s, 0), base::node_id(i32_at(s, 1)), epoch_at(s, 2), base::node_id(i32_at(s, 3))});
+  }
+  return out;
+}
+
+tl::expected<void, group_store_error> group_store::place(std::span<const shard_target> targets,
+                                                         base::node_id controller,
+                                                         int64_t controller_epoch) {
+  if (targets.empty()) return {};
+  base::lock_guard lock(mu_);
+  sql::connection& c = *c_;
+  sql::transaction tx(c);
+  if (!tx.ok()) return fail(group_store_error::io);
+  auto holds = controller_holds(c, controller, controller_epoch);
+  if (!holds) return fail(group_store_error::io);
+  if (!*holds) return fail(group_store_error::fenced);
+  for (const auto& t : targets) {
+    // A shard never taken gets a row owned by nobody (-1, at epoch -1: its first take is
+    // epoch 0).
+    auto up = c.query(
+        "INSERT INTO coordinator_shards(shard, owner, epoch, target) VALUES(?, -1, -1, ?) "
+        "ON CONFLICT(shard) DO UPDATE SET target = excluded.target",
+        int64_t{t.shard}, i64(t.target));
+    if (!up) return fail(group_store_error::io);
+  }
+  if (!tx.commit()) return fail(group_store_error::io);
+  return {};
+}
+
 tl::expected<group_store::loaded, group_store_error> group_store::load(
     std::span<const int32_t> shards) {
   const std::vector<int32_t> unique = sorted_unique(shards);

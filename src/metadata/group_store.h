@@ -71,6 +71,23 @@ struct shard_write {
   std::vector<std::string> deleted_groups;  // the group row and all its offsets removed
 };
 
+// A coordinator shard as stored: who holds it at which epoch, and where the controller places
+// it (cluster/controller.h). A shard never taken nor placed has no row.
+struct shard_state {
+  int32_t shard = 0;
+  base::node_id owner{-1};
+  base::leader_epoch epoch{};
+  base::node_id target{-1};  // -1: not placed
+  bool operator==(const shard_state&) const = default;
+};
+
+// Where the controller places a shard.
+struct shard_target {
+  int32_t shard = 0;
+  base::node_id target{-1};
+  bool operator==(const shard_target&) const = default;
+};
+
 class group_store {
  public:
   // Opens the store in `db` (its tables are created by sql::open_database's migrations).
@@ -84,6 +101,16 @@ class group_store {
   // transaction; returns the new epochs in the order of `shards`.
   [[nodiscard]] tl::expected<std::vector<base::leader_epoch>, group_store_error> take(
       std::span<const int32_t> shards);
+
+  // Every shard taken or placed, by shard.
+  [[nodiscard]] tl::expected<std::vector<shard_state>, group_store_error> shard_states();
+
+  // The controller's: sets the targets of shards, in one transaction and only while `controller`
+  // holds the controller lease at `controller_epoch` (fenced otherwise). A shard's owner and
+  // epoch do not change: its target takes it.
+  [[nodiscard]] tl::expected<void, group_store_error> place(std::span<const shard_target> targets,
+                                                            base::node_id controller,
+                                                            int64_t controller_epoch);
 
   // Everything stored for the groups of `shards` (each row keeps the shard it was written
   // under): offsets and group records.

@@ -159,6 +159,11 @@ CREATE TABLE wal_takeovers(
     {7, R"sql(
 ALTER TABLE brokers ADD COLUMN stream_loads TEXT NOT NULL DEFAULT '';
 )sql"},
+    // Placement of coordinator shards (cluster/controller.h): each shard's target owner (-1:
+    // none), set by the controller; the target takes the shard at its next epoch.
+    {8, R"sql(
+ALTER TABLE coordinator_shards ADD COLUMN target {int} NOT NULL DEFAULT -1;
+)sql"},
 };
 
 std::string expand(std::string_view sql, dialect d) {

@@ -2,8 +2,8 @@
 lease lapses, the surviving broker takes its WAL over (reads it, appends what was not in the
 object store yet to its own WAL) and serves its partitions; no acknowledged record is lost or
 written twice, and committed group offsets stay. The killed broker, restarted, rejoins and
-serves nothing it no longer owns. Both the controller (which coordinates the groups) and the
-other broker are killed in turn; the time from each kill to every partition taking a produce
+serves nothing it no longer owns. Both the controller and the other broker are killed in turn
+(each coordinates some of the groups); the time from each kill to every partition taking a produce
 again is printed."""
 import threading
 import time
@@ -96,7 +96,7 @@ def test_a_killed_brokers_wal_is_taken_over_and_nothing_acknowledged_is_lost(
     timings = []
     load = LoadProducer(f"{a.bootstrap},{b.bootstrap}", topic)
     try:
-        # Node 1 (the controller and group coordinator) first, then node 2.
+        # Node 1 (the controller) first, then node 2.
         for dead, survivor in ((1, 2), (2, 1)):
             time.sleep(1.5)
             acked_before = len(load.acked)
@@ -105,7 +105,7 @@ def test_a_killed_brokers_wal_is_taken_over_and_nothing_acknowledged_is_lost(
             timings.append(wait_served(brokers[survivor].bootstrap, topic, killed, 60))
             leaders = partition_leader_epochs(brokers[survivor].bootstrap, topic)
             assert {n for _, n, _ in leaders.values()} == {survivor}, leaders
-            # The groups moved with the controller role, offsets intact.
+            # The dead broker's groups moved to the survivor, offsets intact.
             deadline = time.time() + 20
             while find_coordinator(brokers[survivor].bootstrap, "kept") != (0, survivor):
                 assert time.time() < deadline, "the survivor did not coordinate the groups"

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -165,6 +166,50 @@ TEST(ReportedLoads, TakesLiveBrokersAndTheHighestReportOfAStream) {
   EXPECT_EQ(reported_loads(brokers), (load_map{{base::stream_id(1), 10}, {base::stream_id(2), 7}}));
 }
 
+// Where each shard is placed once the plan is carried out, counted by broker.
+std::map<int32_t, size_t> shards_after(int32_t count,
+                                       const std::vector<metadata::shard_state>& rows,
+                                       const std::vector<metadata::shard_target>& plan) {
+  std::map<int32_t, int32_t> where;
+  for (int32_t s = 0; s < count; ++s) where[s] = -1;
+  for (const auto& r : rows) where[r.shard] = r.target.value();
+  for (const auto& t : plan) where[t.shard] = t.target.value();
+  std::map<int32_t, size_t> out;
+  for (const auto& [s, n] : where) ++out[n];
+  return out;
+}
+
+metadata::shard_state shard_on(int32_t shard, int32_t target) {
+  return {shard, base::node_id(target), base::leader_epoch(0), base::node_id(target)};
+}
+
+TEST(PlanShards, SpreadsShardsNeverPlacedOverTheLiveBrokers) {
+  const auto plan = plan_shards(ids({1, 2, 3}), {}, 50);
+  EXPECT_EQ(plan.size(), 50u);
+  EXPECT_EQ(shards_after(50, {}, plan), (std::map<int32_t, size_t>{{1, 17}, {2, 17}, {3, 16}}));
+  // Carried out, the plan is settled: nothing more to place.
+  std::vector<metadata::shard_state> rows;
+  for (const auto& t : plan) rows.push_back(shard_on(t.shard, t.target.value()));
+  EXPECT_TRUE(plan_shards(ids({1, 2, 3}), rows, 50).empty());
+}
+
+TEST(PlanShards, MovesTheShardsOfABrokerGoneAndGivesAJoiningOneItsShare) {
+  std::vector<metadata::shard_state> rows;
+  for (int32_t s = 0; s < 12; ++s) rows.push_back(shard_on(s, 1 + s % 3));
+  // Broker 3 is gone: its four shards go to 1 and 2, nothing else moves.
+  auto plan = plan_shards(ids({1, 2}), rows, 12);
+  EXPECT_EQ(plan.size(), 4u);
+  for (const auto& t : plan) EXPECT_EQ((t.shard % 3), 2) << t.shard;
+  EXPECT_EQ(shards_after(12, rows, plan), (std::map<int32_t, size_t>{{1, 6}, {2, 6}}));
+  // Broker 4 joins: it gets its share (three), from the others.
+  plan = plan_shards(ids({1, 2, 3, 4}), rows, 12);
+  EXPECT_EQ(plan.size(), 3u);
+  EXPECT_EQ(shards_after(12, rows, plan),
+            (std::map<int32_t, size_t>{{1, 3}, {2, 3}, {3, 3}, {4, 3}}));
+  // No live broker: nothing is placed.
+  EXPECT_TRUE(plan_shards({}, rows, 12).empty());
+}
+
 class Controller : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -230,6 +275,61 @@ TEST_P(Controller, OneControllerPlacesAndAnotherTakesOverWhenItStops) {
   c1->stop();
   ASSERT_TRUE(eventually([&] { return c2->active(); }));
   EXPECT_FALSE(c1->active());
+}
+
+// Two brokers' controllers place the coordinator shards half and half; each broker's thread
+// hands every broker the shards as stored; a placement under a lease not held is refused.
+TEST_P(Controller, PlacesCoordinatorShardsAndEveryBrokerFollowsThem) {
+  auto m1 = membership::start(db_, testing::member_options(1));
+  ASSERT_TRUE(m1) << m1.error();
+  auto m2 = membership::start(db_, testing::member_options(2));
+  ASSERT_TRUE(m2) << m2.error();
+  ASSERT_TRUE(eventually([&] { return (*m1)->brokers()->size() == 2; }));
+  std::mutex mu;
+  std::map<int32_t, std::vector<metadata::shard_state>> seen;  // by broker
+  auto start_with_shards = [&](membership& m, int32_t id) {
+    controller_options o;
+    o.self = base::node_id(id);
+    o.interval = milliseconds(50);
+    o.lease = milliseconds(500);
+    o.shards = 10;
+    o.on_shards = [&, id](const std::vector<metadata::shard_state>& rows) {
+      std::lock_guard lock(mu);
+      seen[id] = rows;
+    };
+    auto c = controller::start(db_, m, o);
+    EXPECT_TRUE(c) << c.error();
+    return c ? std::move(*c) : nullptr;
+  };
+  auto c1 = start_with_shards(**m1, 1);
+  auto c2 = start_with_shards(**m2, 2);
+  auto placed_on = [&](int32_t broker, int32_t node) {
+    std::lock_guard lock(mu);
+    size_t n = 0;
+    for (const auto& r : seen[broker]) n += r.target == base::node_id(node) ? 1 : 0;
+    return n;
+  };
+  ASSERT_TRUE(eventually(
+      [&] { return placed_on(1, 1) == 5 && placed_on(1, 2) == 5 && placed_on(2, 2) == 5; }));
+  EXPECT_EQ(c1->active() ? 1 : 0, c2->active() ? 0 : 1);
+
+  auto store = metadata::group_store::open(db_, base::node_id(9));
+  ASSERT_TRUE(store);
+  const std::vector<metadata::shard_target> elsewhere{{0, base::node_id(9)}};
+  auto r = (*store)->place(elsewhere, base::node_id(9), 12345);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(), metadata::group_store_error::fenced);
+  auto rows = (*store)->shard_states();
+  ASSERT_TRUE(rows);
+  ASSERT_EQ(rows->size(), 10u);
+  EXPECT_NE(rows->front().target, base::node_id(9));
+  // Nobody took them here (no coordinator): owned by nobody, at epoch -1.
+  EXPECT_EQ(rows->front().owner, base::node_id(-1));
+
+  // Broker 2 stops: its shards go to broker 1.
+  c2->stop();
+  (*m2)->stop();
+  ASSERT_TRUE(eventually([&] { return placed_on(1, 1) == 10; }, std::chrono::seconds(10)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Controller, ::testing::ValuesIn(metadata::testing::backends()),

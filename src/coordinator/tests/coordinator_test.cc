@@ -82,6 +82,68 @@ class Coordinator : public ::testing::Test {
   std::unique_ptr<group_coordinator> coordinator_;
 };
 
+// A shard moves from one node's coordinator to another's: the new holder sees what the old one
+// committed, the old one's writes after the move are refused (NOT_COORDINATOR), and once it
+// dropped the shard it answers NOT_COORDINATOR at once and names the route it was given. Its
+// other shards stay served.
+TEST_F(Coordinator, AShardTakenByAnotherNodeIsServedThereOnly) {
+  open();
+  auto db = metadata::sql::open_database("sqlite://" + (dir_ / "metadata.db").string());
+  ASSERT_TRUE(db) << db.error();
+  auto other_store = metadata::group_store::open(std::move(*db), base::node_id(2));
+  ASSERT_TRUE(other_store) << other_store.error();
+  auto other = group_coordinator::open(options_, **other_store, io_.get_executor(), false);
+  ASSERT_TRUE(other) << other.error();
+  auto& b = **other;
+  auto& a = *coordinator_;
+  const std::string g = "moving-group";
+  std::string stays = "staying-group";
+  while (a.shard(stays) == a.shard(g)) stays += "x";
+  EXPECT_TRUE(a.serves(g));
+  EXPECT_FALSE(b.serves(g));
+  EXPECT_EQ(b.coordinator_of(g, 2), -1);
+
+  auto commit = [&](group_coordinator& c, const std::string& group, int64_t offset) {
+    std::optional<error_code> result;
+    c.commit(group, "", std::nullopt, -1, {{"t", 0, offset, -1, "", -1}},
+             [&](error_code e) { result = e; });
+    io_.run();
+    io_.restart();
+    EXPECT_TRUE(result);
+    return result.value_or(error_code::unknown_server_error);
+  };
+  ASSERT_EQ(commit(a, g, 10), error_code::none);
+
+  ASSERT_TRUE(b.take_shards({b.shard(g)}));
+  EXPECT_TRUE(b.serves(g));
+  ASSERT_EQ(b.fetch(g, nullptr).size(), 1u);
+  EXPECT_EQ(b.fetch(g, nullptr).front().offset, 10);
+  EXPECT_EQ(
+      b.held(),
+      (std::vector<std::pair<int32_t, base::leader_epoch>>{{b.shard(g), base::leader_epoch(1)}}));
+  // The old holder has not noticed yet: its write is fenced by the shard's epoch.
+  EXPECT_EQ(commit(a, g, 11), error_code::not_coordinator);
+  EXPECT_EQ(b.fetch(g, nullptr).front().offset, 10);
+
+  std::vector<int32_t> routes(static_cast<size_t>(options_.shards), 1);
+  routes[static_cast<size_t>(a.shard(g))] = 2;
+  a.set_routes(routes);
+  a.drop_shards({a.shard(g)});
+  EXPECT_FALSE(a.serves(g));
+  EXPECT_EQ(a.coordinator_of(g, 1), 2);
+  EXPECT_EQ(commit(a, g, 12), error_code::not_coordinator);
+  EXPECT_TRUE(a.fetch(g, nullptr).empty());
+  EXPECT_EQ(commit(b, g, 13), error_code::none);
+  EXPECT_EQ(b.fetch(g, nullptr).front().offset, 13);
+
+  EXPECT_TRUE(a.serves(stays));
+  EXPECT_EQ(a.coordinator_of(stays, 1), 1);
+  EXPECT_EQ(commit(a, stays, 5), error_code::none);
+  b.close();
+  io_.run();
+  io_.restart();
+}
+
 TEST_F(Coordinator, ASyncAnswerWaitsUntilTheAssignmentIsDurable) {
   open();
   const join_result joined = join_alone("g", std::nullopt);
