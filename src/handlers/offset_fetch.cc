@@ -67,9 +67,25 @@ asio::awaitable<protocol::offset_fetch_response> handle_offset_fetch(
       resp.error_code = static_cast<int16_t>(protocol::error_code::invalid_group_id);
       co_return resp;
     }
-    // Another broker coordinates the group: the client looks it up again.
+    // Another broker coordinates the group: the client looks it up again. Before v2 there is
+    // no error for the whole response: each partition asked carries it (as Kafka answers).
     if (!ctx.groups().serves(req.group_id)) {
-      resp.error_code = static_cast<int16_t>(protocol::error_code::not_coordinator);
+      const auto e = static_cast<int16_t>(protocol::error_code::not_coordinator);
+      resp.error_code = e;
+      if (version < 2 && req.topics) {
+        for (const auto& t : *req.topics) {
+          auto& rt = resp.topics.emplace_back();
+          rt.name = t.name;
+          for (const int32_t index : t.partition_indexes) {
+            auto& p = rt.partitions.emplace_back();
+            p.partition_index = index;
+            p.committed_offset = no_offset;
+            p.committed_leader_epoch = -1;
+            p.metadata = "";
+            p.error_code = e;
+          }
+        }
+      }
       co_return resp;
     }
     resp.topics = fetch_group<types::OffsetFetchResponseTopic, types::OffsetFetchResponsePartition>(
