@@ -340,9 +340,9 @@ void broker::start_background(std::chrono::milliseconds period) {
       asio::detached);
   // Topics created, changed or deleted through other brokers appear here within a tenth of a
   // second, and so do streams handed over or placed (one query each while nothing changed).
-  topics_timer_ = std::make_unique<asio::steady_timer>(blocking_.get_executor());
+  topics_timer_ = std::make_unique<asio::steady_timer>(follow_.get_executor());
   asio::co_spawn(
-      blocking_.get_executor(),
+      follow_.get_executor(),
       [this]() -> asio::awaitable<void> {
         for (;;) {
           topics_timer_->expires_after(
@@ -422,13 +422,21 @@ void broker::follow_owners() {
     }
   }
   if (to.empty() || !membership_->can_acknowledge()) return;
-  auto handed = release(to);
-  if (!handed) {
-    std::fprintf(stderr, "silt: cluster: cannot hand over %zu partition(s) yet: %s\n", to.size(),
-                 std::string(storage::stream_error_name(handed.error())).c_str());
-  } else if (*handed > 0) {
-    std::fprintf(stderr, "silt: cluster: handed %zu partition(s) to other brokers\n", *handed);
-  }
+  // One release at a time: what it leaves is seen again by a later round.
+  if (releasing_.exchange(true)) return;
+  asio::post(moves_, [this, to = std::move(to)] {
+    if (!closed_) {
+      auto handed = release(to);
+      if (!handed) {
+        std::fprintf(stderr, "silt: cluster: cannot hand over %zu partition(s) yet: %s\n",
+                     to.size(), std::string(storage::stream_error_name(handed.error())).c_str());
+      } else if (*handed > 0) {
+        std::fprintf(stderr, "silt: cluster: handed %zu partition(s) to other brokers\n",
+                     *handed);
+      }
+    }
+    releasing_.store(false);
+  });
 }
 
 tl::expected<size_t, storage::stream_error> broker::release(
@@ -459,7 +467,7 @@ void broker::take_over(const std::vector<metadata::wal_takeover>& takeovers) {
   std::vector<storage::stream_store::dead_wal> from;
   from.reserve(takeovers.size());
   for (const auto& t : takeovers) from.push_back({t.node, t.wal_location});
-  asio::post(blocking_.get_executor(), [this, from = std::move(from)] {
+  asio::post(moves_, [this, from = std::move(from)] {
     if (!closed_) {
       // Producer state is read again before the streams take appends: the snapshot and the
       // batches after it, those the dead WAL held included.
@@ -558,7 +566,13 @@ void broker::hand_over_owned() {
     }
   }
   if (to.empty()) return;
+  // After the release under way, if any (bounded: a release waits at most 5 s for uploads).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (releasing_.exchange(true) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   auto handed = release(to);
+  releasing_.store(false);
   if (!handed) {
     std::fprintf(stderr, "silt: cluster: cannot hand the partitions over before stopping: %s\n",
                  std::string(storage::stream_error_name(handed.error())).c_str());
@@ -590,10 +604,14 @@ void broker::close() {
     asio::post(blocking_.get_executor(), [this] { snapshot_timer_->cancel(); });
   }
   if (topics_timer_) {
-    asio::post(blocking_.get_executor(), [this] { topics_timer_->cancel(); });
+    asio::post(follow_.get_executor(), [this] { topics_timer_->cancel(); });
   }
   if (controller_) controller_->stop();
   objects_->cancel();
+  // The follow loop ends, and releases and takeovers under way end (their uploads fail
+  // fast now), before the store closes under them.
+  follow_.join();
+  moves_.join();
   store_->close();
   // (A broker whose open() failed half way has no producer state yet.)
   if (producers_) {

@@ -65,15 +65,21 @@ class broker final : public net::request_handler {
   std::unique_ptr<metadata::topic_registry> registry_;
   std::unique_ptr<producer_state> producers_;
   boost::asio::thread_pool blocking_;
+  // The follow loop (topic changes and owners, every 100 ms) runs on a thread of its own, so
+  // that blocking work of requests never leaves this broker's view of owners behind; releases
+  // and takeovers run on `moves_`, one of each at a time, so that neither holds the loop up
+  // (a release waits for uploads, a takeover reads a whole WAL).
+  boost::asio::thread_pool follow_{1};
+  boost::asio::thread_pool moves_{2};
   std::unique_ptr<metadata::group_store> group_store_;
   std::unique_ptr<coordinator::group_coordinator> groups_;
   std::unique_ptr<context> ctx_;
   std::unique_ptr<boost::asio::steady_timer> snapshot_timer_;
   std::unique_ptr<boost::asio::steady_timer> topics_timer_;
-  // Takes in the topic changes other brokers made, then follows ownership (blocking pool).
+  // Takes in the topic changes other brokers made, then follows ownership (`follow_`).
   void refresh_topics();
   // Takes in streams handed to this broker, takes streams placed on it that nobody owns, and
-  // hands over those placed elsewhere (blocking pool).
+  // starts handing over those placed elsewhere (on `moves_`, unless a release runs).
   void follow_owners();
   // hand_over_partitions() once the broker is draining: the handovers themselves.
   void hand_over_owned();
@@ -82,15 +88,16 @@ class broker final : public net::request_handler {
   tl::expected<size_t, storage::stream_error> release(
       const std::map<base::stream_id, base::node_id>& to);
   // Runs the takeovers of dead brokers' WALs this broker holds (stream_store::take_over()) on
-  // the blocking pool, one run at a time; called by the controller thread each round.
+  // `moves_`, one run at a time; called by the controller thread each round.
   void take_over(const std::vector<metadata::wal_takeover>& takeovers);
   // Takes the coordinator shards placed on this broker and drops those placed elsewhere or
   // taken by another broker; notes where each is coordinated (controller thread, each round).
   void follow_shards(const std::vector<metadata::shard_state>& shards);
   std::vector<base::stream_id> unsettled_;  // learned streams not taken yet (refresh_topics)
   std::atomic<bool> taking_over_{false};
+  std::atomic<bool> releasing_{false};  // a release runs (follow_owners(), hand_over_owned())
   uint64_t takeover_failures_ = 0;  // in a row (the takeover run only)
-  bool closed_ = false;
+  std::atomic<bool> closed_{false};
 };
 
 // Encodes a response with the header version its request calls for (size prefix included).
