@@ -97,6 +97,21 @@ class context {
   }
   // Whether `node` is a live member of the cluster (this broker always is).
   [[nodiscard]] bool live(int32_t node) const { return node == node_id || member(node); }
+  // A live member's registration if it is not stopping: the brokers clients are sent to as a
+  // partition's leader or a group's coordinator. A stopping broker hands its partitions and
+  // groups over; naming it would send clients to a broker about to close, and a client told
+  // of a leader that moves away and back can lose track of it (librdkafka 2.0 then keeps
+  // producing to the broker that left).
+  [[nodiscard]] std::optional<metadata::broker_info> serving_member(int32_t node) const {
+    const auto list = membership_ != nullptr ? membership_->brokers() : nullptr;
+    if (!list) return std::nullopt;
+    for (const auto& b : *list) {
+      if (b.info.node.value() == node) {
+        return b.draining ? std::nullopt : std::optional<metadata::broker_info>(b.info);
+      }
+    }
+    return std::nullopt;
+  }
   // The live brokers as of the last heartbeat (null outside a cluster).
   [[nodiscard]] std::shared_ptr<const cluster::broker_list> members() const {
     return membership_ != nullptr ? membership_->brokers() : nullptr;

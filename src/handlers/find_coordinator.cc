@@ -31,7 +31,7 @@ void answer(const context& ctx, int8_t key_type, const std::string& key, Out& ou
   auto [e, message] = check_key(key_type, key);
   // The broker coordinating the group: this one, or where its shard is as last seen.
   const int32_t node = e == error_code::none ? ctx.coordinator_node(key) : -1;
-  const auto member = node == ctx.node_id ? std::nullopt : ctx.member(node);
+  const auto member = node == ctx.node_id ? std::nullopt : ctx.serving_member(node);
   if (e == error_code::none && node != ctx.node_id && !member) {
     e = error_code::coordinator_not_available;
     message = "the group coordinator is moving to another broker";

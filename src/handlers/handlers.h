@@ -151,9 +151,9 @@ template <typename Partition>
     Partition part;
     part.partition_index = p;
     part.leader_epoch = o.epoch.value();
-    // Another broker's partition has no leader while that broker is not live (nor while its
-    // creator has not taken it yet: no owner).
-    if (owner != -1 && ctx.live(owner)) {
+    // Another broker's partition has no leader while that broker is not live or stops (nor
+    // while its creator has not taken it yet: no owner).
+    if (owner != -1 && (owner == ctx.node_id || ctx.serving_member(owner))) {
       part.leader_id = owner;
       part.replica_nodes = racks.replicas(stream, owner);
       part.isr_nodes = part.replica_nodes;
@@ -177,7 +177,7 @@ void point_to_leader(const context& ctx, base::stream_id stream, Leader& leader,
   const auto o = ctx.store.offsets(stream);
   const int32_t owner = o.owner.value();
   if (!o.fenced || owner == -1 || owner == ctx.node_id) return;
-  const auto m = ctx.member(owner);
+  const auto m = ctx.serving_member(owner);
   if (!m) return;
   leader.leader_id = owner;
   leader.leader_epoch = o.epoch.value();
