@@ -299,6 +299,13 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   cto.on_shards = [p = b.get()](const std::vector<metadata::shard_state>& shards) {
     p->follow_shards(shards);
   };
+  // The controller's broker compacts, deletes and sweeps objects for the cluster (from its
+  // first round on a single broker).
+  b->store_->set_maintains_objects(false);
+  cto.on_change = [store = b->store_.get()](bool active) {
+    store->set_maintains_objects(active);
+    return true;
+  };
   cto.on_takeover = [p = b.get()](const std::vector<metadata::wal_takeover>& t) {
     p->take_over(t);
   };
@@ -431,8 +438,7 @@ void broker::follow_owners() {
         std::fprintf(stderr, "silt: cluster: cannot hand over %zu partition(s) yet: %s\n",
                      to.size(), std::string(storage::stream_error_name(handed.error())).c_str());
       } else if (*handed > 0) {
-        std::fprintf(stderr, "silt: cluster: handed %zu partition(s) to other brokers\n",
-                     *handed);
+        std::fprintf(stderr, "silt: cluster: handed %zu partition(s) to other brokers\n", *handed);
       }
     }
     releasing_.store(false);

@@ -96,7 +96,7 @@ class broker final : public net::request_handler {
   std::vector<base::stream_id> unsettled_;  // learned streams not taken yet (refresh_topics)
   std::atomic<bool> taking_over_{false};
   std::atomic<bool> releasing_{false};  // a release runs (follow_owners(), hand_over_owned())
-  uint64_t takeover_failures_ = 0;  // in a row (the takeover run only)
+  uint64_t takeover_failures_ = 0;      // in a row (the takeover run only)
   std::atomic<bool> closed_{false};
 };
 

@@ -714,17 +714,20 @@ void stream_store::background_loop() {
                     [&]() REQUIRES(bg_mu_) { return stopping_; });
     }
     const auto now = clock::now();
+    const bool maintains = maintains_objects_.load(std::memory_order_relaxed);
     if (now >= next_compaction) {
-      report("compaction", run_compaction_once());
-      report("deletion", run_deletions_once());
+      if (maintains) {
+        report("compaction", run_compaction_once());
+        report("deletion", run_deletions_once());
+      }
       next_compaction = now + options_.compaction_interval;
     }
     if (now >= next_retention) {
       report("retention", run_retention_once());
-      report("deletion", run_deletions_once());
+      if (maintains) report("deletion", run_deletions_once());
       next_retention = now + options_.retention_interval;
     }
-    if (now >= next_sweep) {
+    if (maintains && now >= next_sweep) {
       report("sweep", run_sweep_once());
       next_sweep = now + options_.sweep_interval;
     }

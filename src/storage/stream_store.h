@@ -38,7 +38,9 @@
 //    for upload, then calls the caller's callback).
 //  - One background thread runs upload, compaction, retention, deletions and the sweep in
 //    turn (run_*_once() run them directly, for tests); task_mu_ lets one run at a time, so
-//    the sweep never sees an upload between its PUT and its commit.
+//    the sweep never sees an upload between its PUT and its commit. Compaction, deletions
+//    and the sweep concern every broker's objects: in a cluster only one broker runs them
+//    (set_maintains_objects()); uploads and retention concern the streams this one owns.
 #pragma once
 
 #include <atomic>
@@ -151,6 +153,11 @@ class stream_store {
   // Called (on the WAL's thread; keep it short) when an append refused with wal_full or
   // wal_failed may succeed now. Set before appends start.
   void set_room_listener(std::function<void()> listener);
+  // Whether this store's background thread compacts objects, deletes those no longer
+  // referenced and sweeps those never committed (true until set otherwise). In a cluster one
+  // broker does, the controller: every broker doing so would do the work several times over,
+  // and all but one commit of each compaction would be refused.
+  void set_maintains_objects(bool on) { maintains_objects_.store(on, std::memory_order_relaxed); }
 
   // Reads batches from `offset` (the batch holding it first), up to about max_bytes but at
   // least one batch when there is one. Empty at the end of the stream.
@@ -310,6 +317,7 @@ class stream_store {
   std::function<void()> room_listener_ GUARDED_BY(room_mu_);
 
   base::mutex task_mu_;  // one object task at a time (background thread or run_*_once())
+  std::atomic<bool> maintains_objects_{true};
   std::thread background_;
 };
 

@@ -363,6 +363,36 @@ TEST_F(StreamStore, CompactionMergesSmallStreamsAndGivesBigOnesTheirOwnObject) {
   EXPECT_EQ(s->stats().compactions, 1u);
 }
 
+// In a cluster one broker compacts: a store told it does not maintain objects uploads and
+// serves its streams but compacts nothing until told it does.
+TEST_F(StreamStore, OnlyAStoreThatMaintainsObjectsCompactsThem) {
+  auto o = options();
+  o.log_cache_bytes = 0;
+  o.background = true;
+  o.upload_interval = std::chrono::milliseconds(10);
+  o.compaction_interval = std::chrono::milliseconds(20);
+  auto s = open(o);
+  s->set_maintains_objects(false);  // (nothing to compact before the first upload)
+  for (int round = 0; round < 3; ++round) {
+    for (uint64_t stream = 1; stream <= 5; ++stream) {
+      append(*s, sid(stream), batch(stream, round * 2, 2));
+    }
+    ASSERT_TRUE(s->run_upload_once());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_GE(s->stats().stream_set_objects, 3u);
+  EXPECT_EQ(s->stats().compactions, 0u);
+  s->set_maintains_objects(true);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (s->stats().compactions == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(s->stats().compactions, 1u);
+  for (uint64_t stream = 1; stream <= 5; ++stream) {
+    EXPECT_EQ(read_all(*s, sid(stream), off(0)), expected(stream, 0, 6));
+  }
+}
+
 // Small stream objects next to each other in their stream are merged into one.
 TEST_F(StreamStore, CompactionMergesSmallStreamObjects) {
   auto o = options();
