@@ -510,7 +510,9 @@ void broker::follow_shards(const std::vector<metadata::shard_state>& shards) {
     const auto h = held.find(s.shard);
     if (h != held.end()) {
       // Taken by another broker meanwhile, or placed elsewhere: its groups are not this one's.
-      if (s.owner != self || s.epoch != h->second || s.target != self || !may_take) {
+      // (A lease that lapsed for a moment drops nothing: writes are refused meanwhile, and the
+      // controller places the shards elsewhere if the lapse lasts.)
+      if (s.owner != self || s.epoch != h->second || s.target != self || closed_) {
         drop.push_back(s.shard);
       }
     } else if (s.target == self && may_take) {
