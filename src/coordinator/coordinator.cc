@@ -446,8 +446,9 @@ void group_coordinator::commit(const std::string& group_id, const std::string& m
     w.offsets.push_back(
         {{group_id, o.topic, o.partition}, o.offset, o.leader_epoch, o.metadata, now, o.expire_ms});
   }
-  writer_.write(std::move(w), [this, group_id, shard, epoch = w.epoch, offsets = std::move(offsets),
-                               now, done = std::move(done)](error_code e) mutable {
+  const base::leader_epoch epoch = w.epoch;
+  writer_.write(std::move(w), [this, group_id, shard, epoch, offsets = std::move(offsets), now,
+                               done = std::move(done)](error_code e) mutable {
     {
       base::lock_guard lock(mu_);
       // The shard may have been dropped meanwhile (the write landed before another node took

@@ -189,12 +189,14 @@ TEST(PlanShards, SpreadsShardsNeverPlacedOverTheLiveBrokers) {
   EXPECT_EQ(shards_after(50, {}, plan), (std::map<int32_t, size_t>{{1, 17}, {2, 17}, {3, 16}}));
   // Carried out, the plan is settled: nothing more to place.
   std::vector<metadata::shard_state> rows;
+  rows.reserve(plan.size());
   for (const auto& t : plan) rows.push_back(shard_on(t.shard, t.target.value()));
   EXPECT_TRUE(plan_shards(ids({1, 2, 3}), rows, 50).empty());
 }
 
 TEST(PlanShards, MovesTheShardsOfABrokerGoneAndGivesAJoiningOneItsShare) {
   std::vector<metadata::shard_state> rows;
+  rows.reserve(12);
   for (int32_t s = 0; s < 12; ++s) rows.push_back(shard_on(s, 1 + s % 3));
   // Broker 3 is gone: its four shards go to 1 and 2, nothing else moves.
   auto plan = plan_shards(ids({1, 2}), rows, 12);
