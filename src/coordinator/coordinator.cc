@@ -113,15 +113,7 @@ tl::expected<void, std::string> group_coordinator::take_shards(const std::vector
   base::lock_guard lock(mu_);
   const std::set<int32_t> now_held(shards.begin(), shards.end());
   // What was left of these shards here (held before at an older epoch) gives way to the store's.
-  for (auto it = groups_.begin(); it != groups_.end();) {
-    if (now_held.contains(shard(it->first))) {
-      if (it->second.group) it->second.group->close(error_code::not_coordinator, now);
-      for (auto& r : std::exchange(it->second.awaiting, {})) r(error_code::not_coordinator);
-      it = groups_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  forget_groups_of(now_held, now);
   for (size_t i = 0; i < shards.size(); ++i) {
     held_[static_cast<size_t>(shards[i])] = (*epochs)[i];
   }
@@ -140,10 +132,12 @@ void group_coordinator::drop_shards(const std::vector<int32_t>& shards) {
     held_[static_cast<size_t>(s)].reset();
     dropped.insert(s);
   }
-  if (dropped.empty()) return;
-  const int64_t now = base::now_ms();
+  if (!dropped.empty()) forget_groups_of(dropped, base::now_ms());
+}
+
+void group_coordinator::forget_groups_of(const std::set<int32_t>& shards, int64_t now) {
   for (auto it = groups_.begin(); it != groups_.end();) {
-    if (!dropped.contains(shard(it->first))) {
+    if (!shards.contains(shard(it->first))) {
       ++it;
       continue;
     }
@@ -188,7 +182,12 @@ int32_t group_coordinator::coordinator_of(std::string_view group_id, int32_t sel
 }
 
 bool group_coordinator::holds(std::string_view group_id) const {
-  return !closed_.load(std::memory_order_acquire) && epoch_of(shard(group_id)).has_value();
+  return serving_epoch(shard(group_id)).has_value();
+}
+
+std::optional<base::leader_epoch> group_coordinator::serving_epoch(int32_t shard) const {
+  if (closed_.load(std::memory_order_acquire)) return std::nullopt;
+  return epoch_of(shard);
 }
 
 void group_coordinator::start(const boost::asio::any_io_executor& executor) {
@@ -410,8 +409,8 @@ void group_coordinator::commit(const std::string& group_id, const std::string& m
   w.shard = shard;
   {
     base::lock_guard lock(mu_);
-    const auto epoch = epoch_of(shard);
-    if (!epoch || closed_.load(std::memory_order_acquire)) {
+    const auto epoch = serving_epoch(shard);
+    if (!epoch) {
       done(error_code::not_coordinator);
       return;
     }
@@ -505,8 +504,8 @@ void group_coordinator::delete_offsets(
   std::set<std::string> refused;
   {
     base::lock_guard lock(mu_);
-    const auto epoch = epoch_of(shard);
-    if (!epoch || closed_.load(std::memory_order_acquire)) {
+    const auto epoch = serving_epoch(shard);
+    if (!epoch) {
       done(error_code::not_coordinator, {});
       return;
     }
@@ -562,8 +561,8 @@ void group_coordinator::delete_group(const std::string& group_id, done_callback 
   w.deleted_groups.push_back(group_id);
   {
     base::lock_guard lock(mu_);
-    const auto epoch = epoch_of(shard);
-    if (!epoch || closed_.load(std::memory_order_acquire)) {
+    const auto epoch = serving_epoch(shard);
+    if (!epoch) {
       done(error_code::not_coordinator);
       return;
     }

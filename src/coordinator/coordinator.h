@@ -225,6 +225,11 @@ class group_coordinator {
                     boost::asio::any_io_executor blocking);
   // Whether the shard of `group_id` is held here, and the coordinator not closed.
   [[nodiscard]] bool holds(std::string_view group_id) const REQUIRES(mu_);
+  // The epoch `shard` is held at while the coordinator serves it (not closed), else none.
+  [[nodiscard]] std::optional<base::leader_epoch> serving_epoch(int32_t shard) const REQUIRES(mu_);
+  // Closes and forgets the groups of `shards` here, answering what waits on them with
+  // NOT_COORDINATOR.
+  void forget_groups_of(const std::set<int32_t>& shards, int64_t now) REQUIRES(mu_);
   // The epoch `shard` is held at, none when it is not held.
   [[nodiscard]] std::optional<base::leader_epoch> epoch_of(int32_t shard) const REQUIRES(mu_);
   void note_deadline(const group_entry& e) REQUIRES(mu_);
