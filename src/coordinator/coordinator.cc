@@ -173,11 +173,12 @@ bool group_coordinator::serves(std::string_view group_id) const {
   return holds(group_id);
 }
 
-int32_t group_coordinator::coordinator_of(std::string_view group_id, int32_t self) const {
+int32_t group_coordinator::shard_node(int32_t shard, int32_t self) const {
   base::lock_guard lock(mu_);
-  if (holds(group_id)) return self;
+  if (shard < 0 || static_cast<size_t>(shard) >= routes_.size()) return -1;
+  if (serving_epoch(shard)) return self;
   // Placed here but not taken yet: nowhere for now.
-  const int32_t at = routes_.at(static_cast<size_t>(shard(group_id)));
+  const int32_t at = routes_.at(static_cast<size_t>(shard));
   return at == self ? -1 : at;
 }
 

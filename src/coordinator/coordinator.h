@@ -126,7 +126,11 @@ class group_coordinator {
   void set_routes(std::vector<int32_t> nodes);
   // The node coordinating `group_id`: this one's `self` when it serves it, else the route last
   // set (-1: none known).
-  [[nodiscard]] int32_t coordinator_of(std::string_view group_id, int32_t self) const;
+  [[nodiscard]] int32_t coordinator_of(std::string_view group_id, int32_t self) const {
+    return shard_node(shard(group_id), self);
+  }
+  // The same for a shard (a partition of __consumer_offsets as Metadata lists it).
+  [[nodiscard]] int32_t shard_node(int32_t shard, int32_t self) const;
   ~group_coordinator();
   group_coordinator(const group_coordinator&) = delete;
   group_coordinator& operator=(const group_coordinator&) = delete;

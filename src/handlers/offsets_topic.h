@@ -1,7 +1,8 @@
 // The groups' internal topic __consumer_offsets as Metadata and DescribeTopicPartitions show
 // it, once groups are in use (coordinator.h): one partition per coordinator shard, each led by
-// this broker. Its id is derived from the cluster id, so it stays across restarts. It has no
-// records here (offsets live in the metadata store): Fetch does not serve it.
+// the broker coordinating the shard's groups (none while it moves). Its id is derived from the
+// cluster id, so it stays across restarts. It has no records here (offsets live in the metadata
+// store): Fetch does not serve it.
 #pragma once
 
 #include <cstdint>
@@ -35,13 +36,27 @@ inline constexpr std::string_view offsets_topic_name = "__consumer_offsets";
   return ctx.groups().options().shards;
 }
 
-// Its partitions [first, end), as describe_partitions() gives a topic's (at epoch 0).
+// Its partitions [first, end), as describe_partitions() gives a topic's (at epoch 0): led by
+// the shard's coordinator, LEADER_NOT_AVAILABLE while no serving broker holds the shard.
 template <typename Partition>
 [[nodiscard]] std::vector<Partition> describe_offsets_partitions(const context& ctx, int32_t first,
                                                                  int32_t end) {
   std::vector<Partition> out;
   if (end > first) out.reserve(static_cast<size_t>(end - first));
-  for (int32_t p = first; p < end; ++p) out.push_back(led_here<Partition>(ctx, p, 0));
+  for (int32_t p = first; p < end; ++p) {
+    auto part = led_here<Partition>(ctx, p, 0);
+    const int32_t node = ctx.groups().shard_node(p, ctx.node_id);
+    if (node != ctx.node_id) {
+      const bool serving = node != -1 && ctx.serving_member(node).has_value();
+      part.leader_id = serving ? node : -1;
+      part.replica_nodes = {node};
+      part.isr_nodes = serving ? std::vector<int32_t>{node} : std::vector<int32_t>{};
+      if (!serving) {
+        part.error_code = static_cast<int16_t>(protocol::error_code::leader_not_available);
+      }
+    }
+    out.push_back(std::move(part));
+  }
   return out;
 }
 

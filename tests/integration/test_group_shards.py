@@ -22,6 +22,22 @@ def coordinators(bootstrap):
     return {g: find_coordinator(bootstrap, g) for g in GROUPS}
 
 
+def shard_of(group, shards=50):
+    """Kafka's partition of __consumer_offsets for a group: the Java hash of its id."""
+    h = 0
+    for c in group.encode():
+        h = (h * 31 + c) & 0xFFFFFFFF
+    h = h - (1 << 32) if h >= 1 << 31 else h
+    return (0 if h == -(1 << 31) else abs(h)) % shards
+
+
+def offsets_topic_leaders(bootstrap):
+    """The leader of each partition of __consumer_offsets, as Metadata names it."""
+    from confluent_kafka.admin import AdminClient
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics("__consumer_offsets", timeout=10)
+    return {p: m.leader for p, m in md.topics["__consumer_offsets"].partitions.items()}
+
+
 def list_groups_v0(bootstrap):
     """ListGroups v0 at one broker: (error code, the group ids it lists)."""
     payload = i16(16) + i16(0) + i32(41) + string("silt-tests")
@@ -85,6 +101,12 @@ def test_groups_are_coordinated_by_both_brokers_and_move_with_a_stopping_one(
         # The other broker does not coordinate it.
         assert offset_fetch_v1_error(bootstrap[3 - n], on[n][0], topic) == NOT_COORDINATOR
         assert offset_fetch_v1_error(bootstrap[n], on[n][0], topic) == 0
+    # __consumer_offsets in Metadata: each group's partition is led by its coordinator.
+    for via in (a.bootstrap, b.bootstrap):
+        leaders = offsets_topic_leaders(via)
+        assert len(leaders) == 50
+        assert {leaders[shard_of(g)] for g in on[1]} == {1}, leaders
+        assert {leaders[shard_of(g)] for g in on[2]} == {2}, leaders
     # Each broker lists its own groups; the admin client asks both and lists them all.
     assert list_groups_v0(a.bootstrap) == (0, {on[1][0]})
     assert list_groups_v0(b.bootstrap) == (0, {on[2][0]})

@@ -131,6 +131,9 @@ TEST_F(Coordinator, AShardTakenByAnotherNodeIsServedThereOnly) {
   a.drop_shards({a.shard(g)});
   EXPECT_FALSE(a.serves(g));
   EXPECT_EQ(a.coordinator_of(g, 1), 2);
+  EXPECT_EQ(a.shard_node(a.shard(g), 1), 2);
+  EXPECT_EQ(b.shard_node(b.shard(g), 2), 2);
+  EXPECT_EQ(a.shard_node(options_.shards, 1), -1);
   EXPECT_EQ(commit(a, g, 12), error_code::not_coordinator);
   EXPECT_TRUE(a.fetch(g, nullptr).empty());
   EXPECT_EQ(commit(b, g, 13), error_code::none);
