@@ -324,3 +324,45 @@ def test_a_topic_created_through_one_broker_is_served_through_both(shared_store_
     while partition_leaders(a.bootstrap, topic) is not None and time.time() < deadline:
         time.sleep(0.05)
     assert partition_leaders(a.bootstrap, topic) is None
+
+
+def test_topic_changes_through_one_broker_are_seen_by_the_other_within_a_second(
+        shared_store_brokers):
+    """Creation, a config change and deletion through one broker, each timed until the other
+    broker shows it (the brokers read the registry every 100 ms; the times are printed)."""
+    from confluent_kafka.admin import ConfigResource
+
+    (a, b), _ = shared_store_brokers
+    topic = "seen-everywhere"
+
+    def until(check, what):
+        start = time.time()
+        while not check():
+            # A bound for the test, well above what the brokers need (docs/benchmarks.md).
+            assert time.time() - start < 10, what
+            time.sleep(0.01)
+        return time.time() - start
+
+    def retention_on(bootstrap):
+        resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+        client = admin(bootstrap)
+        fs = client.describe_configs([resource], request_timeout=10)
+        return fs[resource].result(timeout=10)["retention.ms"].value
+
+    create_topic(a.bootstrap, topic, partitions=3)
+    created = until(lambda: partition_leaders(b.bootstrap, topic) is not None,
+                    "the topic created through broker 1 is not in broker 2's Metadata")
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic,
+                              set_config={"retention.ms": "123456"})
+    client = admin(a.bootstrap)
+    fs = client.alter_configs([resource], request_timeout=10)
+    assert wait_futures(fs, 10)[resource] is None
+    changed = until(lambda: retention_on(b.bootstrap) == "123456",
+                    "broker 2 does not describe the config set through broker 1")
+    client = admin(b.bootstrap)
+    fs = client.delete_topics([topic], operation_timeout=10, request_timeout=10)
+    assert wait_futures(fs, 10)[topic] is None
+    deleted = until(lambda: partition_leaders(a.bootstrap, topic) is None,
+                    "the topic deleted through broker 2 is still in broker 1's Metadata")
+    print(f"seen by the other broker after: creation {created * 1000:.0f} ms, config change "
+          f"{changed * 1000:.0f} ms, deletion {deleted * 1000:.0f} ms")
