@@ -961,11 +961,15 @@ public final class GroupScenarios {
                             + " instance " + md.groupInstanceId().orElse("-"));
                     check(md.host().contains("127.0.0.1"), "member host %s", md.host());
                 }
+                // A member's own view of its epoch (groupMetadata()) is sampled by its poll loop, which
+                // may be paused with records in hand when the heartbeat that moved it arrives.
+                final int groupEpoch = d.groupEpoch().get();
+                await(() -> members.stream().allMatch(m -> m.memberEpoch == groupEpoch), PAUSE_MS / 1000.0 + 10,
+                        () -> "member epochs against group epoch " + groupEpoch + ": " + describe(members));
                 for (CMember m : members) {
                     expected.put(m.memberId, m.clientId + " " + m.assigned + " target " + m.assigned + " epoch "
-                            + d.groupEpoch().get() + " upgraded true instance -");
-                    checkEq(d.groupEpoch().get(), m.memberEpoch,
-                            m.name + "'s member epoch (groupMetadata().generationId())");
+                            + groupEpoch + " upgraded true instance -");
+                    checkEq(groupEpoch, m.memberEpoch, m.name + "'s member epoch (groupMetadata().generationId())");
                 }
                 checkEq(expected, described, "described members (member id -> client id, assignment, target, epoch)");
                 log("describeConsumerGroups: %s %s %s, group epoch %s, members %s", d.type(), d.groupState(),
