@@ -330,6 +330,22 @@ def stop_all(members):
             m.stop()
 
 
+def stop_in_turn(members, partitions, timeout=30):
+    """Stop members one at a time, each once the others hold every partition again: a member
+    closing while its group rebalances may leave before its last commit (librdkafka sends that
+    commit after LeaveGroup, and it is refused, as Kafka refuses it), and a member still
+    polling may take the partition over and commit a position before the end."""
+    for i, m in enumerate(members):
+        m.stop()
+        rest = members[i + 1:]
+        if rest:
+            wait_until(lambda: (sum(len(r.assigned) for r in rest) == partitions and
+                                frozenset().union(*(r.assigned for r in rest)) ==
+                                frozenset(range(partitions))), timeout,
+                       lambda: f"{m.name} stopped; the others did not take its partitions:\n  " +
+                               "\n  ".join(r.describe() for r in rest), rest)
+
+
 def committed(bootstrap, group, topic, partitions, timeout=20):
     """The group's committed offsets ({partition: offset}, OFFSET_INVALID for none), fetched
     by a consumer that does not join the group (OffsetFetch only)."""
@@ -500,6 +516,7 @@ def test_three_consumers_share_the_topic(broker, topic_name):
                            "\n  ".join(m.describe() for m in members), members)
         t_consumed = time.monotonic()
         assignments = {m.name: sorted(m.assigned) for m in members}
+        stop_in_turn(members, PARTITIONS)
     finally:
         stop_all(members)
 
