@@ -152,6 +152,9 @@ static int run(int argc, char** argv) {
                 std::to_string(ctx.read_for_owner_bytes.load(std::memory_order_relaxed)) +
                 " bytes)\n";
       }
+      // Last: a reader that sees this line has the whole report.
+      text += "silt: log cache: " + std::to_string(store.log_cache_bytes) + " bytes, " +
+              std::to_string(store.not_uploaded_bytes) + " bytes not yet uploaded\n";
       store_before = store;
       transactions_before = transactions;
       statements_before = statements;

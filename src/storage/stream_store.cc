@@ -678,6 +678,7 @@ stream_store_stats stream_store::stats() {
   s.read_ahead_gets = cold_.read_ahead_gets();
   s.read_ahead_waits = cold_.read_ahead_waits();
   s.log_cache_bytes = cache_.bytes();
+  s.not_uploaded_bytes = cache_.pending_bytes();
   return s;
 }
 

@@ -122,6 +122,7 @@ struct stream_store_stats {
   uint64_t read_ahead_gets = 0;
   uint64_t read_ahead_waits = 0;  // reads that waited for a block being read ahead
   size_t log_cache_bytes = 0;
+  uint64_t not_uploaded_bytes = 0;  // durable in the WAL, not yet in an object
 };
 
 class stream_store {

@@ -31,9 +31,8 @@ def rack_brokers(tmp_path):
                                          "upload.interval.ms": "200"})
 
 
-def near_reads(b):
-    """(fetches sent to a broker of the client's rack, partition reads served for another
-    broker's partitions) since the broker started, from the report SIGUSR1 makes it log."""
+def report(b):
+    """The report SIGUSR1 makes broker `b` log (its last line names the log cache)."""
     start = b.log.stat().st_size
     b.proc.send_signal(signal.SIGUSR1)
     deadline = time.time() + 10
@@ -41,18 +40,33 @@ def near_reads(b):
         with open(b.log, "rb") as f:
             f.seek(start)
             text = f.read().decode(errors="replace")
-        m = re.search(r"reads near the client since start: sent to a broker of the client's "
-                      r"rack (\d+), read for partitions other brokers own (\d+)", text)
-        if m:
-            return int(m[1]), int(m[2])
-        if "silt: requests:" in text:
-            time.sleep(0.3)  # the report's rest follows; none of this line: nothing counted
-            with open(b.log, "rb") as f:
-                f.seek(start)
-                if "reads near the client" not in f.read().decode(errors="replace"):
-                    return 0, 0
+        if re.search(r"silt: log cache: .*not yet uploaded\n", text):
+            return text
         time.sleep(0.05)
     raise AssertionError("no report logged after SIGUSR1")
+
+
+def near_reads(b):
+    """(fetches sent to a broker of the client's rack, partition reads served for another
+    broker's partitions) since the broker started."""
+    m = re.search(r"reads near the client since start: sent to a broker of the client's "
+                  r"rack (\d+), read for partitions other brokers own (\d+)", report(b))
+    return (int(m[1]), int(m[2])) if m else (0, 0)
+
+
+def wait_uploaded(*brokers, timeout=60):
+    """Waits until every broker has uploaded what it holds and kept at most the 1 MiB log
+    cache: what was produced is read from the object store from then on."""
+    deadline = time.time() + timeout
+    while True:
+        state = []
+        for b in brokers:
+            m = re.search(r"silt: log cache: (\d+) bytes, (\d+) bytes not yet uploaded", report(b))
+            state.append((int(m[1]), int(m[2])))
+        if all(waiting == 0 and cached <= 1 << 20 for cached, waiting in state):
+            return
+        assert time.time() < deadline, f"(cached, not uploaded) bytes per broker: {state}"
+        time.sleep(0.2)
 
 
 def read_from_start(c, topic, partitions, each=None):
@@ -99,7 +113,7 @@ def test_a_consumer_reads_from_a_broker_of_its_own_rack(rack_brokers):
         assert sorted(info.isrs) == [1, 2], (p, info)
 
     want = produced(a.bootstrap, topic)
-    time.sleep(2)  # uploaded (every 200 ms), then evicted from the 1 MiB log cache
+    wait_uploaded(a, b)  # (every 200 ms), then evicted from the 1 MiB log cache
 
     # librdkafka in zone-b: the partitions node 1 (zone-a) owns are read through node 2.
     sent_before, _ = near_reads(a)
@@ -152,7 +166,7 @@ def test_a_consumer_read_by_a_stopping_broker_goes_back_to_the_owner(rack_broker
     create_topic(a.bootstrap, topic, partitions=PARTITIONS)
     leaders = wait_spread(a.bootstrap, topic, PARTITIONS, [1, 2])
     want = produced(a.bootstrap, topic)
-    time.sleep(2)  # uploaded, then evicted from the log cache
+    wait_uploaded(a, b)
     mine = [p for p, n in leaders.items() if n == 1]  # node 1's: read through node 2
     _, served_before = near_reads(b)
     # Small fetches, little read ahead: the consumer is still reading when node 2 stops.
