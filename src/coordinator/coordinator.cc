@@ -173,6 +173,11 @@ bool group_coordinator::serves(std::string_view group_id) const {
   return holds(group_id);
 }
 
+void group_coordinator::note_offsets_topic_if_used() {
+  if (offsets_topic_exists()) return;
+  if (auto used = store_.in_use(); used && *used) note_offsets_topic();
+}
+
 int32_t group_coordinator::shard_node(int32_t shard, int32_t self) const {
   base::lock_guard lock(mu_);
   if (shard < 0 || static_cast<size_t>(shard) >= routes_.size()) return -1;

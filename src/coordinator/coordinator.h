@@ -198,6 +198,9 @@ class group_coordinator {
   // for it find it. In use once a group coordinator was looked for, the topic was asked for by
   // name, or groups were loaded.
   void note_offsets_topic() { offsets_topic_.store(true, std::memory_order_relaxed); }
+  // In a cluster: notes it once any broker has stored a group or an offset (one query while
+  // not noted yet; blocking, for the thread that follows the shards).
+  void note_offsets_topic_if_used();
   [[nodiscard]] bool offsets_topic_exists() const {
     return offsets_topic_.load(std::memory_order_relaxed);
   }

@@ -520,6 +520,8 @@ void broker::follow_shards(const std::vector<metadata::shard_state>& shards) {
     }
   }
   groups_->set_routes(std::move(routes));
+  // Another broker's groups make __consumer_offsets exist here too.
+  groups_->note_offsets_topic_if_used();
   if (!drop.empty()) {
     groups_->drop_shards(drop);
     std::fprintf(stderr, "silt: cluster: no longer coordinating %zu group shard(s)\n", drop.size());

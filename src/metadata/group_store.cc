@@ -254,6 +254,15 @@ tl::expected<std::vector<shard_state>, group_store_error> group_store::shard_sta
   return out;
 }
 
+tl::expected<bool, group_store_error> group_store::in_use() {
+  base::lock_guard lock(mu_);
+  auto r = c_->query(
+      "SELECT 1 WHERE EXISTS(SELECT 1 FROM group_offsets) OR EXISTS(SELECT 1 FROM "
+      "consumer_groups)");
+  if (!r) return fail(group_store_error::io);
+  return !r->rows.empty();
+}
+
 tl::expected<void, group_store_error> group_store::place(std::span<const shard_target> targets,
                                                          base::node_id controller,
                                                          int64_t controller_epoch) {

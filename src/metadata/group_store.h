@@ -104,6 +104,9 @@ class group_store {
 
   // Every shard taken or placed, by shard.
   [[nodiscard]] tl::expected<std::vector<shard_state>, group_store_error> shard_states();
+  // Whether any group has state or committed offsets here, in any shard (Kafka's
+  // __consumer_offsets exists from then on, for every broker).
+  [[nodiscard]] tl::expected<bool, group_store_error> in_use();
 
   // The controller's: sets the targets of shards, in one transaction and only while `controller`
   // holds the controller lease at `controller_epoch` (fenced otherwise). A shard's owner and

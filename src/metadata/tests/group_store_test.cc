@@ -174,6 +174,26 @@ TEST_P(GroupStore, AnUpsertReplacesTheStoredOffsetAndGroup) {
   EXPECT_EQ(l.groups[0].data, (std::vector<uint8_t>{2, 2}));
 }
 
+// In use once any node stored a group or an offset, seen by every node's store.
+TEST_P(GroupStore, InUseOnceAnyNodeStoredAGroupOrAnOffset) {
+  auto a = open(1);
+  auto b = open(2);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(b->in_use(), false);
+  const std::vector<int32_t> shards{3};
+  ASSERT_TRUE(a->take(shards));
+  EXPECT_EQ(b->in_use(), false);
+  std::vector<shard_write> w(1);
+  w[0].shard = 3;
+  w[0].groups = {group_of("g", {})};
+  ASSERT_TRUE(a->apply(w));
+  EXPECT_EQ(b->in_use(), true);
+  w[0].groups.clear();
+  w[0].offsets = {offset_of("g", "t", 0, 1)};
+  ASSERT_TRUE(a->apply(w));
+  EXPECT_EQ(b->in_use(), true);
+}
+
 // A group's offset commit of 100 partitions is one transaction of a few statements (round
 // trips on PostgreSQL), whatever the partition count.
 TEST_P(GroupStore, AnOffsetCommitIsAFewRoundTrips) {
