@@ -11,7 +11,8 @@ from test_cli_tools import tool
 from test_groups import GROUP_COMMAND
 from test_membership import shared_store_brokers  # noqa: F401 (a fixture)
 from test_partition_moves import committed_offsets, consume_group, find_coordinator
-from util import connect, create_topic, i16, i32, produce_all, read_response, string
+from util import (array, connect, create_topic, i16, i32, i64, produce_all, read_response, request,
+                  string, topic_names)
 
 NOT_COORDINATOR = 16
 PARTITIONS = 2
@@ -130,3 +131,37 @@ def test_groups_are_coordinated_by_both_brokers_and_move_with_a_stopping_one(
             {p: 10 for p in range(PARTITIONS)}
     assert list_groups_v0(b.bootstrap) == (0, {on[1][0], on[2][0]})
     assert coordinators(b.bootstrap) == {g: (0, 2) for g in GROUPS}
+
+
+def commit_v2(bootstrap, group, topic, offset):
+    """OffsetCommit v2 of partition 0 of `topic` by a committer outside group management: the
+    partition's error code."""
+    body = (string(group) + i32(-1) + string("") + i64(-1) +
+            array([string(topic) + array([i32(0) + i64(offset) + string("")])]))
+    with connect(bootstrap) as s:
+        s.sendall(request(8, 2, 43, body))
+        corr, rest = read_response(s)
+    assert corr == 43
+    (n,) = struct.unpack_from(">h", rest, 4)
+    (err,) = struct.unpack_from(">h", rest, 6 + n + 4 + 4)
+    return err
+
+
+def test_offsets_topic_is_listed_by_a_broker_that_never_saw_a_group(shared_store_brokers):
+    """Kafka's __consumer_offsets exists for every broker once a group stored something: a
+    broker that was never asked for a coordinator lists it too (kafka-topics --describe)."""
+    (a, b), _ = shared_store_brokers
+    topic = "offsets-listed"
+    create_topic(a.bootstrap, topic)
+    # A group coordinated by broker 1, found and committed to through broker 1 only.
+    deadline = time.time() + 15
+    while (found := [g for g in GROUPS if find_coordinator(a.bootstrap, g) == (0, 1)]) == []:
+        assert time.time() < deadline, "broker 1 coordinates no group"
+        time.sleep(0.1)
+    assert "__consumer_offsets" not in topic_names(b.bootstrap)
+    assert commit_v2(a.bootstrap, found[0], topic, 7) == 0
+    assert "__consumer_offsets" in topic_names(a.bootstrap)
+    deadline = time.time() + 10
+    while "__consumer_offsets" not in topic_names(b.bootstrap):
+        assert time.time() < deadline, "broker 2 does not list __consumer_offsets"
+        time.sleep(0.2)
