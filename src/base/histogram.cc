@@ -49,6 +49,15 @@ std::string log_linear_snapshot<SubBits>::percentiles_ms() const {
 }
 
 template <unsigned SubBits>
+uint64_t log_linear_snapshot<SubBits>::count_at_most(uint64_t v) const {
+  uint64_t n = 0;
+  for (size_t i = 0; i < histogram_type::buckets && histogram_type::bucket_limit(i) <= v; ++i) {
+    n += counts_[i];
+  }
+  return n;
+}
+
+template <unsigned SubBits>
 log_linear_snapshot<SubBits> log_linear_snapshot<SubBits>::since(
     const log_linear_snapshot& earlier) const {
   log_linear_snapshot d;

@@ -108,6 +108,9 @@ class log_linear_snapshot {
   // (exact below exact_below): within 12.5% for histogram, 0.79% for precise_histogram.
   // quantile(1.0) is max(), exact where max() is.
   [[nodiscard]] uint64_t quantile(double q) const;
+  // How many values were recorded in buckets that lie wholly at or below `v`: every value
+  // below v's bucket, none above it (a Prometheus histogram's cumulative `le` count).
+  [[nodiscard]] uint64_t count_at_most(uint64_t v) const;
   // "p50=A p99=B max=C" in milliseconds with one decimal (values in microseconds), for logs.
   [[nodiscard]] std::string percentiles_ms() const;
   // What was recorded between `earlier` and this snapshot, both of the same histogram.
