@@ -1,0 +1,96 @@
+#include "storage/object/metered_store.h"
+
+#include <chrono>
+#include <utility>
+
+namespace silt::storage {
+
+std::string_view store_operation_name(store_operation op) {
+  switch (op) {
+    case store_operation::put:
+      return "put";
+    case store_operation::get:
+      return "get";
+    case store_operation::head:
+      return "head";
+    case store_operation::remove:
+      return "delete";
+    case store_operation::list:
+      return "list";
+  }
+  return "unknown";
+}
+
+metered_store::metered_store(std::unique_ptr<object_store> inner) : inner_(std::move(inner)) {}
+
+template <typename Call>
+auto metered_store::metered(store_operation op, Call&& call) {
+  const auto start = std::chrono::steady_clock::now();
+  auto r = std::forward<Call>(call)();
+  auto& c = ops_[static_cast<size_t>(op)];
+  c.latency_us.record(base::micros(std::chrono::steady_clock::now() - start));
+  c.calls.fetch_add(1, std::memory_order_relaxed);
+  if (!r) {
+    const auto e = static_cast<size_t>(r.error());
+    if (e < store_error_count) c.errors[e].fetch_add(1, std::memory_order_relaxed);
+  }
+  return r;
+}
+
+metered_store::operation_stats metered_store::stats(store_operation op) const {
+  const auto& c = ops_[static_cast<size_t>(op)];
+  operation_stats s;
+  s.calls = c.calls.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < store_error_count; ++i) {
+    s.errors[i] = c.errors[i].load(std::memory_order_relaxed);
+  }
+  s.bytes = c.bytes.load(std::memory_order_relaxed);
+  s.latency_us = c.latency_us.snapshot();
+  return s;
+}
+
+tl::expected<void, store_error> metered_store::put(std::string_view key,
+                                                   std::span<const uint8_t> data) {
+  auto r = metered(store_operation::put, [&] { return inner_->put(key, data); });
+  if (r) {
+    ops_[static_cast<size_t>(store_operation::put)].bytes.fetch_add(data.size(),
+                                                                    std::memory_order_relaxed);
+  }
+  return r;
+}
+
+tl::expected<void, store_error> metered_store::put_parts(
+    std::string_view key, std::span<const std::span<const uint8_t>> parts) {
+  auto r = metered(store_operation::put, [&] { return inner_->put_parts(key, parts); });
+  if (r) {
+    uint64_t n = 0;
+    for (const auto& p : parts) n += p.size();
+    ops_[static_cast<size_t>(store_operation::put)].bytes.fetch_add(n, std::memory_order_relaxed);
+  }
+  return r;
+}
+
+tl::expected<std::vector<uint8_t>, store_error> metered_store::get(std::string_view key,
+                                                                   uint64_t offset,
+                                                                   uint64_t length) {
+  auto r = metered(store_operation::get, [&] { return inner_->get(key, offset, length); });
+  if (r) {
+    ops_[static_cast<size_t>(store_operation::get)].bytes.fetch_add(r->size(),
+                                                                    std::memory_order_relaxed);
+  }
+  return r;
+}
+
+tl::expected<uint64_t, store_error> metered_store::head(std::string_view key) {
+  return metered(store_operation::head, [&] { return inner_->head(key); });
+}
+
+tl::expected<void, store_error> metered_store::remove(std::string_view key) {
+  return metered(store_operation::remove, [&] { return inner_->remove(key); });
+}
+
+tl::expected<std::vector<object_info>, store_error> metered_store::list(std::string_view prefix) {
+  return metered(store_operation::list, [&] { return inner_->list(prefix); });
+}
+
+}  // namespace silt::storage
