@@ -370,6 +370,10 @@ bool is_object_store_uri(std::string_view v) {
   return (v.starts_with("file://") && v.size() > 7) || (v.starts_with("s3://") && v.size() > 5);
 }
 
+bool is_metrics_listener(std::string_view v) {
+  return v.empty() || parse_http_endpoint(v).has_value();
+}
+
 bool is_metadata_store_uri(std::string_view v) {
   return (v.starts_with("sqlite://") && v.size() > 9) || v.starts_with("postgresql://") ||
          v.starts_with("postgres://");
@@ -455,6 +459,12 @@ std::vector<setting> make_settings() {
                       "the interval with their latency percentiles (total, handling, response "
                       "queue, send); 0: only at shutdown and on SIGUSR1, for the time since the "
                       "previous report."));
+  t.push_back(text("metrics.listener", &bc::metrics_listener, "",
+                   "Where the broker serves its metrics in Prometheus text format, as "
+                   "`http://host:port/path` (e.g. `http://127.0.0.1:9644/metrics`; an empty "
+                   "host means all interfaces, port 0 a free port, no path `/metrics`). Empty: "
+                   "no endpoint. The metrics are listed in docs/operations.md.",
+                   "empty or http://host:port[/path]", is_metrics_listener));
   // Storage
   t.push_back(text("data.dir", &bc::data_dir, "./data",
                    "The directory of the broker's own files: the WAL, the metadata store and "
@@ -983,6 +993,29 @@ std::vector<config_entry> describe_broker_configs(const broker_config& broker) {
   std::sort(out.begin(), out.end(),
             [](const config_entry& a, const config_entry& b) { return a.name < b.name; });
   return out;
+}
+
+std::optional<http_endpoint> parse_http_endpoint(std::string_view uri) {
+  constexpr std::string_view scheme = "http://";
+  if (!uri.starts_with(scheme)) return std::nullopt;
+  uri.remove_prefix(scheme.size());
+  const size_t slash = uri.find('/');
+  const std::string_view authority = uri.substr(0, slash);
+  http_endpoint e;
+  e.path = slash == std::string_view::npos ? "/metrics" : std::string(uri.substr(slash));
+  // host:port, the host possibly a bracketed IPv6 address.
+  const size_t colon = authority.rfind(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  std::string_view host = authority.substr(0, colon);
+  if (host.starts_with('[') && host.ends_with(']')) host = host.substr(1, host.size() - 2);
+  const auto port = detail::parse_int(authority.substr(colon + 1));
+  if (!port || *port < 0 || *port > 65535) return std::nullopt;
+  for (const char ch : e.path) {
+    if (ch <= ' ' || ch == '?' || ch == '#') return std::nullopt;
+  }
+  e.host = std::string(host);
+  e.port = static_cast<uint16_t>(*port);
+  return e;
 }
 
 endpoint advertised_endpoint(const broker_config& c) {

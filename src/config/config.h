@@ -56,6 +56,7 @@ struct broker_config {
   int64_t connections_max_idle_ms = 600000;  // connections.max.idle.ms
   int32_t max_connections = 10000;           // max.connections
   int64_t metrics_log_interval_ms = 0;       // metrics.log.interval.ms (0: at shutdown only)
+  std::string metrics_listener;              // metrics.listener (empty: no endpoint)
   // Storage
   std::string data_dir = "./data";           // data.dir
   std::string wal_path;                      // wal.path (default: <data.dir>/wal)
@@ -146,6 +147,15 @@ struct command_line {
 // replica.selector.class's one value: Kafka's selector of a replica in the client's rack.
 inline constexpr std::string_view rack_aware_selector =
     "org.apache.kafka.common.replica.RackAwareReplicaSelector";
+
+// metrics.listener parsed: http://host:port/path (an empty host: all interfaces; no path:
+// /metrics). Nullopt for anything else.
+struct http_endpoint {
+  std::string host;
+  uint16_t port = 0;
+  std::string path;
+};
+[[nodiscard]] std::optional<http_endpoint> parse_http_endpoint(std::string_view uri);
 
 // Where clients are told to reach this broker (Metadata, the broker registry): the first
 // advertised listener, an empty host as "localhost" (localhost:9092 when none is set).

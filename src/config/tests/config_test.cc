@@ -119,6 +119,25 @@ TEST(BrokerConfig, GivenPathsAreKept) {
             std::string::npos);
 }
 
+TEST(BrokerConfig, MetricsListenerIsAnHttpEndpoint) {
+  EXPECT_EQ(props({}).metrics_listener, "");
+  EXPECT_EQ(props({{"metrics.listener", "http://127.0.0.1:9644/metrics"}}).metrics_listener,
+            "http://127.0.0.1:9644/metrics");
+  const auto e = parse_http_endpoint("http://127.0.0.1:9644/metrics");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->host, "127.0.0.1");
+  EXPECT_EQ(e->port, 9644);
+  EXPECT_EQ(e->path, "/metrics");
+  EXPECT_EQ(parse_http_endpoint("http://:0")->path, "/metrics");
+  EXPECT_EQ(parse_http_endpoint("http://[::1]:9644/m")->host, "::1");
+  for (const char* bad : {"https://h:1/m", "http://h/m", "http://h:70000/m", "http://h:x",
+                          "http://h:1/a b", "127.0.0.1:9644"}) {
+    EXPECT_FALSE(parse_http_endpoint(bad)) << bad;
+  }
+  EXPECT_NE(error_of({{"metrics.listener", "9644"}}).find("expected empty or http://host:port"),
+            std::string::npos);
+}
+
 TEST(BrokerConfig, ReadsAPropertiesFile) {
   const auto c = load_file(
       "# a comment\n"

@@ -1,0 +1,175 @@
+#include "net/metrics_http.h"
+
+#include <chrono>
+#include <list>
+#include <utility>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+
+namespace silt::net {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+constexpr size_t max_connections = 64;
+constexpr uint32_t max_header_bytes = 8192;
+constexpr auto request_timeout = std::chrono::seconds(10);
+}  // namespace
+
+struct metrics_http::impl : std::enable_shared_from_this<impl> {
+  impl(asio::io_context& io, std::string path, render r)
+      : io(io), path(std::move(path)), renderer(std::move(r)) {}
+
+  asio::io_context& io;
+  const std::string path;
+  const render renderer;
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  std::list<beast::tcp_stream*> open;  // the connections being served
+  bool stopping = false;
+
+  http::response<http::string_body> answer(const http::request<http::empty_body>& req) const {
+    http::response<http::string_body> res;
+    res.version(req.version());
+    res.keep_alive(req.keep_alive());
+    const std::string_view target(req.target().data(), req.target().size());
+    const std::string_view wanted = target.substr(0, target.find('?'));
+    if (wanted != path) {
+      res.result(http::status::not_found);
+      res.set(http::field::content_type, "text/plain; charset=utf-8");
+      res.body() = "not found: the metrics are at " + path + "\n";
+    } else if (req.method() != http::verb::get && req.method() != http::verb::head) {
+      res.result(http::status::method_not_allowed);
+      res.set(http::field::allow, "GET, HEAD");
+      res.set(http::field::content_type, "text/plain; charset=utf-8");
+      res.body() = "only GET and HEAD\n";
+    } else {
+      res.result(http::status::ok);
+      res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+      res.body() = renderer();
+    }
+    res.prepare_payload();
+    if (req.method() == http::verb::head) res.body().clear();
+    return res;
+  }
+
+  asio::awaitable<void> serve(tcp::socket socket) {
+    auto self = shared_from_this();
+    beast::tcp_stream stream(std::move(socket));
+    const auto me = open.insert(open.end(), &stream);
+    beast::flat_buffer buffer;
+    while (!stopping) {
+      http::request_parser<http::empty_body> parser;
+      parser.header_limit(max_header_bytes);
+      stream.expires_after(request_timeout);
+      auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_tuple);
+      if (ec || stopping) break;
+      const auto& req = parser.get();
+      auto res = answer(req);
+      const bool keep = res.keep_alive();
+      if (req.method() == http::verb::head) {
+        http::response_serializer<http::string_body> sr(res);
+        sr.split(true);
+        auto [werr, w] = co_await http::async_write_header(stream, sr, use_tuple);
+        if (werr) break;
+      } else {
+        auto [werr, w] = co_await http::async_write(stream, res, use_tuple);
+        if (werr) break;
+      }
+      if (!keep) break;
+    }
+    open.erase(me);
+    boost::system::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream.socket().close(ignored);
+  }
+
+  asio::awaitable<void> accept(tcp::acceptor& a) {
+    auto self = shared_from_this();
+    while (!stopping) {
+      auto [ec, socket] = co_await a.async_accept(use_tuple);
+      if (stopping || ec == asio::error::operation_aborted) break;
+      if (ec) {
+        asio::steady_timer t(io, std::chrono::milliseconds(50));
+        co_await t.async_wait(use_tuple);
+        continue;
+      }
+      if (open.size() >= max_connections) {
+        boost::system::error_code ignored;
+        socket.close(ignored);
+        continue;
+      }
+      asio::co_spawn(io, serve(std::move(socket)), asio::detached);
+    }
+  }
+};
+
+metrics_http::metrics_http(asio::io_context& io, std::string path, render r)
+    : impl_(std::make_shared<impl>(io, std::move(path), std::move(r))) {}
+
+metrics_http::~metrics_http() {
+  stop();
+}
+
+tl::expected<uint16_t, std::string> metrics_http::listen(const std::string& host, uint16_t port) {
+  boost::system::error_code ec;
+  asio::ip::address addr = asio::ip::address_v6::any();
+  if (!host.empty()) {
+    addr = asio::ip::make_address(host, ec);
+    if (ec) {
+      tcp::resolver resolver(impl_->io);
+      auto results = resolver.resolve(host, std::to_string(port), ec);
+      if (ec || results.empty()) {
+        return tl::unexpected("cannot resolve metrics listener host '" + host +
+                              "': " + ec.message());
+      }
+      addr = results.begin()->endpoint().address();
+    }
+  }
+  auto acc = std::make_unique<tcp::acceptor>(impl_->io);
+  const tcp::endpoint ep(addr, port);
+  acc->open(ep.protocol(), ec);
+  if (!ec) acc->set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec && addr.is_v6() && host.empty()) acc->set_option(asio::ip::v6_only(false), ec);
+  if (!ec) acc->bind(ep, ec);
+  if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return tl::unexpected("cannot listen for metrics on " +
+                          (host.empty() ? std::string("*") : host) + ":" + std::to_string(port) +
+                          ": " + ec.message());
+  }
+  const uint16_t bound = acc->local_endpoint().port();
+  impl_->acceptors.push_back(std::move(acc));
+  return bound;
+}
+
+void metrics_http::start() {
+  for (auto& a : impl_->acceptors) {
+    asio::co_spawn(impl_->io, impl_->accept(*a), asio::detached);
+  }
+}
+
+void metrics_http::stop() {
+  if (impl_->stopping) return;
+  impl_->stopping = true;
+  boost::system::error_code ignored;
+  for (auto& a : impl_->acceptors) a->close(ignored);
+  for (auto* s : impl_->open) s->socket().cancel(ignored);
+}
+
+}  // namespace silt::net
