@@ -26,6 +26,8 @@ test_packages=(
   # the JDK and Maven that fetch and run the reference Kafka broker
   python3-pytest python3-pytest-timeout python3-confluent-kafka python3-kafka
   python3-lz4 python3-snappy python3-zstandard python3-crc32c
+  # the metrics endpoint's test parses a scrape with Prometheus' own Python parser
+  python3-prometheus-client
   openjdk-17-jdk-headless maven
   # the S3 server the object store tests run against (Ceph radosgw, checks SigV4)
   ceph-mon ceph-osd radosgw ceph-common

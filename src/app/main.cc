@@ -15,10 +15,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <sys/resource.h>
 
+#include "app/metrics_text.h"
 #include "config/config.h"
 #include "handlers/broker.h"
 #include "metadata/sql.h"
 #include "net/io_pool.h"
+#include "net/metrics_http.h"
 #include "net/server.h"
 
 namespace {
@@ -89,6 +91,22 @@ static int run(int argc, char** argv) {
   }
   server.start();
   (*broker)->start_background(std::chrono::seconds(30));
+
+  // The metrics endpoint (Prometheus), on the main thread's context.
+  std::unique_ptr<silt::net::metrics_http> metrics_endpoint;
+  if (!cfg->metrics_listener.empty()) {
+    const auto where = silt::config::parse_http_endpoint(cfg->metrics_listener);  // validated
+    metrics_endpoint = std::make_unique<silt::net::metrics_http>(
+        io, where->path, [&] { return silt::app::render_metrics(**broker, server); });
+    auto port = metrics_endpoint->listen(where->host, where->port);
+    if (!port) {
+      std::fprintf(stderr, "silt: metrics.listener: %s\n", port.error().c_str());
+      return 1;
+    }
+    metrics_endpoint->start();
+    std::fprintf(stderr, "silt: metrics on http://%s:%u%s\n",
+                 where->host.empty() ? "*" : where->host.c_str(), *port, where->path.c_str());
+  }
 
   // Request latencies, per interval when asked for; the rest is logged at shutdown.
   std::mutex wal_report_mu;
@@ -192,6 +210,7 @@ static int run(int argc, char** argv) {
     std::fprintf(stderr, "silt: signal %d, shutting down\n", sig);
     metrics_timer.cancel();
     usr1.cancel();
+    if (metrics_endpoint) metrics_endpoint->stop();
     handing = std::thread([&] {
       (*broker)->hand_over_partitions();
       asio::post(io, [&] {

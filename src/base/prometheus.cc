@@ -60,9 +60,8 @@ const std::vector<double>& prometheus_writer::bounds() {
 void prometheus_writer::family(std::string_view name, type t, std::string_view help) {
   assert(valid_name(name));
   assert(t != type::counter || name.ends_with("_total"));
-  // A counter's family is named without "_total" (the samples carry it).
-  const std::string_view family_name =
-      t == type::counter ? name.substr(0, name.size() - std::string_view("_total").size()) : name;
+  // Named as its samples are, "_total" included (what promtool expects of the 0.0.4 format).
+  const std::string_view family_name = name;
   out_ += "# HELP ";
   out_ += family_name;
   out_ += ' ';

@@ -29,7 +29,7 @@ class prometheus_writer {
   enum class type : uint8_t { counter, gauge, histogram };
 
   // Starts a family: `# HELP name help` and `# TYPE name type`. A counter's name ends in
-  // "_total" (its samples too).
+  // "_total", in these lines as in its samples.
   void family(std::string_view name, type t, std::string_view help);
   // One sample of the current counter or gauge family.
   void sample(std::string_view name, labels l, double value);

@@ -167,7 +167,9 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   if (!db) return tl::make_unexpected("metadata.store.uri: " + db.error());
   auto objects = storage::open_object_store(config.object_store_uri);
   if (!objects) return tl::make_unexpected("object.store.uri: " + objects.error());
-  b->objects_ = std::move(*objects);
+  auto metered = std::make_unique<storage::metered_store>(std::move(*objects));
+  b->metered_objects_ = metered.get();
+  b->objects_ = std::move(metered);
 
   // Membership: registered (at a new broker epoch) before the WAL is opened or anything taken;
   // while another broker is taking this node's WAL over, start() waits for it to finish.

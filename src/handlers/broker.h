@@ -21,6 +21,7 @@
 #include "handlers/context.h"
 #include "metadata/group_store.h"
 #include "net/server.h"
+#include "storage/object/metered_store.h"
 #include "storage/object/object_store.h"
 
 namespace silt::handlers {
@@ -52,6 +53,8 @@ class broker final : public net::request_handler {
   void close();
 
   [[nodiscard]] context& ctx() { return *ctx_; }
+  // The object store's calls, errors and latencies (the metrics endpoint).
+  [[nodiscard]] const storage::metered_store& object_metrics() const { return *metered_objects_; }
 
  private:
   explicit broker(const config::broker_config& config);
@@ -61,6 +64,7 @@ class broker final : public net::request_handler {
   std::unique_ptr<cluster::membership> membership_;
   std::unique_ptr<cluster::controller> controller_;
   std::unique_ptr<storage::object_store> objects_;
+  storage::metered_store* metered_objects_ = nullptr;  // objects_, as its metering sees it
   std::unique_ptr<storage::stream_store> store_;
   std::unique_ptr<metadata::topic_registry> registry_;
   std::unique_ptr<producer_state> producers_;

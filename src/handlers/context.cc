@@ -62,7 +62,10 @@ topic_entry_ptr context::refresh(const metadata::topic_ptr& info) {
   for (base::stream_id s : info->streams)
     store.set_retention(s, e->cfg.retention_ms, e->cfg.retention_bytes);
   base::lock_guard lock(mu_);
-  by_name_[info->name] = e;
+  auto& slot = by_name_[info->name];
+  e->counters =
+      slot && slot->info->id == info->id ? slot->counters : std::make_shared<topic_counters>();
+  slot = e;
   return e;
 }
 

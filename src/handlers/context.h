@@ -34,10 +34,21 @@
 
 namespace silt::handlers {
 
-// A topic as the request path sees it: the registry's snapshot and its effective config.
+// A topic's traffic through this broker since it started, for the metrics endpoint (Kafka's
+// BrokerTopicMetrics). Relaxed atomics: counted by every request that touches the topic.
+struct topic_counters {
+  std::atomic<uint64_t> bytes_in{0};     // record batches appended
+  std::atomic<uint64_t> messages_in{0};  // records appended
+  std::atomic<uint64_t> bytes_out{0};    // record batches fetched
+  std::atomic<uint64_t> produce_requests{0};
+};
+
+// A topic as the request path sees it: the registry's snapshot and its effective config, and
+// its counters (the same object for as long as the topic lives, across config changes).
 struct topic_entry {
   metadata::topic_ptr info;
   config::topic_config cfg;
+  std::shared_ptr<topic_counters> counters;
 };
 using topic_entry_ptr = std::shared_ptr<const topic_entry>;
 

@@ -378,10 +378,22 @@ asio::awaitable<with_owners<fetch_response>> handle_fetch(context& ctx, const ne
   }
 
   // Group the partitions by topic, in request (or session) order.
+  topic_entry_ptr counted;  // the topic whose bytes out the records are counted in
+  const wanted* counted_for = nullptr;
   for (size_t i = 0; i < ws.size(); ++i) {
     if (!answer[i]) continue;
     auto& w = ws[i];
     auto& g = got[i];
+    if (g.data.records && !g.data.records->empty()) {
+      if (!counted || counted_for == nullptr || counted_for->topic != w.topic ||
+          !(counted_for->topic_id == w.topic_id)) {
+        counted = w.topic.empty() ? ctx.topic(w.topic_id.bytes) : ctx.topic(w.topic);
+        counted_for = &w;
+      }
+      if (counted) {
+        counted->counters->bytes_out.fetch_add(g.data.records->size(), std::memory_order_relaxed);
+      }
+    }
     if (!g.data.records) g.data.records = protocol::records_view();
     if (req.isolation_level == 0) g.data.aborted_transactions.reset();
     if (resp.responses.empty() || resp.responses.back().topic != w.topic ||

@@ -38,6 +38,7 @@ struct checked {
   std::span<uint8_t> records;
   bool idempotent = false;
   protocol::record_batch_header first;  // the (single) idempotent batch's header
+  int32_t record_count = 0;
   // The partition as the request found it on arrival: served here, at this epoch.
   bool arrived_served = false;
   base::leader_epoch arrival_epoch{};
@@ -160,6 +161,7 @@ error_code validate(const config::topic_config& cfg, std::span<uint8_t> records,
       message = "inconsistent batch offset range and record count";
       return error_code::invalid_record;
     }
+    c.record_count = h.records_count;
     if (h.is_control()) {
       message = "clients may not produce control batches";
       return error_code::invalid_record;
@@ -335,6 +337,9 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
   }
   if (c.idempotent) ctx.producers.begin(c.stream_id, c.first, *base);
   c.out->base_offset = base->value();
+  auto& counters = *c.topic->counters;
+  counters.bytes_in.fetch_add(c.records.size(), std::memory_order_relaxed);
+  counters.messages_in.fetch_add(static_cast<uint64_t>(c.record_count), std::memory_order_relaxed);
   return attempt::done;
 }
 
@@ -375,6 +380,7 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
   for (size_t ti = 0; ti < req.topic_data.size(); ++ti) {
     const auto& t = req.topic_data[ti];
     auto topic = ctx.topic(t.name);
+    if (topic) topic->counters->produce_requests.fetch_add(1, std::memory_order_relaxed);
     for (size_t pi = 0; pi < t.partition_data.size(); ++pi) {
       const auto& pd = t.partition_data[pi];
       auto& out = resp.responses[ti].partition_responses[pi];

@@ -40,6 +40,11 @@ class request_metrics {
 
   // The histograms of API `key`; nullptr for keys outside 0..max_key.
   [[nodiscard]] api_timing* of(int16_t key);
+  // The same without creating them: nullptr for an API not requested yet.
+  [[nodiscard]] const api_timing* find(int16_t key) const {
+    if (key < 0 || key > max_key) return nullptr;
+    return apis_[static_cast<size_t>(key)].load(std::memory_order_acquire);
+  }
 
   // One line per API with requests since the previous report() (all since start on the
   // first), e.g. "Produce n=5210 total p50=2.1 p99=9.8 max=14.2 | handle p50=... | queue

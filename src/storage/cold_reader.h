@@ -60,6 +60,7 @@ class cold_reader {
   void forget(const std::string& key);
 
   [[nodiscard]] uint64_t reads() const { return reads_.load(std::memory_order_relaxed); }
+  [[nodiscard]] block_cache_stats block_stats() const { return blocks_.stats(); }
   // Ranged reads of objects, those of read-ahead included.
   [[nodiscard]] uint64_t gets() const { return gets_.load(std::memory_order_relaxed); }
   [[nodiscard]] uint64_t read_ahead_gets() const {

@@ -81,6 +81,7 @@ bool log_cache::durable(const std::shared_ptr<entry>& e, wal::wal_position end,
     base::lock_guard lock(st.mu);
     e->durable = true;
     e->wal_end = end;
+    e->durable_at = std::chrono::steady_clock::now();
     st.durable_end = std::max(st.durable_end, e->end_offset);
   }
   {
@@ -97,6 +98,7 @@ bool log_cache::durable(const std::shared_ptr<entry>& e, wal::wal_position end,
 
 void log_cache::replayed(std::shared_ptr<entry> e) {
   auto& st = stream(e->stream_id);
+  e->durable_at = std::chrono::steady_clock::now();
   {
     base::lock_guard lock(st.mu);
     st.next_offset = st.durable_end = e->end_offset;
@@ -109,6 +111,18 @@ void log_cache::replayed(std::shared_ptr<entry> e) {
   }
   base::lock_guard lock(queue_mu_);
   upload_queue_.push_back(std::move(e));
+}
+
+std::chrono::steady_clock::duration log_cache::upload_lag() {
+  base::lock_guard lock(queue_mu_);
+  // In WAL order: the first entry not uploaded is the oldest (those ahead of it, uploaded
+  // out of order, leave the queue once it goes).
+  for (const auto& e : upload_queue_) {
+    if (!e->uploaded.load(std::memory_order_relaxed)) {
+      return std::chrono::steady_clock::now() - e->durable_at;
+    }
+  }
+  return {};
 }
 
 std::vector<std::shared_ptr<entry>> log_cache::pending(wal::wal_position upto) {
@@ -171,7 +185,11 @@ std::optional<tl::expected<read_result, stream_error>> log_cache::read(base::str
   if (offset == st.durable_end) return out;
   const base::offset cache_start =
       st.cache.empty() ? st.durable_end : st.cache.front()->base_offset;
-  if (offset < cache_start) return std::nullopt;
+  if (offset < cache_start) {
+    misses_.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  hits_.fetch_add(1, std::memory_order_relaxed);
   auto it = std::upper_bound(st.cache.begin(), st.cache.end(), offset,
                              [](base::offset o, const auto& e) { return o < e->end_offset; });
   size_t bytes = 0;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -41,8 +42,9 @@ struct entry {
   int64_t max_timestamp = -1;
   std::shared_ptr<const void> owner;  // keeps `data` alive (a request frame, a WAL replay copy)
   std::span<const uint8_t> data;
-  wal::wal_position wal_end = 0;      // set when durable, before the entry is queued for upload
-  bool durable = false;               // guarded by the stream's mutex
+  wal::wal_position wal_end = 0;  // set when durable, before the entry is queued for upload
+  std::chrono::steady_clock::time_point durable_at;  // set with wal_end (upload lag)
+  bool durable = false;                              // guarded by the stream's mutex
   std::atomic<bool> uploaded{false};  // in a committed object (or dropped: stream fenced)
 };
 
@@ -130,6 +132,12 @@ class log_cache {
     return pending_bytes_.load(std::memory_order_relaxed);
   }
   [[nodiscard]] size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+  // How long the oldest entry not yet uploaded has waited since it was durable (zero when
+  // everything is uploaded): the upload lag.
+  [[nodiscard]] std::chrono::steady_clock::duration upload_lag();
+  // Reads from an offset the cache holds, and reads below it (which need the objects).
+  [[nodiscard]] uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
+  [[nodiscard]] uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
 
  private:
   const size_t capacity_;
@@ -143,6 +151,8 @@ class log_cache {
 
   std::atomic<size_t> bytes_{0};
   std::atomic<uint64_t> pending_bytes_{0};
+  std::atomic<uint64_t> hits_{0};
+  std::atomic<uint64_t> misses_{0};
   std::atomic<wal::wal_position> durable_wal_end_{0};
 };
 

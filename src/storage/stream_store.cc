@@ -679,6 +679,12 @@ stream_store_stats stream_store::stats() {
   s.read_ahead_waits = cold_.read_ahead_waits();
   s.log_cache_bytes = cache_.bytes();
   s.not_uploaded_bytes = cache_.pending_bytes();
+  s.upload_lag = std::chrono::duration_cast<std::chrono::milliseconds>(cache_.upload_lag());
+  const auto blocks = cold_.block_stats();
+  s.block_cache_hits = blocks.hits;
+  s.block_cache_misses = blocks.misses;
+  s.log_cache_hits = cache_.hits();
+  s.log_cache_misses = cache_.misses();
   return s;
 }
 

@@ -122,7 +122,12 @@ struct stream_store_stats {
   uint64_t read_ahead_gets = 0;
   uint64_t read_ahead_waits = 0;  // reads that waited for a block being read ahead
   size_t log_cache_bytes = 0;
-  uint64_t not_uploaded_bytes = 0;  // durable in the WAL, not yet in an object
+  uint64_t not_uploaded_bytes = 0;          // durable in the WAL, not yet in an object
+  std::chrono::milliseconds upload_lag{0};  // how long the oldest of those has waited
+  uint64_t block_cache_hits = 0;
+  uint64_t block_cache_misses = 0;
+  uint64_t log_cache_hits = 0;    // reads the log cache answered
+  uint64_t log_cache_misses = 0;  // reads below it (object reads)
 };
 
 class stream_store {

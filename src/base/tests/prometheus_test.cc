@@ -16,8 +16,8 @@ TEST(PrometheusWriter, CounterAndGaugeFamiliesHaveHelpTypeAndLabelledSamples) {
   w.family("silt_open_connections", prometheus_writer::type::gauge, "Open\nconnections.");
   w.sample("silt_open_connections", 2.5);
   EXPECT_EQ(w.text(),
-            "# HELP kafka_bytes_in Bytes in.\n"
-            "# TYPE kafka_bytes_in counter\n"
+            "# HELP kafka_bytes_in_total Bytes in.\n"
+            "# TYPE kafka_bytes_in_total counter\n"
             "kafka_bytes_in_total{topic=\"orders\"} 1234\n"
             "# HELP silt_open_connections Open\\nconnections.\n"
             "# TYPE silt_open_connections gauge\n"
