@@ -8,7 +8,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -17,6 +16,8 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+
+#include "net/listener.h"
 
 namespace silt::net {
 
@@ -127,34 +128,10 @@ metrics_http::~metrics_http() {
 }
 
 tl::expected<uint16_t, std::string> metrics_http::listen(const std::string& host, uint16_t port) {
-  boost::system::error_code ec;
-  asio::ip::address addr = asio::ip::address_v6::any();
-  if (!host.empty()) {
-    addr = asio::ip::make_address(host, ec);
-    if (ec) {
-      tcp::resolver resolver(impl_->io);
-      auto results = resolver.resolve(host, std::to_string(port), ec);
-      if (ec || results.empty()) {
-        return tl::unexpected("cannot resolve metrics listener host '" + host +
-                              "': " + ec.message());
-      }
-      addr = results.begin()->endpoint().address();
-    }
-  }
-  auto acc = std::make_unique<tcp::acceptor>(impl_->io);
-  const tcp::endpoint ep(addr, port);
-  acc->open(ep.protocol(), ec);
-  if (!ec) acc->set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec && addr.is_v6() && host.empty()) acc->set_option(asio::ip::v6_only(false), ec);
-  if (!ec) acc->bind(ep, ec);
-  if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return tl::unexpected("cannot listen for metrics on " +
-                          (host.empty() ? std::string("*") : host) + ":" + std::to_string(port) +
-                          ": " + ec.message());
-  }
+  auto acc = open_listener(impl_->io, impl_->io.get_executor(), host, port, "metrics");
+  if (!acc) return tl::unexpected(acc.error());
   const uint16_t bound = acc->local_endpoint().port();
-  impl_->acceptors.push_back(std::move(acc));
+  impl_->acceptors.push_back(std::make_unique<tcp::acceptor>(std::move(*acc)));
   return bound;
 }
 

@@ -9,7 +9,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -18,6 +17,7 @@
 #include <boost/asio/write.hpp>
 
 #include "base/endian.h"
+#include "net/listener.h"
 
 namespace silt::net {
 
@@ -360,35 +360,10 @@ server::server(asio::io_context& io, std::vector<asio::io_context*> workers, ser
 server::~server() = default;
 
 tl::expected<uint16_t, std::string> server::listen(const std::string& host, uint16_t port) {
-  boost::system::error_code ec;
-  asio::ip::address addr;
-  if (host.empty()) {
-    addr = asio::ip::address_v6::any();
-  } else {
-    addr = asio::ip::make_address(host, ec);
-    if (ec) {
-      // A name: resolve it (localhost, the machine's name).
-      tcp::resolver resolver(impl_->io);
-      auto results = resolver.resolve(host, std::to_string(port), ec);
-      if (ec || results.empty()) {
-        return tl::unexpected("cannot resolve listener host '" + host + "': " + ec.message());
-      }
-      addr = results.begin()->endpoint().address();
-    }
-  }
-  auto acc = std::make_unique<tcp::acceptor>(impl_->strand);
-  tcp::endpoint ep(addr, port);
-  acc->open(ep.protocol(), ec);
-  if (!ec) acc->set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec && addr.is_v6() && host.empty()) acc->set_option(asio::ip::v6_only(false), ec);
-  if (!ec) acc->bind(ep, ec);
-  if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return tl::unexpected("cannot listen on " + (host.empty() ? std::string("*") : host) + ":" +
-                          std::to_string(port) + ": " + ec.message());
-  }
+  auto acc = open_listener(impl_->io, impl_->strand, host, port, "listener");
+  if (!acc) return tl::unexpected(acc.error());
   const uint16_t bound = acc->local_endpoint().port();
-  impl_->acceptors.push_back(std::move(acc));
+  impl_->acceptors.push_back(std::make_unique<tcp::acceptor>(std::move(*acc)));
   return bound;
 }
 

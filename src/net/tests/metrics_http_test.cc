@@ -13,22 +13,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "net/tests/connect.h"
+
 namespace silt::net {
 namespace {
 
 namespace asio = boost::asio;
 
-int connect_to(uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  return fd;
-}
+using testing::connect_to;
 
 // Sends `request` and reads one response whose body has Content-Length bytes (none for HEAD).
 std::string exchange(int fd, const std::string& request, bool head = false) {

@@ -18,6 +18,7 @@
 
 #include "base/endian.h"
 #include "net/io_pool.h"
+#include "net/tests/connect.h"
 
 namespace silt::net {
 namespace {
@@ -41,18 +42,7 @@ class delaying_handler : public request_handler {
   }
 };
 
-// A client socket connected to the server on `port`, with a 5 s receive timeout.
-int connect_to(uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  return fd;
-}
+using testing::connect_to;
 // An ApiVersions v0 request frame (header v1, client id "t").
 std::vector<uint8_t> frame(int32_t correlation_id) {
   std::vector<uint8_t> f(4 + 2 + 2 + 4 + 2 + 1);

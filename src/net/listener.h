@@ -1,0 +1,22 @@
+// Opening a listening TCP socket, for the Kafka listeners (server.h) and the metrics endpoint
+// (metrics_http.h) alike.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <tl/expected.hpp>
+
+namespace silt::net {
+
+// A socket listening on host:port for `executor`: an empty host is every interface (IPv6 and
+// IPv4), a name is resolved (blocking, with `io`), port 0 takes a free port. The error names
+// what failed, after `what` (e.g. "listener").
+[[nodiscard]] tl::expected<boost::asio::ip::tcp::acceptor, std::string> open_listener(
+    boost::asio::io_context& io, const boost::asio::any_io_executor& executor,
+    const std::string& host, uint16_t port, const std::string& what);
+
+}  // namespace silt::net
