@@ -88,16 +88,15 @@ void topics(prometheus_writer& w, const handlers::context& ctx) {
 void storage_metrics(prometheus_writer& w, handlers::broker& broker) {
   auto& store = broker.ctx().store;
   const auto wal = store.wal_stats();
-  w.family("silt_wal_appends_total", kind::counter, "Record batches made durable in the WAL.");
-  w.sample("silt_wal_appends_total", static_cast<double>(wal.appends));
-  w.family("silt_wal_writes_total", kind::counter, "WAL writes (group commits) completed.");
-  w.sample("silt_wal_writes_total", static_cast<double>(wal.writes));
-  w.family("silt_wal_write_bytes_total", kind::counter,
-           "Bytes written to the WAL, padding included.");
-  w.sample("silt_wal_write_bytes_total", static_cast<double>(wal.write_bytes));
-  w.family("silt_wal_failed_writes_total", kind::counter,
-           "WAL writes that failed (each starts a new WAL epoch).");
-  w.sample("silt_wal_failed_writes_total", static_cast<double>(wal.failed_writes));
+  w.single("silt_wal_appends_total", kind::counter, "Record batches made durable in the WAL.",
+           static_cast<double>(wal.appends));
+  w.single("silt_wal_writes_total", kind::counter, "WAL writes (group commits) completed.",
+           static_cast<double>(wal.writes));
+  w.single("silt_wal_write_bytes_total", kind::counter,
+           "Bytes written to the WAL, padding included.", static_cast<double>(wal.write_bytes));
+  w.single("silt_wal_failed_writes_total", kind::counter,
+           "WAL writes that failed (each starts a new WAL epoch).",
+           static_cast<double>(wal.failed_writes));
   w.family("silt_wal_write_seconds", kind::histogram,
            "A WAL write from its submission to its durability.");
   w.histogram("silt_wal_write_seconds", {}, wal.write_us);
@@ -106,21 +105,20 @@ void storage_metrics(prometheus_writer& w, handlers::broker& broker) {
   w.histogram("silt_wal_batch_wait_seconds", {}, wal.batch_wait_us);
 
   const auto s = store.stats();
-  w.family("kafka_server_brokertopicmetrics_remotecopylagbytes", kind::gauge,
-           "Bytes durable in the WAL and not yet uploaded to the object store.");
-  w.sample("kafka_server_brokertopicmetrics_remotecopylagbytes",
+  w.single("kafka_server_brokertopicmetrics_remotecopylagbytes", kind::gauge,
+           "Bytes durable in the WAL and not yet uploaded to the object store.",
            static_cast<double>(s.not_uploaded_bytes));
-  w.family("silt_upload_lag_seconds", kind::gauge,
-           "How long the oldest data not yet uploaded has waited since it was durable.");
-  w.sample("silt_upload_lag_seconds", static_cast<double>(s.upload_lag.count()) / 1000.0);
-  w.family("silt_uploads_total", kind::counter, "Uploads committed (objects of the WAL's data).");
-  w.sample("silt_uploads_total", static_cast<double>(s.uploads));
-  w.family("silt_uploaded_bytes_total", kind::counter, "Bytes uploaded.");
-  w.sample("silt_uploaded_bytes_total", static_cast<double>(s.uploaded_bytes));
-  w.family("silt_compactions_total", kind::counter, "Compactions committed.");
-  w.sample("silt_compactions_total", static_cast<double>(s.compactions));
-  w.family("silt_log_cache_bytes", kind::gauge, "Bytes in the log cache (recent data).");
-  w.sample("silt_log_cache_bytes", static_cast<double>(s.log_cache_bytes));
+  w.single("silt_upload_lag_seconds", kind::gauge,
+           "How long the oldest data not yet uploaded has waited since it was durable.",
+           static_cast<double>(s.upload_lag.count()) / 1000.0);
+  w.single("silt_uploads_total", kind::counter, "Uploads committed (objects of the WAL's data).",
+           static_cast<double>(s.uploads));
+  w.single("silt_uploaded_bytes_total", kind::counter, "Bytes uploaded.",
+           static_cast<double>(s.uploaded_bytes));
+  w.single("silt_compactions_total", kind::counter, "Compactions committed.",
+           static_cast<double>(s.compactions));
+  w.single("silt_log_cache_bytes", kind::gauge, "Bytes in the log cache (recent data).",
+           static_cast<double>(s.log_cache_bytes));
   w.family("silt_log_cache_reads_total", kind::counter,
            "Reads from an offset the log cache holds (hit) or below it (miss: an object read).");
   const label hit[] = {{"result", "hit"}};
@@ -172,10 +170,8 @@ void groups(prometheus_writer& w, const handlers::context& ctx) {
   std::map<std::pair<std::string_view, std::string_view>, size_t> by;
   const auto list = ctx.groups().list();
   for (const auto& g : list) ++by[{g.state, g.type}];
-  w.family("kafka_coordinator_group_groupmetadatamanager_numgroups", kind::gauge,
-           "Groups this broker coordinates (NumGroups).");
-  w.sample("kafka_coordinator_group_groupmetadatamanager_numgroups",
-           static_cast<double>(list.size()));
+  w.single("kafka_coordinator_group_groupmetadatamanager_numgroups", kind::gauge,
+           "Groups this broker coordinates (NumGroups).", static_cast<double>(list.size()));
   w.family("silt_groups", kind::gauge, "Groups this broker coordinates, per state and protocol.");
   for (const auto& [key, n] : by) {
     const label l[] = {{"state", key.first}, {"type", key.second}};
@@ -185,14 +181,13 @@ void groups(prometheus_writer& w, const handlers::context& ctx) {
 
 void connections(prometheus_writer& w, const net::server& server) {
   const auto s = server.stats();
-  w.family("kafka_server_socketservermetrics_connections", kind::gauge,
-           "Open client connections (connection-count).");
-  w.sample("kafka_server_socketservermetrics_connections", static_cast<double>(s.connections_open));
-  w.family("silt_connections_accepted_total", kind::counter, "Client connections accepted.");
-  w.sample("silt_connections_accepted_total", static_cast<double>(s.connections_accepted));
-  w.family("silt_connections_idle_closed_total", kind::counter,
-           "Connections closed for idling (connections.max.idle.ms).");
-  w.sample("silt_connections_idle_closed_total", static_cast<double>(s.idle_closed));
+  w.single("kafka_server_socketservermetrics_connections", kind::gauge,
+           "Open client connections (connection-count).", static_cast<double>(s.connections_open));
+  w.single("silt_connections_accepted_total", kind::counter, "Client connections accepted.",
+           static_cast<double>(s.connections_accepted));
+  w.single("silt_connections_idle_closed_total", kind::counter,
+           "Connections closed for idling (connections.max.idle.ms).",
+           static_cast<double>(s.idle_closed));
 }
 
 // The standard process metrics, from /proc/self/stat.
@@ -216,10 +211,9 @@ void process(prometheus_writer& w) {
     return;
   }
   const auto ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
-  w.family("process_cpu_seconds_total", kind::counter, "User and system CPU time spent.");
-  w.sample("process_cpu_seconds_total", static_cast<double>(utime + stime) / ticks);
-  w.family("process_resident_memory_bytes", kind::gauge, "Resident memory size.");
-  w.sample("process_resident_memory_bytes",
+  w.single("process_cpu_seconds_total", kind::counter, "User and system CPU time spent.",
+           static_cast<double>(utime + stime) / ticks);
+  w.single("process_resident_memory_bytes", kind::gauge, "Resident memory size.",
            static_cast<double>(rss) * static_cast<double>(::sysconf(_SC_PAGESIZE)));
 }
 

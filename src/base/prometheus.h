@@ -34,6 +34,11 @@ class prometheus_writer {
   // One sample of the current counter or gauge family.
   void sample(std::string_view name, labels l, double value);
   void sample(std::string_view name, double value) { sample(name, {}, value); }
+  // A family of one sample without labels.
+  void single(std::string_view name, type t, std::string_view help, double value) {
+    family(name, t, help);
+    sample(name, value);
+  }
   // The samples of one histogram of the current histogram family: `name_bucket{le=...}` for
   // each bound in seconds and +Inf, `name_sum` (seconds) and `name_count`.
   void histogram(std::string_view name, labels l, const histogram_snapshot& micros);
