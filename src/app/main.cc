@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 
 #include "app/metrics_text.h"
+#include "base/log.h"
 #include "config/config.h"
 #include "handlers/broker.h"
 #include "metadata/sql.h"
@@ -58,13 +59,14 @@ static int run(int argc, char** argv) {
   }
   auto cfg = silt::config::load(*cmd);
   if (!cfg) {
-    std::fprintf(stderr, "silt: %s\n", cfg.error().c_str());
+    SILT_LOG(error, "silt: %s", cfg.error().c_str());
     return 2;
   }
+  silt::base::set_log_level(*silt::base::parse_log_level(cfg->log_level));  // validated
   raise_fd_limit();
   auto broker = silt::handlers::broker::open(*cfg);
   if (!broker) {
-    std::fprintf(stderr, "silt: %s\n", broker.error().c_str());
+    SILT_LOG(error, "silt: %s", broker.error().c_str());
     return 1;
   }
 
@@ -82,12 +84,12 @@ static int run(int argc, char** argv) {
   for (const auto& l : cfg->listeners) {
     auto port = server.listen(l.host, l.port);
     if (!port) {
-      std::fprintf(stderr, "silt: %s\n", port.error().c_str());
+      SILT_LOG(error, "silt: %s", port.error().c_str());
       return 1;
     }
-    std::fprintf(stderr, "silt: listening on %s:%u (node %d, cluster %s, data in %s)\n",
-                 l.host.empty() ? "*" : l.host.c_str(), *port, cfg->node_id,
-                 (*broker)->ctx().cluster_id.c_str(), cfg->data_dir.c_str());
+    SILT_LOG(info, "silt: listening on %s:%u (node %d, cluster %s, data in %s)",
+             l.host.empty() ? "*" : l.host.c_str(), *port, cfg->node_id,
+             (*broker)->ctx().cluster_id.c_str(), cfg->data_dir.c_str());
   }
   server.start();
   (*broker)->start_background(std::chrono::seconds(30));
@@ -100,12 +102,12 @@ static int run(int argc, char** argv) {
         io, where->path, [&] { return silt::app::render_metrics(**broker, server); });
     auto port = metrics_endpoint->listen(where->host, where->port);
     if (!port) {
-      std::fprintf(stderr, "silt: metrics.listener: %s\n", port.error().c_str());
+      SILT_LOG(error, "silt: metrics.listener: %s", port.error().c_str());
       return 1;
     }
     metrics_endpoint->start();
-    std::fprintf(stderr, "silt: metrics on http://%s:%u%s\n",
-                 where->host.empty() ? "*" : where->host.c_str(), *port, where->path.c_str());
+    SILT_LOG(info, "silt: metrics on http://%s:%u%s",
+             where->host.empty() ? "*" : where->host.c_str(), *port, where->path.c_str());
   }
 
   // Request latencies, per interval when asked for; the rest is logged at shutdown.
@@ -207,7 +209,7 @@ static int run(int argc, char** argv) {
   std::thread handing;
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
-    std::fprintf(stderr, "silt: signal %d, shutting down\n", sig);
+    SILT_LOG(info, "silt: signal %d, shutting down", sig);
     metrics_timer.cancel();
     usr1.cancel();
     if (metrics_endpoint) metrics_endpoint->stop();
@@ -228,12 +230,12 @@ static int run(int argc, char** argv) {
   if (handing.joinable()) handing.join();
   silt::metadata::sql::mark_network_thread(false);
   if (const uint64_t n = silt::metadata::sql::network_thread_violations(); n > 0) {
-    std::fprintf(stderr, "silt: %llu metadata statement(s) were refused on network threads\n",
-                 static_cast<unsigned long long>(n));
+    SILT_LOG(warn, "silt: %llu metadata statement(s) were refused on network threads",
+             static_cast<unsigned long long>(n));
   }
   log_metrics();
   (*broker)->close();
-  std::fprintf(stderr, "silt: stopped\n");
+  SILT_LOG(info, "silt: stopped");
   return 0;
 }
 
@@ -241,7 +243,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "silt: %s\n", e.what());
+    SILT_LOG(error, "silt: %s", e.what());
     return 1;
   }
 }

@@ -6,6 +6,8 @@
 #include <optional>
 #include <set>
 
+#include "base/log.h"
+
 namespace silt::cluster {
 
 namespace {
@@ -301,8 +303,8 @@ bool controller::place_takeovers(
   if (rows.empty()) return true;
   auto written = registry_->place_takeovers(options_.self, epoch_, rows);
   if (!written) {
-    std::fprintf(stderr, "silt: cluster: starting %zu WAL takeover(s) failed: %s\n", rows.size(),
-                 std::string(metadata::membership_error_name(written.error())).c_str());
+    SILT_LOG(warn, "silt: cluster: starting %zu WAL takeover(s) failed: %s", rows.size(),
+             std::string(metadata::membership_error_name(written.error())).c_str());
     return false;
   }
   if (*written > 0) {
@@ -310,7 +312,7 @@ bool controller::place_takeovers(
     std::string nodes;
     for (const auto& r : rows)
       nodes += (nodes.empty() ? "" : ", ") + std::to_string(r.node.value());
-    std::fprintf(stderr, "silt: cluster: taking over the WAL of dead node(s) %s\n", nodes.c_str());
+    SILT_LOG(info, "silt: cluster: taking over the WAL of dead node(s) %s", nodes.c_str());
     // This broker holds them now: it starts at once, not a round later.
     if (auto now = registry_->takeovers()) run_takeovers(*now);
   }
@@ -331,12 +333,11 @@ void controller::place_shards(const std::vector<base::node_id>& live) {
   const auto targets = plan_shards(live, *rows, options_.shards);
   if (targets.empty()) return;
   if (auto r = shards_->place(targets, options_.self, epoch_); !r) {
-    std::fprintf(stderr, "silt: cluster: placing %zu coordinator shard(s) failed\n",
-                 targets.size());
+    SILT_LOG(warn, "silt: cluster: placing %zu coordinator shard(s) failed", targets.size());
     return;
   }
-  std::fprintf(stderr, "silt: cluster: placed %zu coordinator shard(s) on %zu live broker(s)\n",
-               targets.size(), live.size());
+  SILT_LOG(info, "silt: cluster: placed %zu coordinator shard(s) on %zu live broker(s)",
+           targets.size(), live.size());
 }
 
 void controller::place() {
@@ -345,8 +346,7 @@ void controller::place() {
   auto claim = registry_->claim_controller(options_.self, members_.broker_epoch(), options_.lease);
   if (!claim) {
     if (active_.exchange(false, std::memory_order_acq_rel)) {
-      std::fprintf(stderr, "silt: cluster: node %d is no longer the controller\n",
-                   options_.self.value());
+      SILT_LOG(info, "silt: cluster: node %d is no longer the controller", options_.self.value());
       if (options_.on_change) (void)options_.on_change(false);
     }
     if (auto h = registry_->controller()) holder_.store(h->value(), std::memory_order_release);
@@ -358,8 +358,8 @@ void controller::place() {
   if (!was || *claim != epoch_) {
     // Held again at a new epoch: another node may have held the role in between.
     if (was && options_.on_change) (void)options_.on_change(false);
-    std::fprintf(stderr, "silt: cluster: node %d is the controller (controller epoch %lld)\n",
-                 options_.self.value(), static_cast<long long>(*claim));
+    SILT_LOG(info, "silt: cluster: node %d is the controller (controller epoch %lld)",
+             options_.self.value(), static_cast<long long>(*claim));
     epoch_ = *claim;
     seen_version_ = -1;  // place everything afresh
     if (options_.on_change && !options_.on_change(true)) {
@@ -407,8 +407,8 @@ void controller::place() {
   }
   if (!targets.empty()) {
     if (auto r = catalog_->assign(targets, metadata::controller_lease{options_.self, epoch_}); !r) {
-      std::fprintf(stderr, "silt: cluster: placing %zu stream(s) failed: %s\n", targets.size(),
-                   std::string(metadata::catalog_error_name(r.error())).c_str());
+      SILT_LOG(warn, "silt: cluster: placing %zu stream(s) failed: %s", targets.size(),
+               std::string(metadata::catalog_error_name(r.error())).c_str());
       return;
     }
     placed_.fetch_add(targets.size(), std::memory_order_relaxed);
@@ -416,11 +416,10 @@ void controller::place() {
     for (const auto& t : targets) moved += t.target != nobody() ? 1 : 0;
     if (for_load > 0) {
       balanced_.fetch_add(for_load, std::memory_order_relaxed);
-      std::fprintf(stderr, "silt: cluster: moving %zu stream(s) to balance the brokers' load\n",
-                   for_load);
+      SILT_LOG(info, "silt: cluster: moving %zu stream(s) to balance the brokers' load", for_load);
     } else {
-      std::fprintf(stderr, "silt: cluster: placed %zu stream(s) on %zu live broker(s)\n", moved,
-                   live.size());
+      SILT_LOG(info, "silt: cluster: placed %zu stream(s) on %zu live broker(s)", moved,
+               live.size());
     }
     // The version moved with the assignment: the next round reads again and finds it settled.
     return;

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "base/log.h"
+
 namespace silt::cluster {
 
 namespace {
@@ -56,10 +58,10 @@ tl::expected<std::unique_ptr<membership>, std::string> membership::start(
                                  std::string(metadata::membership_error_name(last)));
     }
     if (!said && last == metadata::membership_error::duplicate) {
-      std::fprintf(stderr,
-                   "silt: node.id %d is registered with a live lease; waiting up to %lld ms for "
-                   "it to lapse\n",
-                   o.self.node.value(), static_cast<long long>(o.session_timeout.count()));
+      SILT_LOG(info,
+               "silt: node.id %d is registered with a live lease; waiting up to %lld ms for "
+               "it to lapse",
+               o.self.node.value(), static_cast<long long>(o.session_timeout.count()));
       said = true;
     }
     std::this_thread::sleep_for(std::min(o.heartbeat_interval, std::chrono::milliseconds(200)));
@@ -78,10 +80,10 @@ tl::expected<std::unique_ptr<membership>, std::string> membership::start(
           " and has not finished; start this broker again once it has");
     }
     if (!waited && by) {
-      std::fprintf(stderr,
-                   "silt: cluster: node %d is taking over this broker's WAL (node %d died); "
-                   "waiting for it to finish\n",
-                   by->value(), o.self.node.value());
+      SILT_LOG(info,
+               "silt: cluster: node %d is taking over this broker's WAL (node %d died); "
+               "waiting for it to finish",
+               by->value(), o.self.node.value());
       waited = true;
     }
     std::this_thread::sleep_for(std::min(o.heartbeat_interval, std::chrono::milliseconds(100)));
@@ -191,8 +193,8 @@ void membership::beat() {
     }
     if (by && *by == base::node_id(-1) && (!rejoin || rejoin())) {
       rejoining_ = false;
-      std::fprintf(stderr, "silt: cluster: acknowledging again at broker epoch %lld\n",
-                   static_cast<long long>(epoch));
+      SILT_LOG(info, "silt: cluster: acknowledging again at broker epoch %lld",
+               static_cast<long long>(epoch));
     }
   }
   if (r) {
@@ -200,25 +202,25 @@ void membership::beat() {
     heartbeats_.fetch_add(1, std::memory_order_relaxed);
     report_loads();
     if (failures_ > 0) {
-      std::fprintf(stderr, "silt: cluster: heartbeats succeed again after %llu failure(s)\n",
-                   static_cast<unsigned long long>(failures_));
+      SILT_LOG(info, "silt: cluster: heartbeats succeed again after %llu failure(s)",
+               static_cast<unsigned long long>(failures_));
     }
     failures_ = 0;
   } else if (r.error() == metadata::membership_error::fenced) {
     // The lease lapsed in the database (or the node id registered again): this epoch is over.
     lease_until_.store(0, std::memory_order_release);
-    std::fprintf(stderr,
-                 "silt: cluster: the lease of broker epoch %lld lapsed; acknowledging nothing "
-                 "until registered again\n",
-                 static_cast<long long>(epoch));
+    SILT_LOG(warn,
+             "silt: cluster: the lease of broker epoch %lld lapsed; acknowledging nothing "
+             "until registered again",
+             static_cast<long long>(epoch));
     (void)register_now(false);
   } else {
     if (failures_ % 20 == 0) {
-      std::fprintf(stderr,
-                   "silt: cluster: heartbeat to the metadata store failed (%s); the lease holds "
-                   "for at most %lld ms after the last success\n",
-                   std::string(metadata::membership_error_name(r.error())).c_str(),
-                   static_cast<long long>(options_.session_timeout.count()));
+      SILT_LOG(warn,
+               "silt: cluster: heartbeat to the metadata store failed (%s); the lease holds "
+               "for at most %lld ms after the last success",
+               std::string(metadata::membership_error_name(r.error())).c_str(),
+               static_cast<long long>(options_.session_timeout.count()));
     }
     ++failures_;
   }
@@ -231,9 +233,8 @@ bool membership::register_now(bool first) {
       registry_->register_broker(options_.self, options_.session_timeout, options_.holds_wal_lock);
   if (!e) {
     if (failures_ % 20 == 0) {
-      std::fprintf(stderr, "silt: cluster: registering %s failed: %s\n",
-                   describe(options_.self).c_str(),
-                   std::string(metadata::membership_error_name(e.error())).c_str());
+      SILT_LOG(warn, "silt: cluster: registering %s failed: %s", describe(options_.self).c_str(),
+               std::string(metadata::membership_error_name(e.error())).c_str());
     }
     ++failures_;
     return false;
@@ -245,8 +246,8 @@ bool membership::register_now(bool first) {
     hold_lease(sent);
   } else {
     rejoining_ = true;  // the next heartbeats decide when it acknowledges again
-    std::fprintf(stderr, "silt: cluster: registered again at broker epoch %lld\n",
-                 static_cast<long long>(*e));
+    SILT_LOG(info, "silt: cluster: registered again at broker epoch %lld",
+             static_cast<long long>(*e));
   }
   return true;
 }
@@ -286,8 +287,8 @@ void membership::refresh_list() {
 
 void membership::drain() {
   if (auto r = registry_->drain(options_.self.node, epoch_.load(std::memory_order_acquire)); !r) {
-    std::fprintf(stderr, "silt: cluster: cannot mark this broker as stopping: %s\n",
-                 std::string(metadata::membership_error_name(r.error())).c_str());
+    SILT_LOG(warn, "silt: cluster: cannot mark this broker as stopping: %s",
+             std::string(metadata::membership_error_name(r.error())).c_str());
   }
   refresh_list();
 }

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "base/java_properties.h"
+#include "base/log.h"
 #include "config/internal.h"
 #include "config/topic_config.h"
 
@@ -459,6 +460,10 @@ std::vector<setting> make_settings() {
                       "the interval with their latency percentiles (total, handling, response "
                       "queue, send); 0: only at shutdown and on SIGUSR1, for the time since the "
                       "previous report."));
+  t.push_back(text("log.level", &bc::log_level, "info",
+                   "What the broker logs on stderr: `error`, `warn` (and errors), `info` (and "
+                   "warnings: starts, stops, ownership and membership changes) or `debug`.",
+                   "error, warn, info or debug", one_of({"error", "warn", "info", "debug"})));
   t.push_back(text("metrics.listener", &bc::metrics_listener, "",
                    "Where the broker serves its metrics in Prometheus text format, as "
                    "`http://host:port/path` (e.g. `http://127.0.0.1:9644/metrics`; an empty "
@@ -960,7 +965,7 @@ tl::expected<broker_config, std::string> load(const command_line& cmd) {
   }
   auto c = build(properties);
   if (c) {
-    for (const auto& n : c->notices) std::fprintf(stderr, "silt: %s\n", n.c_str());
+    for (const auto& n : c->notices) SILT_LOG(info, "silt: %s", n.c_str());
   }
   return c;
 }

@@ -57,6 +57,7 @@ struct broker_config {
   int32_t max_connections = 10000;           // max.connections
   int64_t metrics_log_interval_ms = 0;       // metrics.log.interval.ms (0: at shutdown only)
   std::string metrics_listener;              // metrics.listener (empty: no endpoint)
+  std::string log_level = "info";            // log.level: error | warn | info | debug
   // Storage
   std::string data_dir = "./data";           // data.dir
   std::string wal_path;                      // wal.path (default: <data.dir>/wal)

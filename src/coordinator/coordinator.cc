@@ -11,6 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "base/clock.h"
+#include "base/log.h"
 #include "base/utf8.h"
 
 namespace silt::coordinator {
@@ -47,7 +48,7 @@ group_coordinator::~group_coordinator() {
   try {
     close();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "silt: closing the group coordinator failed: %s\n", e.what());
+    SILT_LOG(warn, "silt: closing the group coordinator failed: %s", e.what());
   }
 }
 
@@ -90,8 +91,8 @@ tl::expected<void, std::string> group_coordinator::take_shards(const std::vector
           consumer_group::decode(g.group, g.data, options_.consumer.session_timeout_ms, now);
     }
     if (!e.group && !e.consumer) {
-      std::fprintf(stderr, "silt: group %s: its stored state cannot be read; it starts afresh\n",
-                   g.group.c_str());
+      SILT_LOG(warn, "silt: group %s: its stored state cannot be read; it starts afresh",
+               g.group.c_str());
       continue;
     }
     taken.emplace(g.group, std::move(e));

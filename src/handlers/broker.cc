@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/endian.h"
+#include "base/log.h"
 #include "handlers/handlers.h"
 #include "protocol/request_header.h"
 
@@ -142,7 +143,7 @@ broker::~broker() {
     blocking_.join();
     if (wal_lock_fd_ >= 0) ::close(wal_lock_fd_);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "silt: closing the broker failed: %s\n", e.what());
+    SILT_LOG(warn, "silt: closing the broker failed: %s", e.what());
   }
 }
 
@@ -212,7 +213,7 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   if (const char* faults = std::getenv("SILT_TEST_WAL_FAULTS"); faults != nullptr) {
     auto parsed = parse_wal_faults(faults);
     if (!parsed) return tl::make_unexpected("SILT_TEST_WAL_FAULTS: " + parsed.error());
-    std::fprintf(stderr, "silt: injecting WAL write faults (SILT_TEST_WAL_FAULTS=%s)\n", faults);
+    SILT_LOG(warn, "silt: injecting WAL write faults (SILT_TEST_WAL_FAULTS=%s)", faults);
     so.wal.faults = std::make_shared<storage::wal::write_faults>(*parsed);
   }
   auto store = storage::stream_store::open(so, *b->objects_);
@@ -257,8 +258,7 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
     }
   }
   if (others > 0) {
-    std::fprintf(stderr, "silt: %zu partition(s) belong to other brokers and are left to them\n",
-                 others);
+    SILT_LOG(info, "silt: %zu partition(s) belong to other brokers and are left to them", others);
   }
   if (auto taken = b->store_->take(streams); !taken) {
     return tl::make_unexpected("cannot take the partitions' streams in " + (*db)->describe());
@@ -342,8 +342,7 @@ void broker::start_background(std::chrono::milliseconds period) {
           boost::system::error_code ec;
           co_await snapshot_timer_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
           if (ec || closed_) co_return;
-          if (auto r = producers_->snapshot(); !r)
-            std::fprintf(stderr, "silt: %s\n", r.error().c_str());
+          if (auto r = producers_->snapshot(); !r) SILT_LOG(info, "silt: %s", r.error().c_str());
         }
       },
       asio::detached);
@@ -409,8 +408,8 @@ void broker::follow_owners() {
   });
   if (!adopted) return;
   if (!adopted->empty()) {
-    std::fprintf(stderr, "silt: cluster: took over %zu partition(s) handed to node %d\n",
-                 adopted->size(), config_.node_id);
+    SILT_LOG(info, "silt: cluster: took over %zu partition(s) handed to node %d", adopted->size(),
+             config_.node_id);
   }
   const base::node_id self(config_.node_id);
   std::vector<base::stream_id> takes;
@@ -426,8 +425,8 @@ void broker::follow_owners() {
     // Producer state is read again on first use (another broker may have served these).
     for (const base::stream_id s : takes) producers_->forget(s);
     if (auto r = store_->take(takes); !r) {
-      std::fprintf(stderr, "silt: cluster: cannot take %zu partition(s) placed here: %s\n",
-                   takes.size(), std::string(storage::stream_error_name(r.error())).c_str());
+      SILT_LOG(warn, "silt: cluster: cannot take %zu partition(s) placed here: %s", takes.size(),
+               std::string(storage::stream_error_name(r.error())).c_str());
     }
   }
   if (to.empty() || !membership_->can_acknowledge()) return;
@@ -437,10 +436,10 @@ void broker::follow_owners() {
     if (!closed_) {
       auto handed = release(to);
       if (!handed) {
-        std::fprintf(stderr, "silt: cluster: cannot hand over %zu partition(s) yet: %s\n",
-                     to.size(), std::string(storage::stream_error_name(handed.error())).c_str());
+        SILT_LOG(warn, "silt: cluster: cannot hand over %zu partition(s) yet: %s", to.size(),
+                 std::string(storage::stream_error_name(handed.error())).c_str());
       } else if (*handed > 0) {
-        std::fprintf(stderr, "silt: cluster: handed %zu partition(s) to other brokers\n", *handed);
+        SILT_LOG(info, "silt: cluster: handed %zu partition(s) to other brokers", *handed);
       }
     }
     releasing_.store(false);
@@ -457,7 +456,7 @@ tl::expected<size_t, storage::stream_error> broker::release(
   auto ready = store_->prepare_release(streams, std::chrono::seconds(5));
   if (!ready) return tl::make_unexpected(ready.error());
   if (ready->empty()) return size_t{0};
-  if (auto r = producers_->snapshot(); !r) std::fprintf(stderr, "silt: %s\n", r.error().c_str());
+  if (auto r = producers_->snapshot(); !r) SILT_LOG(info, "silt: %s", r.error().c_str());
   size_t handed = 0;
   for (const base::stream_id s : *ready) {
     if (store_->handover(s, to.at(s))) {
@@ -487,8 +486,8 @@ void broker::take_over(const std::vector<metadata::wal_takeover>& takeovers) {
         ctx_->waiters.notify_all();
         takeover_failures_ = 0;
       } else if (takeover_failures_++ % 20 == 0) {
-        std::fprintf(stderr, "silt: cluster: taking over a dead broker's WAL failed: %s\n",
-                     taken.error().c_str());
+        SILT_LOG(warn, "silt: cluster: taking over a dead broker's WAL failed: %s",
+                 taken.error().c_str());
       }
     }
     taking_over_.store(false);
@@ -526,14 +525,14 @@ void broker::follow_shards(const std::vector<metadata::shard_state>& shards) {
   groups_->note_offsets_topic_if_used();
   if (!drop.empty()) {
     groups_->drop_shards(drop);
-    std::fprintf(stderr, "silt: cluster: no longer coordinating %zu group shard(s)\n", drop.size());
+    SILT_LOG(info, "silt: cluster: no longer coordinating %zu group shard(s)", drop.size());
   }
   if (!take.empty()) {
     if (auto r = groups_->take_shards(take); !r) {
-      std::fprintf(stderr, "silt: cluster: cannot take %zu group coordinator shard(s): %s\n",
-                   take.size(), r.error().c_str());
+      SILT_LOG(warn, "silt: cluster: cannot take %zu group coordinator shard(s): %s", take.size(),
+               r.error().c_str());
     } else {
-      std::fprintf(stderr, "silt: cluster: coordinating %zu more group shard(s)\n", take.size());
+      SILT_LOG(info, "silt: cluster: coordinating %zu more group shard(s)", take.size());
     }
   }
 }
@@ -586,14 +585,14 @@ void broker::hand_over_owned() {
   auto handed = release(to);
   releasing_.store(false);
   if (!handed) {
-    std::fprintf(stderr, "silt: cluster: cannot hand the partitions over before stopping: %s\n",
-                 std::string(storage::stream_error_name(handed.error())).c_str());
+    SILT_LOG(warn, "silt: cluster: cannot hand the partitions over before stopping: %s",
+             std::string(storage::stream_error_name(handed.error())).c_str());
     return;
   }
-  std::fprintf(stderr,
-               "silt: cluster: handed %zu of %zu partition(s) to %zu other broker(s) before "
-               "stopping\n",
-               *handed, to.size(), others.size());
+  SILT_LOG(info,
+           "silt: cluster: handed %zu of %zu partition(s) to %zu other broker(s) before "
+           "stopping",
+           *handed, to.size(), others.size());
 }
 
 void broker::begin_shutdown() {
@@ -627,7 +626,7 @@ void broker::close() {
   store_->close();
   // (A broker whose open() failed half way has no producer state yet.)
   if (producers_) {
-    if (auto r = producers_->snapshot(); !r) std::fprintf(stderr, "silt: %s\n", r.error().c_str());
+    if (auto r = producers_->snapshot(); !r) SILT_LOG(info, "silt: %s", r.error().c_str());
   }
   // Last: the lease ends once nothing more is committed under it.
   if (membership_) membership_->stop();

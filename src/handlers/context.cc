@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include "base/log.h"
+
 namespace silt::handlers {
 
 context::context(const config::broker_config& config, std::string cluster_id,
@@ -73,8 +75,8 @@ void context::take(const std::vector<base::stream_id>& streams) {
   // A stream not taken is still served, at epoch 0 and owned by no node; the next start
   // takes it.
   if (auto r = store.take(streams); !r) {
-    std::fprintf(stderr, "silt: cannot take %zu stream(s): %s\n", streams.size(),
-                 std::string(storage::stream_error_name(r.error())).c_str());
+    SILT_LOG(warn, "silt: cannot take %zu stream(s): %s", streams.size(),
+             std::string(storage::stream_error_name(r.error())).c_str());
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include "base/clock.h"
 #include "base/endian.h"
+#include "base/log.h"
 #include "handlers/stream_scan.h"
 
 namespace silt::handlers {
@@ -322,8 +323,8 @@ void producer_state::load_locked(base::stream_id stream_id, stream_producers& sp
       sp.producers = std::move(m);
       from = covered;
     } else if (!ok || !c.done()) {
-      std::fprintf(stderr, "producer state: snapshot of stream %llu is corrupt; rebuilding it\n",
-                   static_cast<unsigned long long>(stream_id.value()));
+      SILT_LOG(warn, "producer state: snapshot of stream %llu is corrupt; rebuilding it",
+               static_cast<unsigned long long>(stream_id.value()));
     }
   }
   // Replay the batch headers written after the snapshot.

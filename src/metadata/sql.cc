@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 
+#include "base/log.h"
 #include "metadata/sql_drivers.h"
 
 namespace silt::metadata::sql {
@@ -312,8 +313,8 @@ bool refuse_on_network_thread(std::string_view sql) {
     return false;
   }
   violations.fetch_add(1, std::memory_order_relaxed);
-  std::fprintf(stderr, "metadata: refused a statement on a network thread: %.*s\n",
-               static_cast<int>(std::min<size_t>(sql.size(), 120)), sql.data());
+  SILT_LOG(warn, "metadata: refused a statement on a network thread: %.*s",
+           static_cast<int>(std::min<size_t>(sql.size(), 120)), sql.data());
   return true;
 }
 

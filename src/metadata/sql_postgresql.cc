@@ -9,6 +9,7 @@
 
 #include <libpq-fe.h>
 
+#include "base/log.h"
 #include "metadata/sql_drivers.h"
 
 namespace silt::metadata::sql {
@@ -166,7 +167,7 @@ class pg_connection final : public connection {
     if (PQstatus(conn_) != CONNECTION_OK) {
       std::string msg = "cannot reach " + where_ + ": " + PQerrorMessage(conn_);
       while (!msg.empty() && msg.back() == '\n') msg.pop_back();
-      std::fprintf(stderr, "metadata (postgresql): %s\n", msg.c_str());
+      SILT_LOG(info, "metadata (postgresql): %s", msg.c_str());
       return tl::make_unexpected(msg);
     }
     return {};
@@ -189,8 +190,8 @@ class pg_connection final : public connection {
     std::string msg = res != nullptr ? PQresultErrorMessage(res) : PQerrorMessage(conn_);
     while (!msg.empty() && msg.back() == '\n') msg.pop_back();
     if (msg.empty()) msg = PQerrorMessage(conn_);
-    std::fprintf(stderr, "metadata (postgresql): %s: %.*s\n", msg.c_str(),
-                 static_cast<int>(std::min<size_t>(sql.size(), 200)), sql.data());
+    SILT_LOG(info, "metadata (postgresql): %s: %.*s", msg.c_str(),
+             static_cast<int>(std::min<size_t>(sql.size(), 200)), sql.data());
     return msg;
   }
 

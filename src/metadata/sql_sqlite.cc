@@ -6,6 +6,7 @@
 
 #include <sqlite3.h>
 
+#include "base/log.h"
 #include "metadata/sql_drivers.h"
 
 namespace silt::metadata::sql {
@@ -14,7 +15,7 @@ namespace {
 
 std::string unexpected_message(sqlite3* db, std::string_view what) {
   std::string msg = std::string(what) + ": " + sqlite3_errmsg(db);
-  std::fprintf(stderr, "metadata (sqlite): %s\n", msg.c_str());
+  SILT_LOG(info, "metadata (sqlite): %s", msg.c_str());
   return msg;
 }
 
@@ -104,7 +105,7 @@ class sqlite_connection final : public connection {
     if (sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
       std::string msg = err != nullptr ? err : "error";
       sqlite3_free(err);
-      std::fprintf(stderr, "metadata (sqlite): %s\n", msg.c_str());
+      SILT_LOG(info, "metadata (sqlite): %s", msg.c_str());
       return tl::make_unexpected(msg);
     }
     return {};

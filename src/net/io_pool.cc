@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "base/log.h"
+
 namespace silt::net {
 
 namespace asio = boost::asio;
@@ -67,8 +69,8 @@ void io_pool::watch(std::chrono::milliseconds grace) {
         lock.wait_for(cv_, grace, [&]() REQUIRES(mu_) { return workers_done_ == workers_.size(); });
   }
   if (!workers_done) {
-    std::fprintf(stderr, "silt: network threads still busy after %lld ms; stopping them\n",
-                 static_cast<long long>(grace.count()));
+    SILT_LOG(warn, "silt: network threads still busy after %lld ms; stopping them",
+             static_cast<long long>(grace.count()));
     for (auto& w : workers_) w->stop();
   }
   // The workers are done: what they posted to the main context (connections leaving the
@@ -80,8 +82,8 @@ void io_pool::watch(std::chrono::milliseconds grace) {
     main_done = lock.wait_for(cv_, grace, [&]() REQUIRES(mu_) { return main_done_; });
   }
   if (!main_done) {
-    std::fprintf(stderr, "silt: the main network thread still busy after %lld ms; stopping it\n",
-                 static_cast<long long>(grace.count()));
+    SILT_LOG(warn, "silt: the main network thread still busy after %lld ms; stopping it",
+             static_cast<long long>(grace.count()));
     main_.stop();
   }
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/log.h"
 #include "storage/object_format.h"
 
 namespace silt::storage {
@@ -359,8 +360,8 @@ tl::expected<void, std::string> compactor::sweep() {
       }
       continue;
     }
-    std::fprintf(stderr, "stream store: sweep: deleted %s (%" PRIu64 " bytes), never committed\n",
-                 o.key.c_str(), o.size);
+    SILT_LOG(info, "stream store: sweep: deleted %s (%" PRIu64 " bytes), never committed",
+             o.key.c_str(), o.size);
     ++swept;
   }
   swept_objects_.fetch_add(swept, std::memory_order_relaxed);

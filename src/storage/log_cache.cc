@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/log.h"
+
 namespace silt::storage {
 
 cached_stream& log_cache::stream(base::stream_id stream_id) {
@@ -211,11 +213,11 @@ bool log_cache::fenced_by(base::stream_id stream_id,
   if (st.fenced) return true;
   if (st.owner == owner && st.epoch == epoch) return false;
   st.fenced = true;
-  std::fprintf(stderr,
-               "stream store: stream %llu has a newer owner than node %d at epoch %d (node %d at "
-               "epoch %d); it is no longer served here\n",
-               static_cast<unsigned long long>(stream_id.value()), st.owner.value(),
-               st.epoch.value(), owner.value(), epoch.value());
+  SILT_LOG(warn,
+           "stream store: stream %llu has a newer owner than node %d at epoch %d (node %d at "
+           "epoch %d); it is no longer served here",
+           static_cast<unsigned long long>(stream_id.value()), st.owner.value(), st.epoch.value(),
+           owner.value(), epoch.value());
   // Who serves it now, for Metadata.
   st.owner = owner;
   st.epoch = epoch;

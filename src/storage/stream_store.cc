@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/endian.h"
+#include "base/log.h"
 #include "storage/wal/recovery.h"
 
 namespace silt::storage {
@@ -430,7 +431,7 @@ tl::expected<std::vector<base::stream_id>, stream_error> stream_store::prepare_r
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   if (auto r = run_upload_once(); !r) {
-    std::fprintf(stderr, "stream store: upload before a handover: %s\n", r.error().c_str());
+    SILT_LOG(info, "stream store: upload before a handover: %s", r.error().c_str());
     resume(held);
     return fail(stream_error::object_store);
   }
@@ -591,10 +592,10 @@ tl::expected<std::vector<base::stream_id>, std::string> stream_store::take_over(
     base::lock_guard lock(st.mu);
     st.recovering = false;
   }
-  std::fprintf(stderr,
-               "stream store: took over %zu stream(s) from %zu dead broker(s), %zu WAL record(s) "
-               "(%llu bytes) beyond their committed ends\n",
-               out.size(), from.size(), records, static_cast<unsigned long long>(bytes));
+  SILT_LOG(info,
+           "stream store: took over %zu stream(s) from %zu dead broker(s), %zu WAL record(s) "
+           "(%llu bytes) beyond their committed ends",
+           out.size(), from.size(), records, static_cast<unsigned long long>(bytes));
   return out;
 }
 
@@ -710,8 +711,14 @@ void stream_store::background_loop() {
       });
       if (stopping_) return;
     }
-    auto report = [](const char* task, const tl::expected<void, std::string>& r) {
-      if (!r) std::fprintf(stderr, "stream store: %s: %s\n", task, r.error().c_str());
+    // During an outage of the object store every round fails the same way: one line per
+    // 10 s says so, with how many were left out.
+    auto report = [this](const char* task, const tl::expected<void, std::string>& r) {
+      uint64_t left_out = 0;
+      if (!r && task_failures_.allow(left_out)) {
+        SILT_LOG(warn, "stream store: %s: %s (%llu similar failure(s) since the last line)", task,
+                 r.error().c_str(), static_cast<unsigned long long>(left_out));
+      }
     };
     if (auto r = run_upload_once(); !r) {
       report("upload", r);

@@ -62,6 +62,7 @@
 #include <tl/expected.hpp>
 
 #include "base/ids.h"
+#include "base/log.h"
 #include "base/mutex.h"
 #include "metadata/stream_catalog.h"
 #include "storage/cold_reader.h"
@@ -316,6 +317,7 @@ class stream_store {
   std::map<base::stream_id, metadata::stream_state> targets_ GUARDED_BY(targets_mu_);
 
   base::mutex bg_mu_;
+  base::log_limiter task_failures_{std::chrono::seconds(10)};  // background failures logged
   std::condition_variable upload_wanted_;
   bool stopping_ GUARDED_BY(bg_mu_) = false;
 
