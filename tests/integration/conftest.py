@@ -292,6 +292,24 @@ def broker(request):
     return request.getfixturevalue("kafka_reference")
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Removes the directory of a test that passed once its fixtures are torn down: each
+    broker's preallocated WAL and objects would otherwise keep gigabytes per run (pytest keeps
+    the directories of the last three runs). A failed test's directory stays, to be read."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        item.stash[_FAILED] = True
+    if call.when == "teardown" and not item.stash.get(_FAILED, False):
+        path = getattr(item, "funcargs", {}).get("tmp_path")
+        if isinstance(path, Path):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+_FAILED = pytest.StashKey[bool]()
+
+
 @pytest.fixture
 def silt(tmp_path):
     """A private Silt broker for tests that restart, kill or attack it."""
