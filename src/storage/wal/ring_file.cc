@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "storage/wal/aligned_buffer.h"
 #include "storage/wal/wal_format.h"
 
@@ -43,6 +45,15 @@ tl::expected<void, wal_error> pread_all(int fd, uint64_t offset, std::span<uint8
   return {};
 }
 
+// Logs which call failed on `path` and why (errno), for the operator: wal_error alone says "io".
+wal_error io_failure(const char* call, const std::string& path) {
+  const int err = errno;
+  const std::string why =
+      err != 0 ? std::error_code(err, std::generic_category()).message() : "short transfer";
+  SILT_LOG(error, "silt: WAL %s: %s failed: %s", path.c_str(), call, why.c_str());
+  return err == EINVAL ? wal_error::bad_options : wal_error::io;
+}
+
 std::string parent_directory(const std::string& path) {
   const auto slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
@@ -56,10 +67,9 @@ tl::expected<void, wal_error> create_file(const std::string& path, uint64_t capa
   const std::string tmp = path + ".creating";
   const int fd =
       ::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC | (direct ? O_DIRECT : 0), 0644);
-  if (fd < 0) {
-    return tl::unexpected(errno == EINVAL ? wal_error::bad_options : wal_error::io);
-  }
-  auto fail = [&](wal_error e) {
+  if (fd < 0) return tl::unexpected(io_failure("open", tmp));
+  auto fail = [&](const char* call) {
+    const wal_error e = io_failure(call, tmp);
     ::close(fd);
     ::unlink(tmp.c_str());
     return tl::unexpected(e);
@@ -70,9 +80,8 @@ tl::expected<void, wal_error> create_file(const std::string& path, uint64_t capa
     std::memset(zeros.data(), 0, zeros.size());
     for (uint64_t at = 0; at < total; at += zero_chunk) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(zero_chunk, total - at));
-      if (!pwrite_all(fd, at, std::span<const uint8_t>(zeros.data(), n))) {
-        return fail(wal_error::io);
-      }
+      errno = 0;
+      if (!pwrite_all(fd, at, std::span<const uint8_t>(zeros.data(), n))) return fail("write");
     }
   }
   aligned_buffer block(format::block_size);
@@ -80,19 +89,26 @@ tl::expected<void, wal_error> create_file(const std::string& path, uint64_t capa
   first.sequence = 1;
   first.capacity = capacity;
   format::encode_header_slot(first, block.span());
-  if (!pwrite_all(fd, 0, block.span())) return fail(wal_error::io);
+  errno = 0;
+  if (!pwrite_all(fd, 0, block.span())) return fail("write");
   // fsync, not fdatasync: the file's size and blocks are new metadata.
-  if (::fsync(fd) != 0) return fail(wal_error::io);
+  if (::fsync(fd) != 0) return fail("fsync");
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const wal_error e = io_failure("rename", tmp);
     ::unlink(tmp.c_str());
-    return tl::unexpected(wal_error::io);
+    return tl::unexpected(e);
   }
-  const int dir = ::open(parent_directory(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return tl::unexpected(wal_error::io);
+  const std::string parent = parent_directory(path);
+  const int dir = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return tl::unexpected(io_failure("open", parent));
   const int rc = ::fsync(dir);
+  if (rc != 0) {
+    const wal_error e = io_failure("fsync", parent);
+    ::close(dir);
+    return tl::unexpected(e);
+  }
   ::close(dir);
-  if (rc != 0) return tl::unexpected(wal_error::io);
   return {};
 }
 
@@ -101,7 +117,7 @@ tl::expected<void, wal_error> create_file(const std::string& path, uint64_t capa
 tl::expected<ring_file, wal_error> ring_file::open(const wal_options& options) {
   struct stat st {};
   if (::stat(options.path.c_str(), &st) != 0) {
-    if (errno != ENOENT) return tl::unexpected(wal_error::io);
+    if (errno != ENOENT) return tl::unexpected(io_failure("stat", options.path));
     auto created = create_file(options.path, format::align_down(options.capacity), options.direct);
     if (!created) return tl::unexpected(created.error());
   } else if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
@@ -110,14 +126,14 @@ tl::expected<ring_file, wal_error> ring_file::open(const wal_options& options) {
   const bool dsync = options.sync == sync_mode::dsync;
   const int flags = O_RDWR | O_CLOEXEC | (options.direct ? O_DIRECT : 0) | (dsync ? O_DSYNC : 0);
   const int fd = ::open(options.path.c_str(), flags);
-  if (fd < 0) return tl::unexpected(errno == EINVAL ? wal_error::bad_options : wal_error::io);
+  if (fd < 0) return tl::unexpected(io_failure("open", options.path));
   ring_file file(fd, false, 0, dsync);
-  if (::fstat(fd, &st) != 0) return tl::unexpected(wal_error::io);
+  if (::fstat(fd, &st) != 0) return tl::unexpected(io_failure("fstat", options.path));
   if (S_ISBLK(st.st_mode)) {
     uint64_t bytes = 0;
     int logical_block = 0;
     if (::ioctl(fd, BLKGETSIZE64, &bytes) != 0 || ::ioctl(fd, BLKSSZGET, &logical_block) != 0) {
-      return tl::unexpected(wal_error::io);
+      return tl::unexpected(io_failure("ioctl", options.path));
     }
     // Writes are 4 KiB-aligned; a device with larger logical blocks cannot take them.
     if (logical_block <= 0 || format::block_size % static_cast<uint32_t>(logical_block) != 0) {

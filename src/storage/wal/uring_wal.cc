@@ -5,12 +5,14 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <system_error>
 #include <utility>
 
 #include <sys/eventfd.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "base/sched.h"
 
 namespace silt::storage::wal {
@@ -93,10 +95,18 @@ uring_wal::~uring_wal() {
 tl::expected<void, wal_error> uring_wal::init_ring() {
   // Each batch needs up to three entries, the header two, the wake-up read one.
   const unsigned entries = iodepth_ * 3 + 4;
-  if (io_uring_queue_init(entries, &ring_, 0) < 0) return tl::unexpected(wal_error::io);
+  if (const int rc = io_uring_queue_init(entries, &ring_, 0); rc < 0) {
+    SILT_LOG(error, "silt: WAL: io_uring_queue_init(%u) failed: %s", entries,
+             std::error_code(-rc, std::generic_category()).message().c_str());
+    return tl::unexpected(wal_error::io);
+  }
   ring_ready_ = true;
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
-  if (wake_fd_ < 0) return tl::unexpected(wal_error::io);
+  if (wake_fd_ < 0) {
+    SILT_LOG(error, "silt: WAL: eventfd failed: %s",
+             std::error_code(errno, std::generic_category()).message().c_str());
+    return tl::unexpected(wal_error::io);
+  }
   wake_op_.kind = op_kind::wake;
   header_ops_[0].kind = op_kind::header_write;
   header_ops_[1].kind = op_kind::header_sync;
