@@ -40,16 +40,8 @@ std::span<const uint8_t> bytes_of(std::string_view s) {
   return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
 }
 
-std::optional<uint64_t> parse_u64(std::string_view s) {
-  uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
-}
-
-bool is_2xx(const http::response& r) {
-  return r.status >= 200 && r.status < 300;
-}
+using http::is_2xx;
+using http::parse_u64;
 
 // A failure worth another attempt, and what it is if the attempts run out.
 std::optional<store_error> transient_error(const http::response& r) {
@@ -99,24 +91,6 @@ store_error error_of(const http::response& r) {
   }
 }
 
-// Parses "bytes FIRST-LAST/TOTAL" (TOTAL may be '*').
-struct content_range {
-  uint64_t first = 0;
-  uint64_t last = 0;
-};
-std::optional<content_range> parse_content_range(std::string_view v) {
-  if (!v.starts_with("bytes ")) return std::nullopt;
-  v.remove_prefix(6);
-  const size_t dash = v.find('-');
-  const size_t slash = v.find('/');
-  if (dash == std::string_view::npos || slash == std::string_view::npos || slash < dash)
-    return std::nullopt;
-  const auto first = parse_u64(v.substr(0, dash));
-  const auto last = parse_u64(v.substr(dash + 1, slash - dash - 1));
-  if (!first || !last || *last < *first) return std::nullopt;
-  return content_range{*first, *last};
-}
-
 bool is_ip_literal(std::string_view host) {
   if (host.starts_with('[')) return true;  // IPv6
   const size_t colon = host.rfind(':');
@@ -162,25 +136,31 @@ tl::expected<std::unique_ptr<s3_store>, std::string> s3_store::open(s3_options o
     return tl::make_unexpected(std::string(
         "part_size, upload_concurrency and max_attempts must be positive, list_page_size 1-1000"));
   }
-  if (options.jitter_seed == 0) {
-    std::random_device rd;
-    options.jitter_seed = (static_cast<uint64_t>(rd()) << 32) | rd();
-  }
   return std::unique_ptr<s3_store>(new s3_store(std::move(options), std::move(ep)));
 }
 
 s3_store::s3_store(s3_options options, endpoint_parts endpoint)
     : options_(std::move(options)),
       endpoint_(std::move(endpoint)),
-      client_(http::client_options{
-          .aws_sigv4 = "aws:amz:" + options_.region + ":s3",
-          .access_key = options_.access_key,
-          .secret_key = options_.secret_key,
-          .connect_timeout = options_.connect_timeout,
-          .request_timeout = options_.request_timeout,
-          .stall_timeout = options_.stall_timeout,
-      }),
-      backoff_(options_.retry, options_.jitter_seed) {}
+      http_(
+          http::client_options{
+              .aws_sigv4 = "aws:amz:" + options_.region + ":s3",
+              .access_key = options_.access_key,
+              .secret_key = options_.secret_key,
+              .connect_timeout = options_.connect_timeout,
+              .request_timeout = options_.request_timeout,
+              .stall_timeout = options_.stall_timeout,
+          },
+          http::retry_options{
+              .label = "s3",
+              .retry = options_.retry,
+              .jitter_seed = options_.jitter_seed,
+              .sleep = options_.sleep,
+              .on_failure = options_.on_failure,
+              .transient = transient_error,
+              .error_code =
+                  [](const http::response& r) { return s3_xml::parse_error_code(r.body_text()); },
+          }) {}
 
 std::string s3_store::url(std::string_view key, std::string_view query) const {
   std::string out = endpoint_.scheme + "://";
@@ -223,51 +203,6 @@ http::request s3_store::make_request(std::string method, std::string_view key,
   }
   if (r.method == "POST") r.headers.emplace_back("Content-Type: application/xml");
   return r;
-}
-
-void s3_store::report(const http::request& req, const http::response& resp, uint32_t attempt,
-                      std::optional<std::chrono::milliseconds> retry_in) const {
-  if (!options_.on_failure) return;
-  std::string line = "s3 " + req.method + " " + req.url + ": ";
-  if (resp.outcome != http::transport::ok) {
-    line += resp.transport_error;
-  } else {
-    line += "HTTP " + std::to_string(resp.status);
-    if (auto code = s3_xml::parse_error_code(resp.body_text())) line += " " + *code;
-    if (is_2xx(resp)) line += " with an unusable reply (short, mismatched or an error document)";
-  }
-  line +=
-      "; attempt " + std::to_string(attempt) + " of " + std::to_string(options_.retry.max_attempts);
-  line += retry_in ? ", retrying in " + std::to_string(retry_in->count()) + " ms" : ", giving up";
-  options_.on_failure(line);
-}
-
-tl::expected<http::response, store_error> s3_store::execute(const http::request& req,
-                                                            const transient_check& transient) {
-  for (uint32_t attempt = 1;; ++attempt) {
-    http::response resp = client_.perform(req);
-    auto failure = transient_error(resp);
-    if (!failure && transient && is_2xx(resp)) failure = transient(resp);
-    if (!failure) {
-      // Not-found and range answers are ordinary results, not failures worth a log line.
-      if (!is_2xx(resp) && resp.status != 404 && resp.status != 416) {
-        report(req, resp, attempt, std::nullopt);
-      }
-      return resp;
-    }
-    if (attempt >= options_.retry.max_attempts || client_.cancelled()) {
-      report(req, resp, attempt, std::nullopt);
-      return tl::make_unexpected(*failure);
-    }
-    const auto wait = backoff_.delay(attempt - 1);
-    report(req, resp, attempt, wait);
-    if (options_.sleep) {
-      options_.sleep(wait);
-    } else {
-      std::unique_lock lock(cancel_mu_);
-      cancel_cv_.wait_for(lock, wait, [&] { return client_.cancelled(); });
-    }
-  }
 }
 
 tl::expected<void, store_error> s3_store::create_bucket() {
@@ -403,25 +338,13 @@ tl::expected<std::vector<uint8_t>, store_error> s3_store::get(std::string_view k
   auto req = make_request("GET", key, "", {});
   // The whole object needs no Range, which also makes an empty object readable.
   if (offset != 0 || length != to_end) {
-    const bool open_ended = length > to_end - offset;  // the last byte would overflow
-    req.headers.push_back("Range: bytes=" + std::to_string(offset) + "-" +
-                          (open_ended ? "" : std::to_string(offset + length - 1)));
+    req.headers.push_back("Range: " + http::range_value(offset, length));
     req.window_offset = offset;
     req.window_length = length;
   }
   // A body that does not match its headers was cut short or is not the range asked for.
-  const auto complete = [&](const http::response& r) -> std::optional<store_error> {
-    if (r.status == 206) {
-      const auto range = parse_content_range(r.header("content-range").value_or(""));
-      if (!range || range->first != offset || r.body.size() != range->last - range->first + 1)
-        return store_error::io;
-    } else if (auto length_header = r.header("content-length")) {
-      const auto total = parse_u64(*length_header);
-      if (!total) return store_error::io;
-      const uint64_t expected = *total > offset ? std::min(*total - offset, length) : 0;
-      if (r.body.size() != expected) return store_error::io;
-    }
-    return std::nullopt;
+  const auto complete = [&](const http::response& r) {
+    return http::check_ranged_body(r, offset, length);
   };
   auto r = execute(req, complete);
   if (!r) return tl::make_unexpected(r.error());
@@ -504,9 +427,7 @@ tl::expected<std::vector<object_info>, store_error> s3_store::list(std::string_v
 }
 
 void s3_store::cancel() {
-  client_.cancel();
-  std::lock_guard lock(cancel_mu_);
-  cancel_cv_.notify_all();
+  http_.cancel();
 }
 
 }  // namespace silt::storage

@@ -16,17 +16,16 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "storage/object/backoff.h"
 #include "storage/object/http_client.h"
+#include "storage/object/http_retry.h"
 #include "storage/object/object_store.h"
 
 namespace silt::storage {
@@ -112,11 +111,11 @@ class s3_store final : public object_store {
   };
   s3_store(s3_options options, endpoint_parts endpoint);
 
-  // Sends `req`, retrying transient failures. `transient` may call a 2xx response transient
-  // too (a short body, an error document in a 200). The error is the last attempt's, mapped.
-  using transient_check = std::function<std::optional<store_error>(const http::response&)>;
+  // Sends `req`, retrying transient failures (http_retry.h).
   [[nodiscard]] tl::expected<http::response, store_error> execute(
-      const http::request& req, const transient_check& transient = {});
+      const http::request& req, const http::transient_check& unusable = {}) {
+    return http_.execute(req, unusable);
+  }
   [[nodiscard]] http::request make_request(std::string method, std::string_view key,
                                            std::string_view query,
                                            std::span<const uint8_t> body) const;
@@ -124,15 +123,10 @@ class s3_store final : public object_store {
                                                            std::span<const uint8_t> data);
   [[nodiscard]] tl::expected<void, store_error> put_multipart(std::string_view key,
                                                               std::span<const uint8_t> data);
-  void report(const http::request& req, const http::response& resp, uint32_t attempt,
-              std::optional<std::chrono::milliseconds> retry_in) const;
 
   const s3_options options_;
   const endpoint_parts endpoint_;
-  http::client client_;
-  backoff backoff_;
-  std::mutex cancel_mu_;
-  std::condition_variable cancel_cv_;  // wakes retry sleeps on cancel()
+  http::retrying_client http_;
 };
 
 }  // namespace silt::storage

@@ -5,32 +5,15 @@
 #include <pugixml.hpp>
 
 #include "storage/object/uri.h"
+#include "storage/object/xml_util.h"
 
 namespace silt::storage::s3_xml {
 namespace {
 
-// The element's name without a namespace prefix ("s3:Key" -> "Key").
-std::string_view local_name(const pugi::xml_node& node) {
-  std::string_view name = node.name();
-  const size_t colon = name.find(':');
-  return colon == std::string_view::npos ? name : name.substr(colon + 1);
-}
-
-pugi::xml_node child(const pugi::xml_node& node, std::string_view name) {
-  for (const auto& c : node.children()) {
-    if (c.type() == pugi::node_element && local_name(c) == name) return c;
-  }
-  return {};
-}
-
-std::string_view text(const pugi::xml_node& node) {
-  return node.text().get();
-}
-
-bool parse(pugi::xml_document& doc, std::string_view xml) {
-  return static_cast<bool>(
-      doc.load_buffer(xml.data(), xml.size(), pugi::parse_default, pugi::encoding_utf8));
-}
+using xml::child;
+using xml::local_name;
+using xml::parse;
+using xml::text;
 
 pugi::xml_node root_element(const pugi::xml_document& doc) {
   return doc.document_element();
@@ -102,14 +85,7 @@ std::string complete_multipart_body(const std::vector<std::string>& etags) {
     part.append_child("PartNumber").text().set(static_cast<unsigned long long>(i) + 1);
     part.append_child("ETag").text().set(etags[i].c_str());
   }
-  struct string_writer final : pugi::xml_writer {
-    std::string out;
-    void write(const void* data, size_t size) override {
-      out.append(static_cast<const char*>(data), size);
-    }
-  } writer;
-  doc.save(writer, "", pugi::format_raw | pugi::format_no_declaration);
-  return std::move(writer.out);
+  return xml::to_string(doc);
 }
 
 }  // namespace silt::storage::s3_xml
