@@ -89,26 +89,30 @@ void faulty_store::after(store_operation op, std::string_view key) const {
   if (hook) hook(op, key);
 }
 
-tl::expected<void, store_error> faulty_store::put(std::string_view key,
-                                                  std::span<const uint8_t> data) {
+template <typename Call>
+tl::expected<void, store_error> faulty_store::faulty_put(std::string_view key, Call&& call) {
   const auto d = next(store_operation::put);
   if (auto e = before(d)) return tl::make_unexpected(*e);
   if (d.f == fault::partial) return tl::make_unexpected(store_error::io);  // nothing written
-  auto r = inner_.put(key, data);
+  auto r = call();
   after(store_operation::put, key);
   if (r && d.f == fault::lost_reply) return tl::make_unexpected(store_error::io);
   return r;
 }
 
+tl::expected<void, store_error> faulty_store::put(std::string_view key,
+                                                  std::span<const uint8_t> data) {
+  return faulty_put(key, [&] { return inner_.put(key, data); });
+}
+
 tl::expected<void, store_error> faulty_store::put_parts(
     std::string_view key, std::span<const std::span<const uint8_t>> parts) {
-  const auto d = next(store_operation::put);
-  if (auto e = before(d)) return tl::make_unexpected(*e);
-  if (d.f == fault::partial) return tl::make_unexpected(store_error::io);  // nothing written
-  auto r = inner_.put_parts(key, parts);
-  after(store_operation::put, key);
-  if (r && d.f == fault::lost_reply) return tl::make_unexpected(store_error::io);
-  return r;
+  return faulty_put(key, [&] { return inner_.put_parts(key, parts); });
+}
+
+tl::expected<void, store_error> faulty_store::put_if_absent(std::string_view key,
+                                                            std::span<const uint8_t> data) {
+  return faulty_put(key, [&] { return inner_.put_if_absent(key, data); });
 }
 
 tl::expected<std::vector<uint8_t>, store_error> faulty_store::get(std::string_view key,

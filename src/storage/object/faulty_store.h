@@ -77,6 +77,9 @@ class faulty_store final : public object_store {
   // Faults as for put (drawn and scripted as store_operation::put).
   [[nodiscard]] tl::expected<void, store_error> put_parts(
       std::string_view key, std::span<const std::span<const uint8_t>> parts) override;
+  // Faults as for put (drawn and scripted as store_operation::put).
+  [[nodiscard]] tl::expected<void, store_error> put_if_absent(
+      std::string_view key, std::span<const uint8_t> data) override;
   [[nodiscard]] tl::expected<std::vector<uint8_t>, store_error> get(std::string_view key,
                                                                     uint64_t offset,
                                                                     uint64_t length) override;
@@ -97,6 +100,9 @@ class faulty_store final : public object_store {
   std::optional<store_error> before(const decision& d) const;
   // Runs the after_inner_call hook, if any.
   void after(store_operation op, std::string_view key) const;
+  // A put of any kind, `call` making the inner one, with the faults of store_operation::put.
+  template <typename Call>
+  tl::expected<void, store_error> faulty_put(std::string_view key, Call&& call);
 
   object_store& inner_;
   mutable base::mutex mu_;

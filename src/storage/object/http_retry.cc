@@ -120,4 +120,45 @@ std::string range_value(uint64_t offset, uint64_t length) {
          (open_ended ? "" : std::to_string(offset + length - 1));
 }
 
+tl::expected<std::vector<uint8_t>, store_error> ranged_get(retrying_client& client, request req,
+                                                           uint64_t offset, uint64_t length,
+                                                           const ranged_get_calls& calls) {
+  if (length == 0) {
+    // No Range header can ask for nothing; the size tells whether the offset is valid.
+    auto size = calls.head();
+    if (!size) return tl::make_unexpected(size.error());
+    if (offset > *size) return tl::make_unexpected(store_error::invalid_range);
+    return std::vector<uint8_t>();
+  }
+  // The whole object needs no Range, which also makes an empty object readable.
+  if (offset != 0 || length != to_end) {
+    req.headers.push_back(std::string(calls.range_header) + ": " + range_value(offset, length));
+    req.window_offset = offset;
+    req.window_length = length;
+  }
+  if (calls.finish) calls.finish(req);
+  // A body that does not match its headers was cut short or is not the range asked for.
+  const auto complete = [&](const response& r) { return check_ranged_body(r, offset, length); };
+  auto r = client.execute(req, complete);
+  if (!r) return tl::make_unexpected(r.error());
+  if (r->status == 206) return std::move(r->body);
+  if (r->status == 200) {
+    // The server sent the whole object (no Range, or it ignored the Range).
+    const auto total = parse_u64(r->header("content-length").value_or(""));
+    if (total && offset > *total) return tl::make_unexpected(store_error::invalid_range);
+    return std::move(r->body);
+  }
+  if (r->status == 416) {
+    // Only an empty object has no byte 0. Past that, the size tells "at the end" (an empty
+    // read) from "past the end".
+    if (offset == 0) return std::vector<uint8_t>();
+    auto size = calls.head();
+    if (!size) return tl::make_unexpected(size.error());
+    if (offset == *size) return std::vector<uint8_t>();
+    if (offset > *size) return tl::make_unexpected(store_error::invalid_range);
+    return tl::make_unexpected(store_error::io);  // replaced by a larger object meanwhile
+  }
+  return tl::make_unexpected(calls.error_of(*r));
+}
+
 }  // namespace silt::storage::http

@@ -77,6 +77,20 @@ class retrying_client {
 [[nodiscard]] std::optional<store_error> check_ranged_body(const response& r, uint64_t offset,
                                                            uint64_t length);
 
+// The ranged read of the HTTP stores, with object_store::get's contract. `base` is the GET of
+// the object without a range; `range_header` the header that takes one ("Range",
+// "x-ms-range"); `finish` completes a request once its headers are all there (signing it);
+// `head` and `error_of` are the store's.
+struct ranged_get_calls {
+  std::string_view range_header;
+  std::function<void(request&)> finish;
+  std::function<tl::expected<uint64_t, store_error>()> head;
+  std::function<store_error(const response&)> error_of;
+};
+[[nodiscard]] tl::expected<std::vector<uint8_t>, store_error> ranged_get(
+    retrying_client& client, request base, uint64_t offset, uint64_t length,
+    const ranged_get_calls& calls);
+
 // The value of a Range header for `length` bytes from `offset` ("bytes=10-19", "bytes=10-").
 [[nodiscard]] std::string range_value(uint64_t offset, uint64_t length);
 

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include <dirent.h>
+#include <stdio.h>  // renameat2
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -349,6 +350,32 @@ tl::expected<void, store_error> local_store::put(std::string_view key,
 
 tl::expected<void, store_error> local_store::put_parts(
     std::string_view key, std::span<const std::span<const uint8_t>> parts) {
+  return write_and_install(key, parts, /*replace=*/true);
+}
+
+tl::expected<void, store_error> local_store::put_if_absent(std::string_view key,
+                                                           std::span<const uint8_t> data) {
+  const std::span<const uint8_t> parts[] = {data};
+  return write_and_install(key, parts, /*replace=*/false);
+}
+
+namespace {
+
+// Moves `from` to `to`; with `replace` false fails with EEXIST when `to` exists.
+int install_file(const char* from, const char* to, bool replace) {
+  if (replace) return ::rename(from, to);
+  if (::renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS) return -1;
+  // No RENAME_NOREPLACE on this file system: link() fails on an existing name as well.
+  if (::link(from, to) != 0) return -1;
+  ::unlink(from);
+  return 0;
+}
+
+}  // namespace
+
+tl::expected<void, store_error> local_store::write_and_install(
+    std::string_view key, std::span<const std::span<const uint8_t>> parts, bool replace) {
   if (!valid_key(key)) return tl::make_unexpected(store_error::invalid_argument);
   const std::string temp = temp_path();
   if (auto written = write_file(temp, parts); !written) return written;
@@ -358,8 +385,17 @@ tl::expected<void, store_error> local_store::put_parts(
   constexpr int attempts = 8;
   for (int attempt = 1;; ++attempt) {
     auto parents = make_parents(key);
-    if (parents && ::rename(temp.c_str(), target.c_str()) == 0) break;
-    const store_error e = parents ? error_from_errno(errno) : parents.error();
+    if (parents && install_file(temp.c_str(), target.c_str(), replace) == 0) break;
+    const int err = errno;
+    if (parents && !replace && err == EEXIST) {
+      ::unlink(temp.c_str());
+      // A directory there means the key is a prefix of other keys: no object can have it.
+      struct stat st {};
+      const bool directory = ::stat(target.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+      return tl::make_unexpected(directory ? store_error::invalid_argument
+                                           : store_error::already_exists);
+    }
+    const store_error e = parents ? error_from_errno(err) : parents.error();
     if (e != store_error::not_found || attempt == attempts) {
       ::unlink(temp.c_str());
       return tl::make_unexpected(e);

@@ -56,6 +56,10 @@ class local_store final : public object_store {
                                                     std::span<const uint8_t> data) override;
   [[nodiscard]] tl::expected<void, store_error> put_parts(
       std::string_view key, std::span<const std::span<const uint8_t>> parts) override;
+  // The temporary file is renamed with RENAME_NOREPLACE (a hard link where the file system
+  // lacks it), which fails when the key is taken.
+  [[nodiscard]] tl::expected<void, store_error> put_if_absent(
+      std::string_view key, std::span<const uint8_t> data) override;
   [[nodiscard]] tl::expected<std::vector<uint8_t>, store_error> get(std::string_view key,
                                                                     uint64_t offset,
                                                                     uint64_t length) override;
@@ -72,6 +76,11 @@ class local_store final : public object_store {
   [[nodiscard]] static bool valid_key(std::string_view key);
 
  private:
+  // Writes `parts` to a temporary file and moves it to `key`: replacing what is there, or
+  // failing with already_exists when `replace` is false and the key is taken.
+  [[nodiscard]] tl::expected<void, store_error> write_and_install(
+      std::string_view key, std::span<const std::span<const uint8_t>> parts, bool replace);
+
   struct chunk_deleter {
     void operator()(uint8_t* p) const noexcept;
   };

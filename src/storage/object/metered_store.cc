@@ -59,6 +59,16 @@ tl::expected<void, store_error> metered_store::put(std::string_view key,
   return r;
 }
 
+tl::expected<void, store_error> metered_store::put_if_absent(std::string_view key,
+                                                             std::span<const uint8_t> data) {
+  auto r = metered(store_operation::put, [&] { return inner_->put_if_absent(key, data); });
+  if (r) {
+    ops_[static_cast<size_t>(store_operation::put)].bytes.fetch_add(data.size(),
+                                                                    std::memory_order_relaxed);
+  }
+  return r;
+}
+
 tl::expected<void, store_error> metered_store::put_parts(
     std::string_view key, std::span<const std::span<const uint8_t>> parts) {
   auto r = metered(store_operation::put, [&] { return inner_->put_parts(key, parts); });

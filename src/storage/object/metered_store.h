@@ -20,7 +20,7 @@ namespace silt::storage {
 // store_operation's names, as metrics label them: "put", "get", "head", "delete", "list".
 [[nodiscard]] std::string_view store_operation_name(store_operation op);
 
-inline constexpr size_t store_error_count = 7;  // store_error's values
+inline constexpr size_t store_error_count = 8;  // store_error's values
 
 class metered_store final : public object_store {
  public:
@@ -38,6 +38,9 @@ class metered_store final : public object_store {
                                                     std::span<const uint8_t> data) override;
   [[nodiscard]] tl::expected<void, store_error> put_parts(
       std::string_view key, std::span<const std::span<const uint8_t>> parts) override;
+  // Counted as a put.
+  [[nodiscard]] tl::expected<void, store_error> put_if_absent(
+      std::string_view key, std::span<const uint8_t> data) override;
   [[nodiscard]] tl::expected<std::vector<uint8_t>, store_error> get(std::string_view key,
                                                                     uint64_t offset,
                                                                     uint64_t length) override;

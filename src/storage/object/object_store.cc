@@ -1,5 +1,7 @@
 #include "storage/object/object_store.h"
 
+#include <algorithm>
+
 #include "storage/object/local_store.h"
 #include "storage/object/s3_store.h"
 #include "storage/object/uri.h"
@@ -22,6 +24,8 @@ std::string_view store_error_name(store_error e) {
       return "io";
     case store_error::invalid_argument:
       return "invalid_argument";
+    case store_error::already_exists:
+      return "already_exists";
   }
   return "unknown";
 }
@@ -35,6 +39,18 @@ tl::expected<void, store_error> object_store::put_parts(
   data.reserve(size);
   for (const auto& part : parts) data.insert(data.end(), part.begin(), part.end());
   return put(key, data);
+}
+
+tl::expected<void, store_error> object_store::taken_by(std::string_view key,
+                                                      std::span<const uint8_t> data) {
+  auto there = get(key, 0, to_end);
+  if (!there) {
+    // Deleted meanwhile: the key was taken when the write was refused all the same.
+    if (there.error() == store_error::not_found) return tl::make_unexpected(store_error::already_exists);
+    return tl::make_unexpected(there.error());
+  }
+  if (std::equal(there->begin(), there->end(), data.begin(), data.end())) return {};
+  return tl::make_unexpected(store_error::already_exists);
 }
 
 tl::expected<std::unique_ptr<object_store>, std::string> open_object_store(std::string_view uri) {

@@ -28,6 +28,7 @@ enum class store_error : uint8_t {
   timeout,           // still timing out after the retries
   io,                // any other failure: network, disk, server error after retries
   invalid_argument,  // a key or URI the store cannot use
+  already_exists,    // put_if_absent: another object is under that key
 };
 
 [[nodiscard]] std::string_view store_error_name(store_error e);
@@ -55,6 +56,12 @@ class object_store {
   // calls put(); the local store writes them without that copy.
   [[nodiscard]] virtual tl::expected<void, store_error> put_parts(
       std::string_view key, std::span<const std::span<const uint8_t>> parts);
+  // Writes `data` under `key` only if no object is there; already_exists when one is. Of
+  // writers racing for one key, exactly one succeeds. A retried request whose first attempt
+  // did write (its reply lost) finds an object: the store then compares it with `data` and
+  // succeeds when they are the same bytes.
+  [[nodiscard]] virtual tl::expected<void, store_error> put_if_absent(
+      std::string_view key, std::span<const uint8_t> data) = 0;
   // Reads `length` bytes from `offset`; fewer when the object ends first (none when `offset`
   // is its size); invalid_range when `offset` lies past its end. `to_end` reads the rest.
   // Stores check their transfers, but a caller that knows the size should still compare: a
@@ -75,6 +82,12 @@ class object_store {
   // retries) and later calls fail at once, so that nothing waits on an unreachable store.
   // Irreversible. The default does nothing (stores whose calls never hang).
   virtual void cancel() {}
+
+ protected:
+  // For put_if_absent when the store says the key is taken: success when the object there
+  // holds exactly `data` (an earlier attempt of the same call wrote it), else already_exists.
+  [[nodiscard]] tl::expected<void, store_error> taken_by(std::string_view key,
+                                                         std::span<const uint8_t> data);
 };
 
 // Opens the store a URI names:

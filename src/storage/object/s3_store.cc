@@ -232,23 +232,50 @@ tl::expected<void, store_error> s3_store::delete_bucket() {
 }
 
 tl::expected<void, store_error> s3_store::put(std::string_view key, std::span<const uint8_t> data) {
+  return put_object(key, data, /*if_absent=*/false);
+}
+
+tl::expected<void, store_error> s3_store::put_if_absent(std::string_view key,
+                                                        std::span<const uint8_t> data) {
+  auto r = put_object(key, data, /*if_absent=*/true);
+  if (!r && r.error() == store_error::already_exists) return taken_by(key, data);
+  return r;
+}
+
+tl::expected<void, store_error> s3_store::put_object(std::string_view key,
+                                                     std::span<const uint8_t> data,
+                                                     bool if_absent) {
   if (key.empty() || key.size() > max_key_bytes) {
     return tl::make_unexpected(store_error::invalid_argument);
   }
-  if (data.size() > options_.multipart_threshold) return put_multipart(key, data);
-  return put_single(key, data);
+  if (data.size() > options_.multipart_threshold) return put_multipart(key, data, if_absent);
+  return put_single(key, data, if_absent);
 }
 
+namespace {
+constexpr std::string_view if_none_match = "If-None-Match: *";
+
+// The answer to a conditional write when the key is taken.
+bool conflict(const http::response& r) {
+  return r.status == 412 || r.status == 409;
+}
+}  // namespace
+
 tl::expected<void, store_error> s3_store::put_single(std::string_view key,
-                                                     std::span<const uint8_t> data) {
-  auto r = execute(make_request("PUT", key, "", data));
+                                                     std::span<const uint8_t> data,
+                                                     bool if_absent) {
+  auto req = make_request("PUT", key, "", data);
+  if (if_absent) req.headers.emplace_back(if_none_match);
+  auto r = execute(req);
   if (!r) return tl::make_unexpected(r.error());
   if (is_2xx(*r)) return {};
+  if (if_absent && conflict(*r)) return tl::make_unexpected(store_error::already_exists);
   return tl::make_unexpected(error_of(*r));
 }
 
 tl::expected<void, store_error> s3_store::put_multipart(std::string_view key,
-                                                        std::span<const uint8_t> data) {
+                                                        std::span<const uint8_t> data,
+                                                        bool if_absent) {
   auto initiated = execute(make_request("POST", key, "uploads=", {}));
   if (!initiated) return tl::make_unexpected(initiated.error());
   if (!is_2xx(*initiated)) return tl::make_unexpected(error_of(*initiated));
@@ -311,8 +338,14 @@ tl::expected<void, store_error> s3_store::put_multipart(std::string_view key,
     }
     return std::nullopt;
   };
-  auto r = execute(make_request("POST", key, upload_query, bytes_of(body)), completed_ok);
+  auto complete = make_request("POST", key, upload_query, bytes_of(body));
+  if (if_absent) complete.headers.emplace_back(if_none_match);
+  auto r = execute(complete, completed_ok);
   if (r && is_2xx(*r)) return {};
+  if (r && if_absent && conflict(*r)) {
+    abort();
+    return tl::make_unexpected(store_error::already_exists);
+  }
   if (r && r->status == 404 && s3_xml::parse_error_code(r->body_text()) == "NoSuchUpload") {
     // The upload is gone though it was never aborted: an earlier attempt completed it and
     // only its answer was lost. The object is there if it has the size written.
@@ -328,44 +361,11 @@ tl::expected<std::vector<uint8_t>, store_error> s3_store::get(std::string_view k
   if (key.empty() || key.size() > max_key_bytes) {
     return tl::make_unexpected(store_error::invalid_argument);
   }
-  if (length == 0) {
-    // No Range header can ask for nothing; the size tells whether the offset is valid.
-    auto size = head(key);
-    if (!size) return tl::make_unexpected(size.error());
-    if (offset > *size) return tl::make_unexpected(store_error::invalid_range);
-    return std::vector<uint8_t>();
-  }
-  auto req = make_request("GET", key, "", {});
-  // The whole object needs no Range, which also makes an empty object readable.
-  if (offset != 0 || length != to_end) {
-    req.headers.push_back("Range: " + http::range_value(offset, length));
-    req.window_offset = offset;
-    req.window_length = length;
-  }
-  // A body that does not match its headers was cut short or is not the range asked for.
-  const auto complete = [&](const http::response& r) {
-    return http::check_ranged_body(r, offset, length);
-  };
-  auto r = execute(req, complete);
-  if (!r) return tl::make_unexpected(r.error());
-  if (r->status == 206) return std::move(r->body);
-  if (r->status == 200) {
-    // The server sent the whole object (no Range, or it ignored the Range).
-    const auto total = parse_u64(r->header("content-length").value_or(""));
-    if (total && offset > *total) return tl::make_unexpected(store_error::invalid_range);
-    return std::move(r->body);
-  }
-  if (r->status == 416) {
-    // Only an empty object has no byte 0. Past that, the size tells "at the end" (an empty
-    // read) from "past the end".
-    if (offset == 0) return std::vector<uint8_t>();
-    auto size = head(key);
-    if (!size) return tl::make_unexpected(size.error());
-    if (offset == *size) return std::vector<uint8_t>();
-    if (offset > *size) return tl::make_unexpected(store_error::invalid_range);
-    return tl::make_unexpected(store_error::io);  // replaced by a larger object meanwhile
-  }
-  return tl::make_unexpected(error_of(*r));
+  return http::ranged_get(http_, make_request("GET", key, "", {}), offset, length,
+                          {.range_header = "Range",
+                           .finish = {},
+                           .head = [&] { return head(key); },
+                           .error_of = error_of});
 }
 
 tl::expected<uint64_t, store_error> s3_store::head(std::string_view key) {

@@ -91,6 +91,9 @@ class s3_store final : public object_store {
 
   [[nodiscard]] tl::expected<void, store_error> put(std::string_view key,
                                                     std::span<const uint8_t> data) override;
+  // If-None-Match: * on the PUT (or on CompleteMultipartUpload).
+  [[nodiscard]] tl::expected<void, store_error> put_if_absent(
+      std::string_view key, std::span<const uint8_t> data) override;
   [[nodiscard]] tl::expected<std::vector<uint8_t>, store_error> get(std::string_view key,
                                                                     uint64_t offset,
                                                                     uint64_t length) override;
@@ -119,10 +122,17 @@ class s3_store final : public object_store {
   [[nodiscard]] http::request make_request(std::string method, std::string_view key,
                                            std::string_view query,
                                            std::span<const uint8_t> body) const;
+  // `if_absent`: the write is conditional (If-None-Match: *); a 412 or 409 is returned as
+  // already_exists, to be settled by taken_by().
+  [[nodiscard]] tl::expected<void, store_error> put_object(std::string_view key,
+                                                           std::span<const uint8_t> data,
+                                                           bool if_absent);
   [[nodiscard]] tl::expected<void, store_error> put_single(std::string_view key,
-                                                           std::span<const uint8_t> data);
+                                                           std::span<const uint8_t> data,
+                                                           bool if_absent);
   [[nodiscard]] tl::expected<void, store_error> put_multipart(std::string_view key,
-                                                              std::span<const uint8_t> data);
+                                                              std::span<const uint8_t> data,
+                                                              bool if_absent);
 
   const s3_options options_;
   const endpoint_parts endpoint_;

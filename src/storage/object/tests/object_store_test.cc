@@ -18,6 +18,7 @@ TEST(StoreErrorName, NamesEveryError) {
   EXPECT_EQ(store_error_name(store_error::timeout), "timeout");
   EXPECT_EQ(store_error_name(store_error::io), "io");
   EXPECT_EQ(store_error_name(store_error::invalid_argument), "invalid_argument");
+  EXPECT_EQ(store_error_name(store_error::already_exists), "already_exists");
 }
 
 // A store that records its puts, for the default gather put.
@@ -27,6 +28,10 @@ class recording_store final : public object_store {
                                       std::span<const uint8_t> data) override {
     puts.emplace_back(key, std::vector<uint8_t>(data.begin(), data.end()));
     return {};
+  }
+  tl::expected<void, store_error> put_if_absent(std::string_view key,
+                                                std::span<const uint8_t> data) override {
+    return put(key, data);
   }
   tl::expected<std::vector<uint8_t>, store_error> get(std::string_view, uint64_t,
                                                       uint64_t) override {
