@@ -29,14 +29,20 @@ test_packages=(
   # the metrics endpoint's test parses a scrape with Prometheus' own Python parser
   python3-prometheus-client
   openjdk-17-jdk-headless maven
-  # the S3 server the object store tests run against (Ceph radosgw, checks SigV4)
-  ceph-mon ceph-osd radosgw ceph-common
+  # the S3 server the object store tests run against (Ceph radosgw, checks SigV4), and curl,
+  # with which the test server scripts see that their servers answer
+  ceph-mon ceph-osd radosgw ceph-common curl
   # the PostgreSQL server the metadata store tests run against (initdb in a temp folder)
   postgresql
 )
 case "${1:-}" in
   "") ;;
-  --test) packages+=("${test_packages[@]}") ;;
+  --test)
+    packages+=("${test_packages[@]}")
+    # npm fetches Azurite, the Azure Blob server of the tests (azurite-test-server.sh). Any
+    # Node.js will do: Debian's unless one is installed already.
+    command -v npm >/dev/null || packages+=(nodejs npm)
+    ;;
   *) echo "usage: $0 [--test]" >&2; exit 2 ;;
 esac
 

@@ -368,7 +368,8 @@ bool is_base64url(std::string_view v) {
 }
 
 bool is_object_store_uri(std::string_view v) {
-  return (v.starts_with("file://") && v.size() > 7) || (v.starts_with("s3://") && v.size() > 5);
+  return (v.starts_with("file://") && v.size() > 7) || (v.starts_with("s3://") && v.size() > 5) ||
+         (v.starts_with("azblob://") && v.size() > 9);
 }
 
 bool is_metrics_listener(std::string_view v) {
@@ -507,10 +508,12 @@ std::vector<setting> make_settings() {
                    "O_DSYNC write runs in a kernel worker that waits behind busy threads.",
                    "threads or uring", one_of({"threads", "uring"})));
   t.push_back(text("object.store.uri", &bc::object_store_uri, "`file://<data.dir>/objects`",
-                   "Where the data lives: `file:///path` (a local directory) or "
-                   "`s3://bucket?endpoint=http://host:port&region=...&path_style=true`. The "
-                   "default is an absolute path under `data.dir`.",
-                   "a file:// or s3:// URI", is_object_store_uri));
+                   "Where the data lives: `file:///path` (a local directory), "
+                   "`s3://bucket?endpoint=http://host:port&region=...&path_style=true` or "
+                   "`azblob://container?account=NAME&endpoint=URL` (key from `key=` or "
+                   "AZURE_STORAGE_KEY, or a SAS token from `sas=` or AZURE_STORAGE_SAS_TOKEN). "
+                   "The default is an absolute path under `data.dir`.",
+                   "a file://, s3:// or azblob:// URI", is_object_store_uri));
   t.push_back(text("metadata.store.uri", &bc::metadata_store_uri,
                    "`sqlite://<data.dir>/metadata.db`",
                    "The metadata store: topics, configs, the stream catalog, stream ownership "

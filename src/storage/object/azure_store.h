@@ -29,6 +29,7 @@
 #include "storage/object/http_client.h"
 #include "storage/object/http_retry.h"
 #include "storage/object/object_store.h"
+#include "storage/object/uri.h"
 
 namespace silt::storage {
 
@@ -67,8 +68,7 @@ struct azure_options {
 // from AZURE_STORAGE_ACCOUNT; the credentials from AZURE_STORAGE_KEY, then
 // AZURE_STORAGE_SAS_TOKEN. The error names the bad part.
 [[nodiscard]] tl::expected<azure_options, std::string> parse_azure_uri(
-    std::string_view uri,
-    const std::function<std::optional<std::string>(const char*)>& env = {});
+    std::string_view uri, const uri::env_lookup& env = {});
 
 // Whether `name` follows Azure's container naming rules: 3-63 characters of a-z, 0-9 and '-',
 // starting and ending with a letter or digit, no "--".
@@ -125,10 +125,16 @@ class azure_store final : public object_store {
  private:
   explicit azure_store(azure_options options);
 
-  // A request with x-ms-date, x-ms-version and `extra` headers, signed (or with the SAS).
+  // A request with `extra` headers, not signed yet.
+  [[nodiscard]] http::request unsigned_request(std::string method, std::string_view key,
+                                               std::string_view query,
+                                               std::span<const uint8_t> body,
+                                               std::vector<std::string> extra = {}) const;
+  // The same with x-ms-date and x-ms-version, signed (or authorised by the SAS in its URL).
   [[nodiscard]] http::request make_request(std::string method, std::string_view key,
                                            std::string_view query, std::span<const uint8_t> body,
                                            std::vector<std::string> extra = {}) const;
+  // Adds x-ms-date, x-ms-version and the Authorization header (none with a SAS).
   void sign(http::request& req) const;
   [[nodiscard]] tl::expected<void, store_error> put_object(std::string_view key,
                                                            std::span<const uint8_t> data,

@@ -101,6 +101,7 @@ void retrying_client::cancel() {
 }
 
 std::optional<store_error> check_ranged_body(const response& r, uint64_t offset, uint64_t length) {
+  if (r.status == 206 && r.body.empty()) return std::nullopt;  // see ranged_get
   if (r.status == 206) {
     const auto range = parse_content_range(r.header("content-range").value_or(""));
     if (!range || range->first != offset || r.body.size() != range->last - range->first + 1)
@@ -141,14 +142,15 @@ tl::expected<std::vector<uint8_t>, store_error> ranged_get(retrying_client& clie
   const auto complete = [&](const response& r) { return check_ranged_body(r, offset, length); };
   auto r = client.execute(req, complete);
   if (!r) return tl::make_unexpected(r.error());
-  if (r->status == 206) return std::move(r->body);
+  if (r->status == 206 && !r->body.empty()) return std::move(r->body);
   if (r->status == 200) {
     // The server sent the whole object (no Range, or it ignored the Range).
     const auto total = parse_u64(r->header("content-length").value_or(""));
     if (total && offset > *total) return tl::make_unexpected(store_error::invalid_range);
     return std::move(r->body);
   }
-  if (r->status == 416) {
+  // An empty 206 is how Azurite answers a range at or past the end where Azure sends 416.
+  if (r->status == 416 || r->status == 206) {
     // Only an empty object has no byte 0. Past that, the size tells "at the end" (an empty
     // read) from "past the end".
     if (offset == 0) return std::vector<uint8_t>();

@@ -11,8 +11,8 @@
 #include <utility>
 
 #include <dirent.h>
-#include <stdio.h>  // renameat2
 #include <fcntl.h>
+#include <stdio.h>  // renameat2
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -356,7 +356,9 @@ tl::expected<void, store_error> local_store::put_parts(
 tl::expected<void, store_error> local_store::put_if_absent(std::string_view key,
                                                            std::span<const uint8_t> data) {
   const std::span<const uint8_t> parts[] = {data};
-  return write_and_install(key, parts, /*replace=*/false);
+  auto r = write_and_install(key, parts, /*replace=*/false);
+  if (!r && r.error() == store_error::already_exists) return taken_by(key, data);
+  return r;
 }
 
 namespace {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "storage/object/azure_store.h"
 #include "storage/object/local_store.h"
 #include "storage/object/s3_store.h"
 #include "storage/object/uri.h"
@@ -42,11 +43,12 @@ tl::expected<void, store_error> object_store::put_parts(
 }
 
 tl::expected<void, store_error> object_store::taken_by(std::string_view key,
-                                                      std::span<const uint8_t> data) {
+                                                       std::span<const uint8_t> data) {
   auto there = get(key, 0, to_end);
   if (!there) {
     // Deleted meanwhile: the key was taken when the write was refused all the same.
-    if (there.error() == store_error::not_found) return tl::make_unexpected(store_error::already_exists);
+    if (there.error() == store_error::not_found)
+      return tl::make_unexpected(store_error::already_exists);
     return tl::make_unexpected(there.error());
   }
   if (std::equal(there->begin(), there->end(), data.begin(), data.end())) return {};
@@ -72,13 +74,27 @@ tl::expected<std::unique_ptr<object_store>, std::string> open_object_store(std::
     if (!store) return tl::make_unexpected("s3:// URI: " + store.error());
     return std::unique_ptr<object_store>(std::move(*store));
   }
+  if (uri.starts_with("azblob://")) {
+    auto options = parse_azure_uri(uri);
+    if (!options) return tl::make_unexpected(options.error());
+    const bool create = options->create_container;
+    auto store = azure_store::open(std::move(*options));
+    if (!store) return tl::make_unexpected("azblob:// URI: " + store.error());
+    if (create) {
+      if (auto made = (*store)->create_container(); !made) {
+        return tl::make_unexpected("azblob:// URI: cannot create the container: " +
+                                   std::string(store_error_name(made.error())));
+      }
+    }
+    return std::unique_ptr<object_store>(std::move(*store));
+  }
   const size_t colon = uri.find("://");
   if (colon == std::string_view::npos) {
     return tl::make_unexpected("object store URI '" + std::string(uri) +
-                               "' has no scheme (file:// or s3://)");
+                               "' has no scheme (file://, s3:// or azblob://)");
   }
   return tl::make_unexpected("object store URI scheme '" + std::string(uri.substr(0, colon)) +
-                             "' is not supported (file:// or s3://)");
+                             "' is not supported (file://, s3:// or azblob://)");
 }
 
 }  // namespace silt::storage

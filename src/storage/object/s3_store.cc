@@ -19,8 +19,9 @@ namespace {
 // The SHA-256 of no bytes: the payload hash of every request without a body.
 constexpr std::string_view empty_sha256 =
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-constexpr size_t max_key_bytes = 1024;  // S3's limit
-constexpr uint64_t max_parts = 10000;   // S3's limit on parts of one upload
+constexpr size_t max_key_bytes = 1024;           // S3's limit
+constexpr uint64_t max_parts = 10000;            // S3's limit on parts of one upload
+constexpr uint64_t max_single_put = 5ull << 30;  // S3's limit on one PUT
 
 std::string sha256_hex(std::span<const uint8_t> data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
@@ -248,7 +249,12 @@ tl::expected<void, store_error> s3_store::put_object(std::string_view key,
   if (key.empty() || key.size() > max_key_bytes) {
     return tl::make_unexpected(store_error::invalid_argument);
   }
-  if (data.size() > options_.multipart_threshold) return put_multipart(key, data, if_absent);
+  // A conditional write goes up in one PUT whatever its size: radosgw ignores If-None-Match on
+  // CompleteMultipartUpload and would replace the object.
+  if (if_absent && data.size() > max_single_put) {
+    return tl::make_unexpected(store_error::invalid_argument);
+  }
+  if (!if_absent && data.size() > options_.multipart_threshold) return put_multipart(key, data);
   return put_single(key, data, if_absent);
 }
 
@@ -274,8 +280,7 @@ tl::expected<void, store_error> s3_store::put_single(std::string_view key,
 }
 
 tl::expected<void, store_error> s3_store::put_multipart(std::string_view key,
-                                                        std::span<const uint8_t> data,
-                                                        bool if_absent) {
+                                                        std::span<const uint8_t> data) {
   auto initiated = execute(make_request("POST", key, "uploads=", {}));
   if (!initiated) return tl::make_unexpected(initiated.error());
   if (!is_2xx(*initiated)) return tl::make_unexpected(error_of(*initiated));
@@ -338,14 +343,8 @@ tl::expected<void, store_error> s3_store::put_multipart(std::string_view key,
     }
     return std::nullopt;
   };
-  auto complete = make_request("POST", key, upload_query, bytes_of(body));
-  if (if_absent) complete.headers.emplace_back(if_none_match);
-  auto r = execute(complete, completed_ok);
+  auto r = execute(make_request("POST", key, upload_query, bytes_of(body)), completed_ok);
   if (r && is_2xx(*r)) return {};
-  if (r && if_absent && conflict(*r)) {
-    abort();
-    return tl::make_unexpected(store_error::already_exists);
-  }
   if (r && r->status == 404 && s3_xml::parse_error_code(r->body_text()) == "NoSuchUpload") {
     // The upload is gone though it was never aborted: an earlier attempt completed it and
     // only its answer was lost. The object is there if it has the size written.

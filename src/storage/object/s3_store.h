@@ -27,6 +27,7 @@
 #include "storage/object/http_client.h"
 #include "storage/object/http_retry.h"
 #include "storage/object/object_store.h"
+#include "storage/object/uri.h"
 
 namespace silt::storage {
 
@@ -59,8 +60,7 @@ struct s3_options {
   std::function<void(std::string_view)> on_failure;
 };
 
-// Looks a variable up in the environment (nullopt when unset).
-using env_lookup = std::function<std::optional<std::string>(const char* name)>;
+using env_lookup = uri::env_lookup;
 
 // The options an s3:// URI gives:
 //   s3://BUCKET?endpoint=http://127.0.0.1:7480&region=us-east-1&path_style=true
@@ -91,7 +91,7 @@ class s3_store final : public object_store {
 
   [[nodiscard]] tl::expected<void, store_error> put(std::string_view key,
                                                     std::span<const uint8_t> data) override;
-  // If-None-Match: * on the PUT (or on CompleteMultipartUpload).
+  // One PUT with If-None-Match: * (at most 5 GiB; never a multipart upload).
   [[nodiscard]] tl::expected<void, store_error> put_if_absent(
       std::string_view key, std::span<const uint8_t> data) override;
   [[nodiscard]] tl::expected<std::vector<uint8_t>, store_error> get(std::string_view key,
@@ -122,8 +122,8 @@ class s3_store final : public object_store {
   [[nodiscard]] http::request make_request(std::string method, std::string_view key,
                                            std::string_view query,
                                            std::span<const uint8_t> body) const;
-  // `if_absent`: the write is conditional (If-None-Match: *); a 412 or 409 is returned as
-  // already_exists, to be settled by taken_by().
+  // `if_absent`: the write is conditional (If-None-Match: *, one PUT); a 412 or 409 is
+  // returned as already_exists, to be settled by taken_by().
   [[nodiscard]] tl::expected<void, store_error> put_object(std::string_view key,
                                                            std::span<const uint8_t> data,
                                                            bool if_absent);
@@ -131,8 +131,7 @@ class s3_store final : public object_store {
                                                            std::span<const uint8_t> data,
                                                            bool if_absent);
   [[nodiscard]] tl::expected<void, store_error> put_multipart(std::string_view key,
-                                                              std::span<const uint8_t> data,
-                                                              bool if_absent);
+                                                              std::span<const uint8_t> data);
 
   const s3_options options_;
   const endpoint_parts endpoint_;

@@ -1,7 +1,5 @@
 // parse_s3_uri and the bucket naming rules (declared in s3_store.h).
 #include <algorithm>
-#include <charconv>
-#include <cstdlib>
 #include <limits>
 #include <type_traits>
 
@@ -9,29 +7,6 @@
 #include "storage/object/uri.h"
 
 namespace silt::storage {
-namespace {
-
-std::optional<uint64_t> parse_u64(std::string_view s) {
-  uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
-}
-
-std::optional<bool> parse_bool(std::string_view v) {
-  if (v == "true" || v == "1" || v == "yes") return true;
-  if (v == "false" || v == "0" || v == "no") return false;
-  return std::nullopt;
-}
-
-std::optional<std::string> system_env(const char* name) {
-  // Read once per open; nothing in Silt sets environment variables at run time.
-  const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe)
-  if (v == nullptr || *v == '\0') return std::nullopt;
-  return std::string(v);
-}
-
-}  // namespace
 
 bool valid_s3_bucket_name(std::string_view b) {
   if (b.size() < 3 || b.size() > 63) return false;
@@ -41,7 +16,7 @@ bool valid_s3_bucket_name(std::string_view b) {
 }
 
 tl::expected<s3_options, std::string> parse_s3_uri(std::string_view uri, const env_lookup& env) {
-  const env_lookup& lookup = env ? env : env_lookup(system_env);
+  const env_lookup& lookup = env ? env : env_lookup(uri::system_env);
   constexpr std::string_view scheme = "s3://";
   if (!uri.starts_with(scheme)) return tl::make_unexpected(std::string("not an s3:// URI"));
   auto rest = uri.substr(scheme.size());
@@ -65,16 +40,10 @@ tl::expected<s3_options, std::string> parse_s3_uri(std::string_view uri, const e
   bool region_given = false;
   for (const auto& [name, value] : *params) {
     const auto bad_value = [&, &name = name, &value = value](std::string_view want) {
-      std::string message = "s3:// URI: parameter ";
-      message += name;
-      message += "='";
-      message += value;
-      message += "' is not ";
-      message += want;
-      return tl::make_unexpected(std::move(message));
+      return tl::make_unexpected(uri::bad_parameter("s3://", name, value, want));
     };
     const auto number = [&, &value = value](auto& field) -> bool {
-      const auto v = parse_u64(value);
+      const auto v = uri::parse_number(value);
       if (!v || *v > std::numeric_limits<std::remove_reference_t<decltype(field)>>::max())
         return false;
       field = static_cast<std::remove_reference_t<decltype(field)>>(*v);
@@ -86,7 +55,7 @@ tl::expected<s3_options, std::string> parse_s3_uri(std::string_view uri, const e
       o.region = value;
       region_given = true;
     } else if (name == "path_style" || name == "sign_payload") {
-      const auto b = parse_bool(value);
+      const auto b = uri::parse_flag(value);
       if (!b) return bad_value("true or false");
       (name == "path_style" ? o.path_style : o.sign_payload) = *b;
     } else if (name == "access_key") {

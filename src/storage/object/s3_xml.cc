@@ -69,11 +69,7 @@ std::optional<std::string> parse_upload_id(std::string_view xml) {
 }
 
 std::optional<std::string> parse_error_code(std::string_view xml) {
-  pugi::xml_document doc;
-  if (!parse(doc, xml)) return std::nullopt;
-  const auto root = root_element(doc);
-  if (local_name(root) != "Error") return std::nullopt;
-  return std::string(text(child(root, "Code")));
+  return xml::error_code(xml);
 }
 
 std::string complete_multipart_body(const std::vector<std::string>& etags) {

@@ -1,6 +1,8 @@
 #include "storage/object/uri.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdlib>
 
 namespace silt::storage::uri {
 namespace {
@@ -87,6 +89,37 @@ std::string canonical_query(std::vector<std::pair<std::string, std::string>> par
     out += value;
   }
   return out;
+}
+
+std::optional<uint64_t> parse_number(std::string_view s) {
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+std::optional<bool> parse_flag(std::string_view v) {
+  if (v == "true" || v == "1" || v == "yes") return true;
+  if (v == "false" || v == "0" || v == "no") return false;
+  return std::nullopt;
+}
+
+std::string bad_parameter(std::string_view scheme, std::string_view name, std::string_view value,
+                          std::string_view want) {
+  std::string out(scheme);
+  out += " URI: parameter ";
+  out += name;
+  out += "='";
+  out += value;
+  out += "' is not ";
+  out += want;
+  return out;
+}
+
+std::optional<std::string> system_env(const char* name) {
+  const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): see the declaration
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
 }
 
 }  // namespace silt::storage::uri

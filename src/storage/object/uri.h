@@ -2,6 +2,8 @@
 // Pure functions, no I/O.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,5 +30,19 @@ namespace silt::storage::uri {
 // with '=' ("uploads="). AWS Signature V4 signs this form and libcurl 7.88 signs the query
 // as given, so requests must be sent in it.
 [[nodiscard]] std::string canonical_query(std::vector<std::pair<std::string, std::string>> params);
+
+// For the stores' URI parsers: a parameter's value as a number or a flag (true/1/yes,
+// false/0/no); nullopt when it is not one.
+[[nodiscard]] std::optional<uint64_t> parse_number(std::string_view value);
+[[nodiscard]] std::optional<bool> parse_flag(std::string_view value);
+// "SCHEME URI: parameter NAME='VALUE' is not WANT".
+[[nodiscard]] std::string bad_parameter(std::string_view scheme, std::string_view name,
+                                        std::string_view value, std::string_view want);
+
+// Looks a variable up in the environment (nullopt when unset or empty); URI parsers take one
+// so that tests can substitute theirs.
+using env_lookup = std::function<std::optional<std::string>(const char* name)>;
+// The process environment, read at the call (nothing in Silt sets variables at run time).
+[[nodiscard]] std::optional<std::string> system_env(const char* name);
 
 }  // namespace silt::storage::uri

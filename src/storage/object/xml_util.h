@@ -2,6 +2,7 @@
 // azure_xml.cc): element names are matched without their namespace prefix.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,16 @@ inline std::string_view text(const pugi::xml_node& node) {
 inline bool parse(pugi::xml_document& doc, std::string_view xml) {
   return static_cast<bool>(
       doc.load_buffer(xml.data(), xml.size(), pugi::parse_default, pugi::encoding_utf8));
+}
+
+// The Code of an <Error> document, as S3 and Azure send them ("NoSuchKey", "BlobNotFound");
+// nullopt when the document is not an error.
+inline std::optional<std::string> error_code(std::string_view xml) {
+  pugi::xml_document doc;
+  if (!parse(doc, xml)) return std::nullopt;
+  const auto root = doc.document_element();
+  if (local_name(root) != "Error") return std::nullopt;
+  return std::string(text(child(root, "Code")));
 }
 
 // The document without its declaration, on one line.

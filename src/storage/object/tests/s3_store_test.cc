@@ -1,6 +1,7 @@
-// The S3 store against a real S3 server. Runs when SILT_S3_ENDPOINT, SILT_S3_ACCESS_KEY and
-// SILT_S3_SECRET_KEY (and optionally SILT_S3_REGION) are set, as scripts/s3-test-server.sh
-// prints them:
+// What is particular to the S3 store (multipart thresholds, signatures, addressing), against a
+// real S3 server; store_contract_test.cc checks the object store contract on it. Runs when
+// SILT_S3_ENDPOINT, SILT_S3_ACCESS_KEY and SILT_S3_SECRET_KEY (and optionally SILT_S3_REGION) are
+// set, as scripts/s3-test-server.sh prints them:
 //   eval "$(scripts/s3-test-server.sh start /tmp/s3)"
 // and is skipped otherwise. Each test works in a bucket of its own, emptied and deleted after.
 #include "storage/object/s3_store.h"
@@ -79,96 +80,6 @@ class S3Store : public ::testing::Test {
   std::string bucket_;
   std::unique_ptr<s3_store> store_;
 };
-
-TEST_F(S3Store, PutGetHeadRemove) {
-  ASSERT_TRUE(store_->put("a/b", bytes("hello world")));
-  EXPECT_EQ(store_->get("a/b", 0, to_end).value(), bytes("hello world"));
-  EXPECT_EQ(store_->head("a/b").value(), 11u);
-  ASSERT_TRUE(store_->remove("a/b"));
-  EXPECT_EQ(store_->head("a/b").error(), store_error::not_found);
-  EXPECT_EQ(store_->get("a/b", 0, 1).error(), store_error::not_found);
-  EXPECT_TRUE(store_->remove("a/b")) << "removing a missing key succeeds";
-}
-
-TEST_F(S3Store, PutReplacesTheObject) {
-  ASSERT_TRUE(store_->put("k", bytes("first version")));
-  ASSERT_TRUE(store_->put("k", bytes("second")));
-  EXPECT_EQ(store_->get("k", 0, to_end).value(), bytes("second"));
-}
-
-TEST_F(S3Store, GatherPut) {
-  const auto a = bytes("hello ");
-  const auto b = bytes("world");
-  const std::span<const uint8_t> parts[] = {a, {}, b};
-  ASSERT_TRUE(store_->put_parts("g", parts));
-  EXPECT_EQ(store_->get("g", 0, to_end).value(), bytes("hello world"));
-}
-
-TEST_F(S3Store, RangedGets) {
-  ASSERT_TRUE(store_->put("r", bytes("0123456789")));
-  EXPECT_EQ(store_->get("r", 2, 3).value(), bytes("234"));
-  EXPECT_EQ(store_->get("r", 7, 100).value(), bytes("789"));
-  EXPECT_EQ(store_->get("r", 4, to_end).value(), bytes("456789"));
-  EXPECT_TRUE(store_->get("r", 10, 5).value().empty()) << "at the end: empty";
-  EXPECT_TRUE(store_->get("r", 3, 0).value().empty());
-  EXPECT_EQ(store_->get("r", 11, 5).error(), store_error::invalid_range);
-  EXPECT_EQ(store_->get("r", 11, 0).error(), store_error::invalid_range);
-}
-
-TEST_F(S3Store, EmptyObjects) {
-  ASSERT_TRUE(store_->put("empty", {}));
-  EXPECT_EQ(store_->head("empty").value(), 0u);
-  EXPECT_TRUE(store_->get("empty", 0, to_end).value().empty());
-  EXPECT_TRUE(store_->get("empty", 0, 10).value().empty());
-  EXPECT_EQ(store_->get("empty", 1, 10).error(), store_error::invalid_range);
-}
-
-TEST_F(S3Store, KeysWithSpecialCharactersRoundTrip) {
-  const std::vector<std::string> keys = {"a b",           "plus+sign",   "eq=amp&q?",
-                                         "tilde~star*",   "caf\xc3\xa9", "x//y",
-                                         "./dot/../dots", "percent%41",  "semi;colon,comma"};
-  for (const auto& k : keys) ASSERT_TRUE(store_->put(k, bytes(k))) << k;
-  for (const auto& k : keys) EXPECT_EQ(store_->get(k, 0, to_end).value(), bytes(k)) << k;
-  auto listed = store_->list("");
-  ASSERT_TRUE(listed);
-  std::vector<std::string> names;
-  for (const auto& o : *listed) names.push_back(o.key);
-  auto sorted = keys;
-  std::sort(sorted.begin(), sorted.end());
-  EXPECT_EQ(names, sorted);
-}
-
-TEST_F(S3Store, ListPaginatesInKeyOrder) {
-  // More keys than one ListObjectsV2 page (1000) holds.
-  constexpr int count = 1050;
-  std::vector<std::thread> threads;
-  threads.reserve(8);
-  std::atomic<int> failures{0};
-  for (int t = 0; t < 8; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = t; i < count; i += 8) {
-        char key[32];
-        std::snprintf(key, sizeof key, "many/%05d", i);
-        if (!store_->put(key, bytes(std::to_string(i)))) ++failures;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  ASSERT_EQ(failures.load(), 0);
-  ASSERT_TRUE(store_->put("other", bytes("x")));
-  auto listed = store_->list("many/");
-  ASSERT_TRUE(listed);
-  ASSERT_EQ(listed->size(), static_cast<size_t>(count));
-  for (int i = 0; i < count; ++i) {
-    char key[32];
-    std::snprintf(key, sizeof key, "many/%05d", i);
-    EXPECT_EQ((*listed)[i].key, key);
-    EXPECT_EQ((*listed)[i].size, std::to_string(i).size());
-  }
-  EXPECT_EQ(store_->list("").value().size(), static_cast<size_t>(count) + 1);
-  EXPECT_EQ(store_->list("many/0104").value().size(), 10u);
-  EXPECT_TRUE(store_->list("none/").value().empty());
-}
 
 TEST_F(S3Store, SmallPagesPaginateToo) {
   auto o = options();
@@ -289,26 +200,6 @@ TEST_F(S3Store, VirtualHostedAddressing) {
   EXPECT_EQ(vhost->head("v/big").value(), data.size());
   ASSERT_TRUE(vhost->remove("v/k"));
   EXPECT_EQ(vhost->head("v/k").error(), store_error::not_found);
-}
-
-TEST_F(S3Store, ConcurrentCallsFromManyThreads) {
-  std::vector<std::thread> threads;
-  threads.reserve(8);
-  std::atomic<int> failures{0};
-  for (int t = 0; t < 6; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < 20; ++i) {
-        const std::string key = "c/" + std::to_string(t) + "/" + std::to_string(i);
-        const auto data = random_bytes(1000 + i, t * 100 + i);
-        if (!store_->put(key, data)) ++failures;
-        auto back = store_->get(key, 0, to_end);
-        if (!back || *back != data) ++failures;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(failures.load(), 0);
-  EXPECT_EQ(store_->list("c/").value().size(), 120u);
 }
 
 TEST_F(S3Store, OpensFromAUri) {
