@@ -1,6 +1,11 @@
 #include "storage/object/object_store.h"
 
 #include <algorithm>
+#include <chrono>
+#include <functional>
+#include <memory>
+
+#include "base/log.h"
 
 #include "storage/object/azure_store.h"
 #include "storage/object/local_store.h"
@@ -55,6 +60,28 @@ tl::expected<void, store_error> object_store::taken_by(std::string_view key,
   return tl::make_unexpected(store_error::already_exists);
 }
 
+namespace {
+
+// Logs the failed attempts of an HTTP store's requests, each with its cause (the HTTP status
+// and error code, or the transport error), at most one line every 10 s with the count of
+// those left out.
+std::function<void(std::string_view)> failure_logger() {
+  auto limiter = std::make_shared<base::log_limiter>(std::chrono::seconds(10));
+  return [limiter](std::string_view line) {
+    uint64_t left_out = 0;
+    if (!limiter->allow(left_out)) return;
+    if (left_out == 0) {
+      SILT_LOG(warn, "silt: object store: %.*s", static_cast<int>(line.size()), line.data());
+    } else {
+      SILT_LOG(warn, "silt: object store: %.*s (%llu similar line(s) left out)",
+               static_cast<int>(line.size()), line.data(),
+               static_cast<unsigned long long>(left_out));
+    }
+  };
+}
+
+}  // namespace
+
 tl::expected<std::unique_ptr<object_store>, std::string> open_object_store(std::string_view uri) {
   constexpr std::string_view file_scheme = "file://";
   if (uri.starts_with(file_scheme)) {
@@ -70,6 +97,7 @@ tl::expected<std::unique_ptr<object_store>, std::string> open_object_store(std::
   if (uri.starts_with("s3://")) {
     auto options = parse_s3_uri(uri);
     if (!options) return tl::make_unexpected(options.error());
+    options->on_failure = failure_logger();
     auto store = s3_store::open(std::move(*options));
     if (!store) return tl::make_unexpected("s3:// URI: " + store.error());
     return std::unique_ptr<object_store>(std::move(*store));
@@ -77,6 +105,7 @@ tl::expected<std::unique_ptr<object_store>, std::string> open_object_store(std::
   if (uri.starts_with("azblob://")) {
     auto options = parse_azure_uri(uri);
     if (!options) return tl::make_unexpected(options.error());
+    options->on_failure = failure_logger();
     const bool create = options->create_container;
     auto store = azure_store::open(std::move(*options));
     if (!store) return tl::make_unexpected("azblob:// URI: " + store.error());

@@ -1,11 +1,11 @@
 // The object store interface: whole-object writes, ranged reads, deletes and listings, over a
-// local directory (the embedded default), S3, and later Azure Blob.
+// local directory (the embedded default), S3, and Azure Blob.
 //
 // Calls block until done (retrying transient failures inside, per the store's retry policy)
 // and are safe to make from several threads at once. Callers keep them off latency-sensitive
 // threads: uploads and compaction run on their own threads, cold reads on a reader pool.
-// Implementations: local_store.h (file://), s3_store.h (s3://), faulty_store.h (a decorator
-// that injects failures, for tests).
+// Implementations: local_store.h (file://), s3_store.h (s3://), azure_store.h (azblob://);
+// decorators: metered_store.h (metrics), faulty_store.h (injected failures, for tests).
 #pragma once
 
 #include <cstdint>
@@ -95,7 +95,10 @@ class object_store {
 //   s3://bucket?endpoint=http://host:port&region=us-east-1&path_style=true
 //      credentials from access_key/secret_key parameters or AWS_ACCESS_KEY_ID /
 //      AWS_SECRET_ACCESS_KEY; see s3_store.h (parse_s3_uri) for every parameter.
-// The error names the part of the URI that is wrong.
+//   azblob://container?account=NAME&endpoint=URL&key=BASE64 (or sas=TOKEN)
+//      see azure_store.h (parse_azure_uri) for every parameter.
+// The HTTP stores log each failed attempt (rate-limited, base/log.h). The error names the
+// part of the URI that is wrong.
 [[nodiscard]] tl::expected<std::unique_ptr<object_store>, std::string> open_object_store(
     std::string_view uri);
 
