@@ -48,12 +48,12 @@ unit-tests: test-deps build
 	@scripts/run-ctest.sh $(BUILD)
 
 # Black-box tests over TCP with real clients, against Silt and the reference Kafka broker;
-# then against Silt again with its metadata in PostgreSQL (silt-perf's own tests aside: they
-# test the tool, not the store).
+# then against Silt again with its metadata in PostgreSQL and its objects in Azure Blob
+# containers of Azurite (silt-perf's own tests aside: they test the tool, not the stores).
 integration: test-deps build
 	@scripts/run-integration.sh $(BUILD)
-	@SILT_TEST_BROKERS=silt SILT_TEST_METADATA=postgresql scripts/run-integration.sh $(BUILD) \
-	  -k "not silt_perf"
+	@SILT_TEST_BROKERS=silt SILT_TEST_METADATA=postgresql SILT_TEST_OBJECTS=azurite \
+	  scripts/run-integration.sh $(BUILD) -k "not silt_perf"
 
 # Unit tests, the black-box tests against Silt, and the fuzz target under AddressSanitizer
 # and UndefinedBehaviorSanitizer (clang).

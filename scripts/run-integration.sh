@@ -8,7 +8,9 @@
 # SILT_TEST_BROKERS=silt (or kafka) limits the run to one broker; SILT_TEST_TIMEOUT bounds
 # each test (seconds, default 120); SILT_TEST_METADATA=postgresql keeps every Silt broker's
 # metadata in PostgreSQL (a throwaway server started for the run, see pg-test-server.sh)
-# instead of SQLite; see tests/integration/conftest.py for the others.
+# instead of SQLite; SILT_TEST_OBJECTS=azurite keeps every Silt broker's objects in Azure
+# Blob containers of an Azurite server (azurite-test-server.sh) instead of a directory; see
+# tests/integration/conftest.py for the others.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,6 +42,16 @@ if [[ ${SILT_TEST_METADATA:-sqlite} == postgresql ]]; then
   pgdir=$build/pg-server-integration
   trap '"$root/scripts/pg-test-server.sh" stop "$pgdir" >/dev/null 2>&1 || true' EXIT
   eval "$("$root/scripts/pg-test-server.sh" start "$pgdir")"
+fi
+
+if [[ ${SILT_TEST_OBJECTS:-file} == azurite ]]; then
+  azdir=$build/azurite-server-integration
+  trap '"$root/scripts/azurite-test-server.sh" stop "$azdir" >/dev/null 2>&1 || true
+        "$root/scripts/pg-test-server.sh" stop "${pgdir:-/nonexistent}" >/dev/null 2>&1 || true' EXIT
+  eval "$("$root/scripts/azurite-test-server.sh" start "$azdir")"
+  export SILT_TEST_AZURE_ENDPOINT=$SILT_AZURE_ENDPOINT SILT_TEST_AZURE_ACCOUNT=$SILT_AZURE_ACCOUNT
+  # The brokers read the key from the environment, not from a URI on their command line.
+  export AZURE_STORAGE_KEY=$SILT_AZURE_KEY
 fi
 
 cd "$root"

@@ -16,10 +16,16 @@ Environment:
                       keeps its metadata in a fresh database of that PostgreSQL server
                       (metadata.store.uri) instead of SQLite; run-integration.sh starts one
                       with SILT_TEST_METADATA=postgresql
+  SILT_TEST_AZURE_ENDPOINT, SILT_TEST_AZURE_ACCOUNT  when set, every Silt broker keeps its
+                      objects in an Azure Blob container of that server (the key in
+                      AZURE_STORAGE_KEY): a fresh one, or for brokers given the same file://
+                      store, the same one; run-integration.sh starts Azurite with
+                      SILT_TEST_OBJECTS=azurite
 
 A Silt broker that stops is also checked not to have run a metadata statement on a network
 thread (the store refuses them and logs it).
 """
+import hashlib
 import os
 import shutil
 import signal
@@ -39,6 +45,8 @@ SILT_BIN = Path(os.environ.get("SILT_BIN", ROOT / "build" / "silt"))
 KAFKA_REF = ROOT / "tests" / "kafka-reference.sh"
 SILT_START_TIMEOUT = float(os.environ.get("SILT_START_TIMEOUT", "30"))
 POSTGRES_URI = os.environ.get("SILT_TEST_POSTGRES_URI", "")
+AZURE_ENDPOINT = os.environ.get("SILT_TEST_AZURE_ENDPOINT", "")
+AZURE_ACCOUNT = os.environ.get("SILT_TEST_AZURE_ACCOUNT", "")
 # The broker under test is built with sanitizers (make asan): several times slower, so that a
 # rate a test asks for may not be kept.
 SANITIZED = os.environ.get("SILT_TEST_SANITIZED") == "1"
@@ -51,6 +59,17 @@ def fresh_postgres_database():
     subprocess.run(["psql", "-q", "-v", "ON_ERROR_STOP=1", POSTGRES_URI, "-c",
                     f"CREATE DATABASE {name}"], check=True, capture_output=True, timeout=30)
     return POSTGRES_URI[:POSTGRES_URI.rfind("/") + 1] + name
+
+
+def azure_objects(uri):
+    """The azblob:// URI that replaces a broker's object store `uri` (None: the default, a
+    directory of its own) when the suite runs on Azurite: a fresh container, or for a file://
+    store shared by several brokers, one named after it. Other stores (s3://) are kept."""
+    if uri is not None and not uri.startswith("file://"):
+        return uri
+    name = uuid.uuid4().hex if uri is None else hashlib.sha1(uri.encode()).hexdigest()
+    return (f"azblob://it-{name[:24]}?endpoint={AZURE_ENDPOINT}&account={AZURE_ACCOUNT}"
+            "&create_container=true")
 
 
 def free_port(count=1):
@@ -111,6 +130,8 @@ class SiltBroker:
         if POSTGRES_URI:
             self.overrides["metadata.store.uri"] = fresh_postgres_database()
         self.overrides.update(extra_overrides or {})
+        if AZURE_ENDPOINT:
+            self.overrides["object.store.uri"] = azure_objects(self.overrides.get("object.store.uri"))
         self.proc = None
 
     def command(self):
