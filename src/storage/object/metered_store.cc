@@ -24,7 +24,7 @@ std::string_view store_operation_name(store_operation op) {
 metered_store::metered_store(std::unique_ptr<object_store> inner) : inner_(std::move(inner)) {}
 
 template <typename Call>
-auto metered_store::metered(store_operation op, Call&& call) {
+auto metered_store::metered(store_operation op, std::string_view key, Call&& call) {
   const auto start = std::chrono::steady_clock::now();
   auto r = std::forward<Call>(call)();
   auto& c = ops_[static_cast<size_t>(op)];
@@ -33,6 +33,18 @@ auto metered_store::metered(store_operation op, Call&& call) {
   if (!r) {
     const auto e = static_cast<size_t>(r.error());
     if (e < store_error_count) c.errors[e].fetch_add(1, std::memory_order_relaxed);
+    const store_error error = r.error();
+    uint64_t left_out = 0;
+    if (error != store_error::not_found && error != store_error::invalid_range &&
+        error != store_error::already_exists && failures_.allow(left_out)) {
+      const std::string more = left_out == 0 ? std::string()
+                                             : " (" + std::to_string(left_out) +
+                                                   " similar failure(s) since the last line)";
+      SILT_LOG(warn, "silt: object store: %s %.*s in %s failed: %s%s",
+               std::string(store_operation_name(op)).c_str(), static_cast<int>(key.size()),
+               key.data(), inner_->describe().c_str(), std::string(store_error_name(error)).c_str(),
+               more.c_str());
+    }
   }
   return r;
 }
@@ -51,7 +63,7 @@ metered_store::operation_stats metered_store::stats(store_operation op) const {
 
 tl::expected<void, store_error> metered_store::put(std::string_view key,
                                                    std::span<const uint8_t> data) {
-  auto r = metered(store_operation::put, [&] { return inner_->put(key, data); });
+  auto r = metered(store_operation::put, key, [&] { return inner_->put(key, data); });
   if (r) {
     ops_[static_cast<size_t>(store_operation::put)].bytes.fetch_add(data.size(),
                                                                     std::memory_order_relaxed);
@@ -61,7 +73,7 @@ tl::expected<void, store_error> metered_store::put(std::string_view key,
 
 tl::expected<void, store_error> metered_store::put_if_absent(std::string_view key,
                                                              std::span<const uint8_t> data) {
-  auto r = metered(store_operation::put, [&] { return inner_->put_if_absent(key, data); });
+  auto r = metered(store_operation::put, key, [&] { return inner_->put_if_absent(key, data); });
   if (r) {
     ops_[static_cast<size_t>(store_operation::put)].bytes.fetch_add(data.size(),
                                                                     std::memory_order_relaxed);
@@ -71,7 +83,7 @@ tl::expected<void, store_error> metered_store::put_if_absent(std::string_view ke
 
 tl::expected<void, store_error> metered_store::put_parts(
     std::string_view key, std::span<const std::span<const uint8_t>> parts) {
-  auto r = metered(store_operation::put, [&] { return inner_->put_parts(key, parts); });
+  auto r = metered(store_operation::put, key, [&] { return inner_->put_parts(key, parts); });
   if (r) {
     uint64_t n = 0;
     for (const auto& p : parts) n += p.size();
@@ -83,7 +95,7 @@ tl::expected<void, store_error> metered_store::put_parts(
 tl::expected<std::vector<uint8_t>, store_error> metered_store::get(std::string_view key,
                                                                    uint64_t offset,
                                                                    uint64_t length) {
-  auto r = metered(store_operation::get, [&] { return inner_->get(key, offset, length); });
+  auto r = metered(store_operation::get, key, [&] { return inner_->get(key, offset, length); });
   if (r) {
     ops_[static_cast<size_t>(store_operation::get)].bytes.fetch_add(r->size(),
                                                                     std::memory_order_relaxed);
@@ -92,15 +104,15 @@ tl::expected<std::vector<uint8_t>, store_error> metered_store::get(std::string_v
 }
 
 tl::expected<uint64_t, store_error> metered_store::head(std::string_view key) {
-  return metered(store_operation::head, [&] { return inner_->head(key); });
+  return metered(store_operation::head, key, [&] { return inner_->head(key); });
 }
 
 tl::expected<void, store_error> metered_store::remove(std::string_view key) {
-  return metered(store_operation::remove, [&] { return inner_->remove(key); });
+  return metered(store_operation::remove, key, [&] { return inner_->remove(key); });
 }
 
 tl::expected<std::vector<object_info>, store_error> metered_store::list(std::string_view prefix) {
-  return metered(store_operation::list, [&] { return inner_->list(prefix); });
+  return metered(store_operation::list, prefix, [&] { return inner_->list(prefix); });
 }
 
 }  // namespace silt::storage

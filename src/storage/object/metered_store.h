@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "base/histogram.h"
+#include "base/log.h"
 #include "storage/object/faulty_store.h"
 #include "storage/object/object_store.h"
 
@@ -58,12 +59,14 @@ class metered_store final : public object_store {
     std::atomic<uint64_t> bytes{0};
     base::histogram latency_us;
   };
-  // Runs `call`, then counts it under `op` (with `bytes` on success).
+  // Runs `call` on `key` (the prefix for a listing), then counts it under `op`; a failure
+  // other than an ordinary answer (not_found, invalid_range, already_exists) is logged.
   template <typename Call>
-  auto metered(store_operation op, Call&& call);
+  auto metered(store_operation op, std::string_view key, Call&& call);
 
   std::unique_ptr<object_store> inner_;
   std::array<counters, store_operation_count> ops_;
+  base::log_limiter failures_{std::chrono::seconds(10)};
 };
 
 }  // namespace silt::storage

@@ -6,7 +6,6 @@
 #include <memory>
 
 #include "base/log.h"
-
 #include "storage/object/azure_store.h"
 #include "storage/object/local_store.h"
 #include "storage/object/s3_store.h"

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "storage/object/faulty_store.h"
 #include "storage/object/local_store.h"
 #include "storage/object/tests/scratch_dir.h"
 
@@ -43,6 +44,27 @@ TEST(MeteredStore, CountsCallsErrorsBytesAndLatencyPerOperation) {
   EXPECT_EQ(s.stats(store_operation::remove).calls, 1u);
   EXPECT_EQ(s.describe(), "file://" + dir.path().string());
   EXPECT_EQ(store_operation_name(store_operation::remove), "delete");
+}
+
+TEST(MeteredStore, LogsFailuresButNotOrdinaryAnswersAndLimitsRepeats) {
+  testing::scratch_dir dir;
+  auto local = local_store::open(dir.path());
+  ASSERT_TRUE(local) << local.error();
+  auto faulty = std::make_unique<faulty_store>(**local, faulty_store_options{});
+  faulty_store* faults = faulty.get();
+  metered_store s(std::move(faulty));
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(s.get("missing", 0, 1).error(), store_error::not_found);
+  faults->script(store_operation::put, {fault::io, fault::throttled});
+  EXPECT_EQ(s.put("k1", bytes("v")).error(), store_error::io);
+  EXPECT_EQ(s.put("k2", bytes("v")).error(), store_error::throttled);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(log.find("missing"), std::string::npos) << "not found is an answer:\n" << log;
+  EXPECT_NE(log.find("WARN silt: object store: put k1 in faulty(file://"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("failed: io\n"), std::string::npos) << log;
+  EXPECT_EQ(log.find("k2"), std::string::npos) << "the second failure within 10 s is counted:\n"
+                                               << log;
 }
 
 }  // namespace
