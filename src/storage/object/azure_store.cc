@@ -72,46 +72,23 @@ std::optional<std::string> error_code(const http::response& r) {
 
 // A failure worth another attempt, and what it is if the attempts run out.
 std::optional<store_error> transient_error(const http::response& r) {
-  switch (r.outcome) {
-    case http::transport::timeout:
-      return store_error::timeout;
-    case http::transport::failed:
-      return store_error::io;
-    case http::transport::fatal:
-    case http::transport::ok:
-      break;
-  }
-  if (r.status == 503 || r.status == 429) return store_error::throttled;
-  if (r.status >= 500 && r.status != 501) return store_error::io;
+  if (auto e = http::common_transient_error(r)) return e;
   if (r.status == 408) return store_error::timeout;
   return std::nullopt;
 }
 
 // The error a final, unsuccessful response stands for.
 store_error error_of(const http::response& r) {
-  if (auto transient = transient_error(r)) return *transient;
-  if (r.outcome == http::transport::fatal) return store_error::io;
-  switch (r.status) {
-    case 404:
-      return store_error::not_found;
-    case 401:
-    case 403:
-      return store_error::access_denied;
-    case 416:
-      return store_error::invalid_range;
-    case 409:
-    case 412:
-      return store_error::already_exists;
-    case 400: {
-      const auto code = error_code(r).value_or("");
-      if (code == "InvalidResourceName" || code == "InvalidUri" || code == "OutOfRangeInput" ||
-          code == "InvalidQueryParameterValue")
-        return store_error::invalid_argument;
-      return store_error::io;
-    }
-    default:
-      return store_error::io;
+  if (auto e = transient_error(r)) return *e;
+  if (auto e = http::common_final_error(r)) return *e;
+  if (r.status == 409 || r.status == 412) return store_error::already_exists;
+  if (r.status == 400) {
+    const auto code = error_code(r).value_or("");
+    if (code == "InvalidResourceName" || code == "InvalidUri" || code == "OutOfRangeInput" ||
+        code == "InvalidQueryParameterValue")
+      return store_error::invalid_argument;
   }
+  return store_error::io;
 }
 
 bool container_missing(const http::response& r) {

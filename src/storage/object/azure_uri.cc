@@ -1,6 +1,4 @@
 // parse_azure_uri (declared in azure_store.h).
-#include <limits>
-#include <type_traits>
 
 #include "storage/object/azure_store.h"
 #include "storage/object/uri.h"
@@ -30,12 +28,8 @@ tl::expected<azure_options, std::string> parse_azure_uri(std::string_view text,
     const auto bad_value = [&, &name = name, &value = value](std::string_view want) {
       return tl::make_unexpected(uri::bad_parameter("azblob://", name, value, want));
     };
-    const auto number = [&, &value = value](auto& field) -> bool {
-      const auto v = uri::parse_number(value);
-      if (!v || *v > std::numeric_limits<std::remove_reference_t<decltype(field)>>::max())
-        return false;
-      field = static_cast<std::remove_reference_t<decltype(field)>>(*v);
-      return true;
+    const auto number = [&value = value](auto& field) {
+      return uri::parse_number_into(value, field);
     };
     if (name == "endpoint") {
       o.endpoint = value;
@@ -57,10 +51,9 @@ tl::expected<azure_options, std::string> parse_azure_uri(std::string_view text,
     } else if (name == "max_attempts") {
       if (!number(o.retry.max_attempts)) return bad_value("a number");
     } else if (name == "connect_timeout_ms" || name == "request_timeout_ms") {
-      uint32_t ms = 0;
-      if (!number(ms)) return bad_value("a number of milliseconds");
-      (name == "connect_timeout_ms" ? o.connect_timeout : o.request_timeout) =
-          std::chrono::milliseconds(ms);
+      if (!uri::parse_millis_into(
+              value, name == "connect_timeout_ms" ? o.connect_timeout : o.request_timeout))
+        return bad_value("a number of milliseconds");
     } else {
       return tl::make_unexpected(
           "azblob:// URI: unknown parameter '" + name +

@@ -40,6 +40,36 @@ std::optional<uint64_t> parse_u64(std::string_view s) {
   return v;
 }
 
+std::optional<store_error> common_transient_error(const response& r) {
+  switch (r.outcome) {
+    case transport::timeout:
+      return store_error::timeout;
+    case transport::failed:
+      return store_error::io;
+    case transport::fatal:
+    case transport::ok:
+      break;
+  }
+  if (r.status == 503 || r.status == 429) return store_error::throttled;
+  if (r.status >= 500 && r.status != 501) return store_error::io;
+  return std::nullopt;
+}
+
+std::optional<store_error> common_final_error(const response& r) {
+  if (r.outcome == transport::fatal) return store_error::io;
+  switch (r.status) {
+    case 404:
+      return store_error::not_found;
+    case 401:
+    case 403:
+      return store_error::access_denied;
+    case 416:
+      return store_error::invalid_range;
+    default:
+      return std::nullopt;
+  }
+}
+
 retrying_client::retrying_client(client_options http, retry_options retry)
     : options_(std::move(retry)),
       client_(std::move(http)),

@@ -30,6 +30,13 @@ namespace silt::storage::http {
 // A decimal number that is the whole of `s`.
 [[nodiscard]] std::optional<uint64_t> parse_u64(std::string_view s);
 
+// What both HTTP stores retry: a timeout, a failed connection, 429 and 503 (throttled), other
+// 5xx but 501 (io); nullopt for anything else.
+[[nodiscard]] std::optional<store_error> common_transient_error(const response& r);
+// The final statuses both map alike: 404 not_found, 401 and 403 access_denied, 416
+// invalid_range, and a fatal transport failure io; nullopt for anything else.
+[[nodiscard]] std::optional<store_error> common_final_error(const response& r);
+
 // Classifies a response: the error it stands for when another attempt may help.
 using transient_check = std::function<std::optional<store_error>(const response&)>;
 

@@ -1,7 +1,5 @@
 // parse_s3_uri and the bucket naming rules (declared in s3_store.h).
 #include <algorithm>
-#include <limits>
-#include <type_traits>
 
 #include "storage/object/s3_store.h"
 #include "storage/object/uri.h"
@@ -42,12 +40,8 @@ tl::expected<s3_options, std::string> parse_s3_uri(std::string_view uri, const e
     const auto bad_value = [&, &name = name, &value = value](std::string_view want) {
       return tl::make_unexpected(uri::bad_parameter("s3://", name, value, want));
     };
-    const auto number = [&, &value = value](auto& field) -> bool {
-      const auto v = uri::parse_number(value);
-      if (!v || *v > std::numeric_limits<std::remove_reference_t<decltype(field)>>::max())
-        return false;
-      field = static_cast<std::remove_reference_t<decltype(field)>>(*v);
-      return true;
+    const auto number = [&value = value](auto& field) {
+      return uri::parse_number_into(value, field);
     };
     if (name == "endpoint") {
       o.endpoint = value;
@@ -73,10 +67,9 @@ tl::expected<s3_options, std::string> parse_s3_uri(std::string_view uri, const e
     } else if (name == "max_attempts") {
       if (!number(o.retry.max_attempts)) return bad_value("a number");
     } else if (name == "connect_timeout_ms" || name == "request_timeout_ms") {
-      uint32_t ms = 0;
-      if (!number(ms)) return bad_value("a number of milliseconds");
-      (name == "connect_timeout_ms" ? o.connect_timeout : o.request_timeout) =
-          std::chrono::milliseconds(ms);
+      if (!uri::parse_millis_into(
+              value, name == "connect_timeout_ms" ? o.connect_timeout : o.request_timeout))
+        return bad_value("a number of milliseconds");
     } else {
       return tl::make_unexpected(
           "s3:// URI: unknown parameter '" + name +

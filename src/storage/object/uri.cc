@@ -104,6 +104,13 @@ std::optional<bool> parse_flag(std::string_view v) {
   return std::nullopt;
 }
 
+bool parse_millis_into(std::string_view value, std::chrono::milliseconds& field) {
+  uint32_t ms = 0;
+  if (!parse_number_into(value, ms)) return false;
+  field = std::chrono::milliseconds(ms);
+  return true;
+}
+
 std::string bad_parameter(std::string_view scheme, std::string_view name, std::string_view value,
                           std::string_view want) {
   std::string out(scheme);

@@ -2,8 +2,10 @@
 // Pure functions, no I/O.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +37,17 @@ namespace silt::storage::uri {
 // false/0/no); nullopt when it is not one.
 [[nodiscard]] std::optional<uint64_t> parse_number(std::string_view value);
 [[nodiscard]] std::optional<bool> parse_flag(std::string_view value);
+// parse_number into an unsigned `field`; false (the field untouched) when `value` is not a
+// number or does not fit.
+template <typename T>
+[[nodiscard]] bool parse_number_into(std::string_view value, T& field) {
+  const auto v = parse_number(value);
+  if (!v || *v > std::numeric_limits<T>::max()) return false;
+  field = static_cast<T>(*v);
+  return true;
+}
+// A number of milliseconds into a duration `field`, as parse_number_into.
+[[nodiscard]] bool parse_millis_into(std::string_view value, std::chrono::milliseconds& field);
 // "SCHEME URI: parameter NAME='VALUE' is not WANT".
 [[nodiscard]] std::string bad_parameter(std::string_view scheme, std::string_view name,
                                         std::string_view value, std::string_view want);
