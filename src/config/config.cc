@@ -486,6 +486,18 @@ std::vector<setting> make_settings() {
                     "Kafka's single data directory: stands in for `data.dir` when neither that "
                     "nor `log.dirs` is given.",
                     "a non-empty path", non_empty));
+  t.push_back(text("wal.type", &bc::wal_type, "file",
+                   "Where the write-ahead log is: `file`, a ring on a local file or block device "
+                   "(`wal.path`); `object`, objects in the object store (no local disk at all; "
+                   "a produce is acknowledged once its object is stored, tens of milliseconds "
+                   "on S3). Format: docs/formats/wal-object.md.",
+                   "file or object", one_of({"file", "object"})));
+  t.push_back(integer("wal.object.flush.interval.ms", &bc::wal_object_flush_interval_ms, 1, 60000,
+                      "With `wal.type=object`: appends wait at most this long to be grouped "
+                      "into one WAL object."));
+  t.push_back(integer("wal.object.flush.bytes", &bc::wal_object_flush_bytes, 1, 1ull << 30,
+                      "With `wal.type=object`: a WAL object is written as soon as this many "
+                      "bytes wait, without waiting for `wal.object.flush.interval.ms`."));
   t.push_back(text("wal.path", &bc::wal_path, "`<data.dir>/wal`",
                    "The write-ahead log: a file (created with `wal.capacity.bytes`) or a block "
                    "device.",

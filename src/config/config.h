@@ -59,13 +59,16 @@ struct broker_config {
   std::string metrics_listener;              // metrics.listener (empty: no endpoint)
   std::string log_level = "info";            // log.level: error | warn | info | debug
   // Storage
-  std::string data_dir = "./data";           // data.dir
-  std::string wal_path;                      // wal.path (default: <data.dir>/wal)
-  uint64_t wal_capacity_bytes = 1ull << 30;  // wal.capacity.bytes
-  uint32_t wal_iodepth = 32;                 // wal.iodepth
-  uint32_t wal_iops = 0;                     // wal.iops (0: unlimited)
-  std::string wal_sync = "dsync";            // wal.sync: dsync | fdatasync
-  std::string wal_io_engine = "threads";     // wal.io.engine: threads | uring
+  std::string data_dir = "./data";               // data.dir
+  std::string wal_type = "file";                 // wal.type: file | object
+  uint32_t wal_object_flush_interval_ms = 20;    // wal.object.flush.interval.ms
+  uint64_t wal_object_flush_bytes = 4ull << 20;  // wal.object.flush.bytes
+  std::string wal_path;                          // wal.path (default: <data.dir>/wal)
+  uint64_t wal_capacity_bytes = 1ull << 30;      // wal.capacity.bytes
+  uint32_t wal_iodepth = 32;                     // wal.iodepth
+  uint32_t wal_iops = 0;                         // wal.iops (0: unlimited)
+  std::string wal_sync = "dsync";                // wal.sync: dsync | fdatasync
+  std::string wal_io_engine = "threads";         // wal.io.engine: threads | uring
   std::string object_store_uri;    // object.store.uri (default: file://<data.dir>/objects)
   std::string metadata_store_uri;  // metadata.store.uri (default: sqlite://<data.dir>/metadata.db)
   std::string metadata_path;       // metadata.path, the SQLite form of the same

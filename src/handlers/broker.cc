@@ -154,14 +154,19 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   fs::create_directories(config.data_dir, ec);
   if (ec)
     return tl::make_unexpected("cannot create data.dir " + config.data_dir + ": " + ec.message());
-  std::vector<fs::path> dirs{fs::path(config.wal_path).parent_path()};
+  const bool object_wal = config.wal_type == "object";
+  // With the WAL in objects, the lock is a file in data.dir: it still keeps a second process
+  // of this broker from starting on this machine.
+  const std::string wal_lock_path =
+      object_wal ? (fs::path(config.data_dir) / "object-wal").string() : config.wal_path;
+  std::vector<fs::path> dirs{fs::path(wal_lock_path).parent_path()};
   if (config.metadata_store_uri.starts_with("sqlite://")) {
     dirs.push_back(fs::path(config.metadata_store_uri.substr(9)).parent_path());
   }
   for (const auto& p : dirs) {
     if (!p.empty()) fs::create_directories(p, ec);
   }
-  auto locked = lock_wal(config.wal_path);
+  auto locked = lock_wal(wal_lock_path);
   if (!locked) return tl::make_unexpected(locked.error());
   b->wal_lock_fd_ = *locked;
   auto db = metadata::sql::open_database(config.metadata_store_uri);
@@ -180,7 +185,10 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   mo.self.port = config::advertised_endpoint(config).port;
   mo.self.rack = config.broker_rack;
   std::error_code abs_ec;
-  mo.self.wal_location = fs::absolute(config.wal_path, abs_ec).lexically_normal().string();
+  const std::string wal_prefix = "wal/node-" + std::to_string(config.node_id) + "/";
+  mo.self.wal_location =
+      object_wal ? std::string(storage::stream_store::object_wal_location_prefix) + wal_prefix
+                 : fs::absolute(config.wal_path, abs_ec).lexically_normal().string();
   mo.self.machine = metadata::same_machine_id();
   mo.heartbeat_interval = std::chrono::milliseconds(config.broker_heartbeat_interval_ms);
   mo.session_timeout = std::chrono::milliseconds(config.broker_session_timeout_ms);
@@ -197,6 +205,15 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
                                                : storage::wal::sync_mode::dsync;
   so.wal.engine = config.wal_io_engine == "uring" ? storage::wal::io_engine::uring
                                                   : storage::wal::io_engine::threads;
+  if (object_wal) {
+    storage::wal::object_wal_options ow;
+    ow.prefix = wal_prefix;
+    ow.flush_interval = std::chrono::milliseconds(config.wal_object_flush_interval_ms);
+    ow.flush_bytes = config.wal_object_flush_bytes;
+    ow.max_in_flight = std::min<uint32_t>(config.wal_iodepth, 64);
+    ow.capacity = config.wal_capacity_bytes;
+    so.object_wal = ow;
+  }
   so.metadata = *db;
   so.node_id = base::node_id(config.node_id);
   so.log_cache_bytes = config.log_cache_bytes;

@@ -18,6 +18,7 @@ namespace silt::storage {
 stream_store::stream_store(const stream_store_options& options, object_store& store,
                            std::unique_ptr<metadata::stream_catalog> catalog)
     : options_(options),
+      objects_(store),
       catalog_(std::move(catalog)),
       cache_(options.log_cache_bytes),
       cold_(*catalog_, store, cache_, options.block_cache_bytes, options.read_ahead_blocks,
@@ -45,7 +46,7 @@ tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
     s->cache_.load(id, c, c.owner == options.node_id || c.owner == base::node_id(-1));
   }
   std::string replay_error;
-  auto w = wal::wal::open(options.wal, [&](const wal::replayed_record& rec) {
+  auto replay = [&](const wal::replayed_record& rec) {
     auto& st = s->cache_.stream(rec.stream_id);
     base::offset next;
     {
@@ -80,9 +81,24 @@ tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
     e->wal_end = rec.end;
     e->durable = true;
     s->cache_.replayed(std::move(e));
-  });
+  };
+  tl::expected<std::unique_ptr<wal::wal>, wal::wal_error> w;
+  std::string where = options.wal.path;
+  if (options.object_wal) {
+    auto o = *options.object_wal;
+    o.store = &store;
+    where = "in " + store.describe() + " under " + o.prefix;
+    auto opened = wal::object_wal::open(std::move(o), replay);
+    if (opened) {
+      w = std::unique_ptr<wal::wal>(std::move(*opened));
+    } else {
+      w = tl::make_unexpected(opened.error());
+    }
+  } else {
+    w = wal::wal::open(options.wal, replay);
+  }
   if (!w)
-    return tl::make_unexpected("cannot open the WAL " + options.wal.path + ": " +
+    return tl::make_unexpected("cannot open the WAL " + where + ": " +
                                std::string(wal::wal_error_name(w.error())));
   if (!replay_error.empty()) return tl::make_unexpected(replay_error);
   s->wal_ = std::move(*w);
@@ -564,8 +580,17 @@ tl::expected<std::vector<base::stream_id>, std::string> stream_store::take_over(
   for (const auto& d : from) {
     // (The same WAL under another node id: this store replayed it when it opened.)
     std::error_code ec;
-    if (std::filesystem::equivalent(d.location, options_.wal.path, ec)) continue;
-    if (auto r = wal::read_wal(d.location, replay); !r) {
+    if (d.location.starts_with(object_wal_location_prefix)) {
+      const std::string prefix = d.location.substr(object_wal_location_prefix.size());
+      if (options_.object_wal && options_.object_wal->prefix == prefix) continue;
+      // A WAL in objects: a listing, whichever broker wrote it.
+      if (auto r = wal::read_object_wal(objects_, prefix, replay); !r) {
+        error = "cannot read the WAL of node " + std::to_string(d.node.value()) + " at " +
+                d.location + ": " + std::string(wal::wal_error_name(r.error()));
+      }
+    } else if (std::filesystem::equivalent(d.location, options_.wal.path, ec)) {
+      continue;
+    } else if (auto r = wal::read_wal(d.location, replay); !r) {
       error = "cannot read the WAL of node " + std::to_string(d.node.value()) + " at " +
               d.location + ": " + std::string(wal::wal_error_name(r.error()));
     }

@@ -71,12 +71,16 @@
 #include "storage/object/object_store.h"
 #include "storage/stream_types.h"
 #include "storage/uploader.h"
+#include "storage/wal/object_wal.h"
 #include "storage/wal/wal.h"
 
 namespace silt::storage {
 
 struct stream_store_options {
   wal::wal_options wal;
+  // Set: the WAL is in the object store given to open() (its `store` is set there), and
+  // `wal` is not used.
+  std::optional<wal::object_wal_options> object_wal;
   // The metadata store holding the stream catalog: `metadata` if set, else the database at
   // `metadata_uri` (sql::open_database(): a URI, or a bare SQLite path).
   std::shared_ptr<metadata::sql::database> metadata;
@@ -244,10 +248,13 @@ class stream_store {
   // takeovers (finish_take_over()). Until then the streams refuse appends (moving) and serve
   // what is committed. Catalog and file I/O on the calling thread. Returns the streams taken,
   // served from now on; on failure they stay refused until a later call succeeds.
+  // `location`: the WAL's path, or object_wal_location_prefix and its prefix in the object
+  // store (wal.type=object), as the broker registers it.
   struct dead_wal {
     base::node_id node{-1};
     std::string location;
   };
+  static constexpr std::string_view object_wal_location_prefix = "object:";
   [[nodiscard]] tl::expected<std::vector<base::stream_id>, std::string> take_over(
       const std::vector<dead_wal>& from, std::chrono::milliseconds timeout,
       const stream_list_callback& before_serving = {});
@@ -303,6 +310,7 @@ class stream_store {
   void background_loop();
 
   const stream_store_options options_;
+  object_store& objects_;  // the object store (and with wal.type=object, the WAL's)
   std::unique_ptr<metadata::stream_catalog> catalog_;
   std::unique_ptr<wal::wal> wal_;
   log_cache cache_;

@@ -1,11 +1,14 @@
 """SIGKILL under load: every record the broker acknowledged (acks=all) before it was killed
-is there after a restart, at the offset it was acknowledged with. Silt only
-(`private_broker`)."""
+is there after a restart, at the offset it was acknowledged with, with the WAL on disk and
+in the object store. Silt only (`private_broker`)."""
 import subprocess
 import sys
 import textwrap
 import time
 
+import pytest
+
+from conftest import SiltBroker, selected_brokers, start_silt
 from util import consume_all, create_topic, produce_all, wait_topic
 
 PARTITIONS = 3
@@ -52,7 +55,29 @@ def read_acks(path):
 
 
 def test_sigkill_loses_no_acknowledged_record(private_broker, topic_name, tmp_path):
-    b = private_broker
+    kill_under_load_and_check(private_broker, topic_name, tmp_path)
+
+
+def test_sigkill_with_the_wal_in_objects_loses_no_acknowledged_record(topic_name, tmp_path):
+    """The same with wal.type=object: acknowledged once the WAL object is stored; a restart
+    replays the WAL objects after the trim point."""
+    if "silt" not in selected_brokers():
+        pytest.skip("Silt not selected (SILT_TEST_BROKERS)")
+    d = tmp_path / "broker"
+    d.mkdir()
+    b = SiltBroker(d, {"wal.type": "object", "wal.object.flush.interval.ms": "5"})
+    start_silt(b)
+    try:
+        kill_under_load_and_check(b, topic_name, tmp_path)
+    finally:
+        if b.alive():
+            assert b.stop() == 0, b.log_text()[-4000:]
+    b.check_log()
+
+
+def kill_under_load_and_check(b, topic_name, tmp_path):
+    """Kills `b` ROUNDS times under an acks=all producer, restarting it each time, and checks
+    that every acknowledged record is there at its offset."""
     create_topic(b.bootstrap, topic_name, partitions=PARTITIONS)
     child_py = tmp_path / "producer_child.py"
     child_py.write_text(CHILD)

@@ -2,16 +2,18 @@
 lease lapses, the surviving broker takes its WAL over (reads it, appends what was not in the
 object store yet to its own WAL) and serves its partitions; no acknowledged record is lost or
 written twice, and committed group offsets stay. The killed broker, restarted, rejoins and
-serves nothing it no longer owns. Both the controller and the other broker are killed in turn
+serves nothing it no longer owns. With the WALs in the object store (wal.type=object) the
+takeover lists the dead broker's WAL objects instead of reading its disk. Both the controller and the other broker are killed in turn
 (each coordinates some of the groups); the time from each kill to every partition taking a produce
 again is printed."""
 import threading
 import time
 
+import pytest
 from confluent_kafka import Producer
 
 from test_membership import SESSION_MS, partition_leader_epochs, produce_v10, \
-    shared_store_brokers, wait_listed  # noqa: F401 (a fixture)
+    shared_brokers, shared_store_brokers, wait_listed  # noqa: F401 (a fixture)
 from test_partition_moves import committed_offsets, consume_group, find_coordinator, \
     wait_spread
 from test_record_validation import batch, records
@@ -80,9 +82,16 @@ def wait_served(bootstrap, topic, killed, timeout):
     return time.time() - killed
 
 
+@pytest.fixture(params=["file", "object"])
+def wal_type_brokers(request, tmp_path):
+    """shared_store_brokers with their WALs on disk (wal.type=file) or in the shared object
+    store (wal.type=object), where taking one over is a listing."""
+    yield from shared_brokers(tmp_path, {"wal.type": request.param})
+
+
 def test_a_killed_brokers_wal_is_taken_over_and_nothing_acknowledged_is_lost(
-        shared_store_brokers):
-    (a, b), _ = shared_store_brokers
+        wal_type_brokers):
+    (a, b), _ = wal_type_brokers
     brokers = {1: a, 2: b}
     topic = "failover"
     create_topic(a.bootstrap, topic, partitions=PARTITIONS)

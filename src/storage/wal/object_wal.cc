@@ -280,7 +280,10 @@ wal_position object_wal::trim_point() const {
 
 wal_stats object_wal::stats() const {
   std::lock_guard lock(mu_);
-  return stats_;
+  wal_stats out = stats_;
+  out.batch_wait_us = batch_wait_us_.snapshot();
+  out.write_us = write_us_.snapshot();
+  return out;
 }
 
 bool object_wal::fenced() const {
@@ -384,9 +387,14 @@ bool object_wal::write_batch(const batch& b) {
   }
   const auto data = encode_wal_object(b.start, records);
   const std::string key = object_wal_key(options_.prefix, b.start);
+  const auto began = std::chrono::steady_clock::now();
+  batch_wait_us_.record(base::micros(began - b.first_append));
   for (uint32_t attempt = 1;; ++attempt) {
     auto r = options_.store->put_if_absent(key, data);
-    if (r) return true;
+    if (r) {
+      write_us_.record(base::micros(std::chrono::steady_clock::now() - began));
+      return true;
+    }
     std::unique_lock lock(mu_);
     if (r.error() == store_error::already_exists) {
       if (!fenced_) {

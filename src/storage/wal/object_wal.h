@@ -33,8 +33,8 @@
 namespace silt::storage::wal {
 
 struct object_wal_options {
-  std::shared_ptr<object_store> store;
-  std::string prefix;  // e.g. "wal/node-1/"; ends with '/'
+  object_store* store = nullptr;  // must outlive the WAL
+  std::string prefix;             // e.g. "wal/node-1/"; ends with '/'
   std::chrono::milliseconds flush_interval{10};
   uint64_t flush_bytes = 4ull << 20;
   uint32_t max_in_flight = 4;
@@ -145,7 +145,9 @@ class object_wal final : public wal {
   bool closing_ = false;
   bool fenced_ = false;
   bool full_refused_ = false;
-  wal_stats stats_;
+  wal_stats stats_;                // the counters; the histograms are below
+  base::histogram batch_wait_us_;  // first append of a batch -> its object's first PUT
+  base::histogram write_us_;       // the PUTs of one object, retries included
   std::vector<std::thread> threads_;
 };
 

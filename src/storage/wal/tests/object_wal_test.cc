@@ -37,7 +37,7 @@ class ObjectWal : public ::testing::Test {
   }
   object_wal_options options() {
     object_wal_options o;
-    o.store = store_;
+    o.store = store_.get();
     o.prefix = "wal/node-1/";
     o.flush_interval = std::chrono::milliseconds(5);
     o.flush_bytes = 1 << 20;
@@ -149,10 +149,10 @@ TEST_F(ObjectWal, TrimDeletesWhatItPassedAndReplayStartsThere) {
 
 TEST_F(ObjectWal, FailedWritesAreRetriedUntilTheyLand) {
   faulty_store_options none;
-  auto faulty = std::make_shared<faulty_store>(*store_, none);
+  auto faulty = std::make_unique<faulty_store>(*store_, none);
   faulty->script(store_operation::put, {fault::io, fault::lost_reply, fault::timeout});
   auto o = options();
-  o.store = faulty;
+  o.store = faulty.get();
   auto w = open(o, nullptr);
   ASSERT_TRUE(append_sync(*w, 1, 0, "survives three failures"));
   EXPECT_EQ(w->stats().failed_writes, 3u);
