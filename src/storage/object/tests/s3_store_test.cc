@@ -93,30 +93,6 @@ TEST_F(S3Store, SmallPagesPaginateToo) {
   EXPECT_EQ(listed->back().key, "p/129");
 }
 
-TEST_F(S3Store, MultipartUploadOfFortyMebibytes) {
-  auto o = options();
-  o.multipart_threshold = 8ull << 20;
-  o.part_size = 5ull << 20;  // S3's minimum: 8 parts, the last one short
-  auto big_store = open(o);
-  const auto data = random_bytes(40ull << 20, 3);
-  const auto began = std::chrono::steady_clock::now();
-  ASSERT_TRUE(big_store->put("big", data));
-  const auto took = std::chrono::steady_clock::now() - began;
-  std::cout << "multipart put of 40 MiB: "
-            << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms\n";
-  EXPECT_EQ(big_store->head("big").value(), data.size());
-  auto back = big_store->get("big", 0, to_end);
-  ASSERT_TRUE(back);
-  EXPECT_TRUE(*back == data);
-  // A range across the boundary of parts 1 and 2.
-  const uint64_t at = (5ull << 20) - 100;
-  auto across = big_store->get("big", at, 200);
-  ASSERT_TRUE(across);
-  EXPECT_TRUE(
-      std::equal(across->begin(), across->end(), data.begin() + static_cast<ptrdiff_t>(at)));
-  EXPECT_EQ(big_store->list("").value(), (std::vector<object_info>{{"big", data.size()}}));
-}
-
 TEST_F(S3Store, PutsAtTheThresholdStaySingle) {
   auto o = options();
   o.multipart_threshold = 6ull << 20;
