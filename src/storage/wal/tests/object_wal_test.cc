@@ -185,7 +185,8 @@ TEST_F(ObjectWal, ObjectsPastAGapAreDroppedAtOpen) {
     ASSERT_TRUE(append_sync(*w, 1, 0, "kept"));
   }
   // An object far ahead, as a crashed writer with several writes in flight leaves one.
-  std::vector<replayed_record> stray = {{0, 0, base::stream_id(1), off(5), bytes("stray")}};
+  const auto payload = bytes("stray");
+  std::vector<replayed_record> stray = {{0, 0, base::stream_id(1), off(5), payload}};
   ASSERT_TRUE(
       store_->put(object_wal_key("wal/node-1/", 1 << 20), encode_wal_object(1 << 20, stray)));
   std::vector<record> replayed;
