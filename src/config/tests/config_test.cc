@@ -116,7 +116,8 @@ TEST(BrokerConfig, GivenPathsAreKept) {
   EXPECT_EQ(c.wal_path, "/dev/nvme0n1");
   EXPECT_EQ(c.object_store_uri, "s3://bucket?endpoint=http://127.0.0.1:7480");
   EXPECT_EQ(c.metadata_path, "/m.db");
-  EXPECT_NE(error_of({{"object.store.uri", "http://x"}}).find("expected a file://, s3:// or azblob:// URI"),
+  EXPECT_NE(error_of({{"object.store.uri", "http://x"}})
+                .find("expected a file://, s3:// or azblob:// URI"),
             std::string::npos);
 }
 
