@@ -400,6 +400,16 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
       if (!member) {
         set_error(out, error_code::not_leader_or_follower,
                   "this broker's cluster membership lease has lapsed");
+        // Noted as the refusals of a moving partition are: a batch the producer pipelined
+        // behind this one, arriving once the lease holds again, is then answered
+        // NOT_LEADER_OR_FOLLOWER rather than OUT_OF_ORDER_SEQUENCE_NUMBER (fatal to
+        // librdkafka's idempotent producer).
+        if (pd.records) {
+          protocol::batch_reader reader(pd.records->bytes());
+          if (auto b = reader.next(); b && *b && (**b).header.producer_id >= 0) {
+            ctx.producers.note_refused(*stream, (**b).header);
+          }
+        }
         continue;
       }
       if (req.transactional_id) {
