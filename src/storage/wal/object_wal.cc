@@ -184,16 +184,19 @@ tl::expected<std::unique_ptr<object_wal>, wal_error> object_wal::open(
     // Never acknowledged; its key must be free for the appends to come.
     if (!options.store->remove(key)) return tl::make_unexpected(wal_error::io);
   }
-  std::unique_ptr<object_wal> w(new object_wal(std::move(options), scan->end));
-  w->trim_point_ = w->trim_wanted_ = scan->trim_point;
-  w->outstanding_bytes_ = scan->end - scan->trim_point;
-  w->stored_ = std::move(scan->objects);
-  return w;
+  return std::unique_ptr<object_wal>(new object_wal(std::move(options), std::move(*scan)));
 }
 
-object_wal::object_wal(object_wal_options options, wal_position next)
-    : options_(std::move(options)), next_(next), durable_(next) {
-  open_batch_.start = open_batch_.end = next;
+object_wal::object_wal(object_wal_options options, object_wal_scan scan)
+    : options_(std::move(options)),
+      next_(scan.end),
+      durable_(scan.end),
+      trim_point_(scan.trim_point),
+      trim_wanted_(scan.trim_point),
+      stored_(std::move(scan.objects)),
+      outstanding_bytes_(scan.end - scan.trim_point) {
+  // Everything above is set before the threads start.
+  open_batch_.start = open_batch_.end = scan.end;
   threads_.emplace_back([this] { flush_loop(); });
   for (uint32_t i = 0; i < options_.max_in_flight; ++i) {
     threads_.emplace_back([this] { write_loop(); });

@@ -117,7 +117,7 @@ class object_wal final : public wal {
     bool given_up = false;  // the write failed for good (fenced, or closing)
   };
 
-  object_wal(object_wal_options options, wal_position next);
+  object_wal(object_wal_options options, object_wal_scan scan);
   // Moves the open batch to the writers (mu_ held).
   void seal();
   void flush_loop();
