@@ -28,6 +28,9 @@ test_packages=(
   python3-lz4 python3-snappy python3-zstandard python3-crc32c
   # the metrics endpoint's test parses a scrape with Prometheus' own Python parser
   python3-prometheus-client
+  # the compatibility matrix (tests/compat): a venv for the newest Python clients from PyPI
+  # (its Go and Node.js clients come from the Go module proxy and npm)
+  python3-venv
   openjdk-17-jdk-headless maven
   # the S3 server the object store tests run against (Ceph radosgw, checks SigV4), and curl,
   # with which the test server scripts see that their servers answer
@@ -42,6 +45,8 @@ case "${1:-}" in
     # npm fetches Azurite, the Azure Blob server of the tests (azurite-test-server.sh). Any
     # Node.js will do: Debian's unless one is installed already.
     command -v npm >/dev/null || packages+=(nodejs npm)
+    # The Go clients of the compatibility matrix: Debian's Go unless one is installed already.
+    command -v go >/dev/null || packages+=(golang-go)
     ;;
   *) echo "usage: $0 [--test]" >&2; exit 2 ;;
 esac

@@ -3,6 +3,7 @@
 import sys
 import time
 
+import kafka
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 from kafka.structs import OffsetAndMetadata
@@ -10,6 +11,12 @@ from kafka.structs import OffsetAndMetadata
 from compat_common import CODECS, emit_record, main, record
 
 TIMEOUT = 60.0
+# kafka-python 3 rewrote the admin client: other result shapes, incremental alter.
+V3 = int(kafka.__version__.split(".")[0]) >= 3
+
+
+def leader(p):
+    return p["leader_id"] if V3 else p["leader"]
 
 
 def admin(b):
@@ -29,7 +36,7 @@ def create(b, topic, partitions):
         while True:
             md = a.describe_topics([topic])
             if md and md[0]["error_code"] == 0 and len(md[0]["partitions"]) == n and \
-                    all(p["leader"] >= 0 for p in md[0]["partitions"]):
+                    all(leader(p) >= 0 for p in md[0]["partitions"]):
                 return {}
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{topic} has no leader for all {n} partitions")
@@ -92,10 +99,13 @@ def describe(b, topic):
         md = a.describe_topics([topic])[0]
         if md["error_code"] != 0:
             raise RuntimeError(f"describe {topic}: error code {md['error_code']}")
-        res = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
-        entries = res[0].resources[0][4]
-        return {"partitions": len(md["partitions"]),
-                "configs": {e[0]: e[1] for e in entries}}
+        res = ConfigResource(ConfigResourceType.TOPIC, topic)
+        if V3:
+            out = a.describe_configs([res], config_filter="all")["topic"][topic]
+            configs = {k: v["value"] for k, v in out.items()}
+        else:
+            configs = {e[0]: e[1] for e in a.describe_configs([res])[0].resources[0][4]}
+        return {"partitions": len(md["partitions"]), "configs": configs}
     finally:
         a.close()
 
@@ -105,6 +115,10 @@ def alter(b, topic, name, value):
     try:
         res = a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic,
                                               configs={name: value})])
+        if V3:
+            if res["topic"][topic] != "OK":
+                raise RuntimeError(f"alter {topic}: {res['topic'][topic]}")
+            return {}
         for r in res.resources:
             if r[0] != 0:
                 raise RuntimeError(f"alter {topic}: error code {r[0]}: {r[1]}")
