@@ -77,6 +77,7 @@ static int run(int argc, char** argv) {
   silt::net::server_options so;
   so.max_request_bytes = cfg->socket_request_max_bytes;
   so.queued_max_bytes = cfg->queued_max_request_bytes;
+  so.queued_max_response_bytes = cfg->queued_max_response_bytes;
   so.max_inflight = cfg->max_inflight_requests;
   so.idle_timeout = std::chrono::milliseconds(cfg->connections_max_idle_ms);
   so.max_connections = cfg->max_connections;

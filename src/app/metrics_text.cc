@@ -188,6 +188,13 @@ void connections(prometheus_writer& w, const net::server& server) {
   w.single("silt_connections_idle_closed_total", kind::counter,
            "Connections closed for idling (connections.max.idle.ms).",
            static_cast<double>(s.idle_closed));
+  w.single("silt_responses_unsent_bytes", kind::gauge,
+           "Bytes of responses handled and not yet written to their clients.",
+           static_cast<double>(s.unsent_response_bytes));
+  w.single("silt_reads_held_for_responses_total", kind::counter,
+           "Times a connection was not read because its responses were not taken "
+           "(queued.max.response.bytes).",
+           static_cast<double>(s.reads_held_for_responses));
 }
 
 // The standard process metrics, from /proc/self/stat.

@@ -449,6 +449,11 @@ std::vector<setting> make_settings() {
   t.push_back(integer("queued.max.request.bytes", &bc::queued_max_request_bytes, 1024, kMax,
                       "Bytes of requests read but not yet answered, over all connections; above "
                       "it the broker stops reading. At least `socket.request.max.bytes`."));
+  t.push_back(integer("queued.max.response.bytes", &bc::queued_max_response_bytes, 1024, kMax,
+                      "Bytes of responses handled but not yet written, over all connections. A "
+                      "connection with unsent responses reads no further request while its own "
+                      "exceed a sixteenth of this, or everyone's exceed all of it: a client that "
+                      "does not read its responses stops being read. Silt's own setting."));
   t.push_back(integer("connections.max.inflight.requests", &bc::max_inflight_requests, 1, 65536,
                       "Requests of one connection being handled at once; responses still go out "
                       "in request order."));

@@ -42,16 +42,17 @@ struct broker_config {
       {"PLAINTEXT", "PLAINTEXT"},
       {"SSL", "SSL"},
       {"SASL_PLAINTEXT", "SASL_PLAINTEXT"}};
-  int32_t node_id = 1;                           // node.id
-  std::string cluster_id;                        // cluster.id (default: generated once, stored)
-  std::string broker_rack;                       // broker.rack (empty: none)
-  std::string replica_selector_class;            // replica.selector.class (empty: none)
-  int64_t broker_heartbeat_interval_ms = 500;    // broker.heartbeat.interval.ms
-  int64_t broker_session_timeout_ms = 3000;      // broker.session.timeout.ms
-  uint32_t num_network_threads = 2;              // num.network.threads
-  uint32_t num_io_threads = 2;                   // num.io.threads (blocking object reads)
-  int32_t socket_request_max_bytes = 104857600;  // socket.request.max.bytes
-  int64_t queued_max_request_bytes = 268435456;  // queued.max.request.bytes (all conns)
+  int32_t node_id = 1;                            // node.id
+  std::string cluster_id;                         // cluster.id (default: generated once, stored)
+  std::string broker_rack;                        // broker.rack (empty: none)
+  std::string replica_selector_class;             // replica.selector.class (empty: none)
+  int64_t broker_heartbeat_interval_ms = 500;     // broker.heartbeat.interval.ms
+  int64_t broker_session_timeout_ms = 3000;       // broker.session.timeout.ms
+  uint32_t num_network_threads = 2;               // num.network.threads
+  uint32_t num_io_threads = 2;                    // num.io.threads (blocking object reads)
+  int32_t socket_request_max_bytes = 104857600;   // socket.request.max.bytes
+  int64_t queued_max_request_bytes = 268435456;   // queued.max.request.bytes (all conns)
+  int64_t queued_max_response_bytes = 268435456;  // queued.max.response.bytes (all conns)
   int32_t max_inflight_requests = 64;        // connections.max.inflight.requests (per connection)
   int64_t connections_max_idle_ms = 600000;  // connections.max.idle.ms
   int32_t max_connections = 10000;           // max.connections

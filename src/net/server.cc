@@ -107,6 +107,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   uint64_t next_id = 1;
   server_stats stats;
   std::atomic<uint64_t> requests{0};
+  std::atomic<int64_t> unsent_response_bytes{0};
+  std::atomic<uint64_t> reads_held{0};
   request_metrics metrics;
 };
 
@@ -116,6 +118,7 @@ struct connection : std::enable_shared_from_this<connection> {
     bool ready = false;
     response resp;
     int64_t budget_bytes = 0;
+    int64_t unsent_bytes = 0;  // counted in the connection's and the server's unsent bytes
     request_metrics::api_timing* timing = nullptr;  // null: not timed (unparsable header)
     clock::time_point arrived;                      // the request's last byte read
     clock::time_point handled;                      // the handler's end
@@ -166,7 +169,9 @@ struct connection : std::enable_shared_from_this<connection> {
   asio::awaitable<void> reader(std::shared_ptr<connection> self) {
     const auto& opt = srv->options;
     while (!read_stopped) {
-      while (static_cast<int32_t>(slots.size()) >= opt.max_inflight && !read_stopped) {
+      while ((static_cast<int32_t>(slots.size()) >= opt.max_inflight || responses_pile_up()) &&
+             !read_stopped) {
+        if (responses_pile_up()) srv->reads_held.fetch_add(1, std::memory_order_relaxed);
         co_await reader_wake.wait();
       }
       if (read_stopped) break;
@@ -226,6 +231,11 @@ struct connection : std::enable_shared_from_this<connection> {
     }
     srv->budget.release(s->budget_bytes);
     s->budget_bytes = 0;
+    if (s->resp.send && !writer_done) {
+      s->unsent_bytes = static_cast<int64_t>(s->resp.size());
+      unsent += s->unsent_bytes;
+      srv->unsent_response_bytes.fetch_add(s->unsent_bytes, std::memory_order_relaxed);
+    }
     s->handled = clock::now();
     if (s->timing != nullptr) {
       s->timing->handle.record(base::micros(s->handled - s->arrived));
@@ -235,6 +245,22 @@ struct connection : std::enable_shared_from_this<connection> {
     --running;
     writer_wake.notify();
     if (writer_done) maybe_remove();
+  }
+
+  // Whether this connection's unsent responses hold up its reading (see server.h).
+  [[nodiscard]] bool responses_pile_up() const {
+    if (unsent == 0) return false;
+    const int64_t limit = srv->options.queued_max_response_bytes;
+    return unsent > limit / 16 ||
+           srv->unsent_response_bytes.load(std::memory_order_relaxed) > limit;
+  }
+
+  // Forgets the unsent bytes of `s` (written, or never to be).
+  void sent(slot& s) {
+    if (s.unsent_bytes == 0) return;
+    unsent -= s.unsent_bytes;
+    srv->unsent_response_bytes.fetch_sub(s.unsent_bytes, std::memory_order_relaxed);
+    s.unsent_bytes = 0;
   }
 
   // The server forgets the connection once nothing of it runs any more: the stop callback
@@ -274,6 +300,8 @@ struct connection : std::enable_shared_from_this<connection> {
       if (!bufs.empty()) {
         const auto write_start = clock::now();
         auto [ec, n] = co_await asio::async_write(sock, bufs, use_tuple);
+        for (const auto& s : batch) sent(*s);
+        reader_wake.notify();
         if (ec) break;
         last_activity = clock::now();
         for (const auto& s : batch) {
@@ -287,9 +315,11 @@ struct connection : std::enable_shared_from_this<connection> {
       if (close_after) break;
     }
     // Requests still running answer into slots nobody sends; their budget is released when
-    // they finish.
+    // they finish, and they count no unsent bytes.
     close();
     writer_done = true;
+    for (const auto& s : batch) sent(*s);
+    for (const auto& s : slots) sent(*s);
     maybe_remove();
   }
 
@@ -310,7 +340,9 @@ struct connection : std::enable_shared_from_this<connection> {
       idle_timer.expires_after(period);
       co_await idle_timer.async_wait(use_tuple);
       if (closed) break;
-      if (slots.empty() && std::chrono::steady_clock::now() - last_activity >= idle) {
+      // Idle: nothing being handled and no byte read or written for `idle`, whether the
+      // client sends nothing, dribbles a frame, or leaves its responses unread.
+      if (running == 0 && std::chrono::steady_clock::now() - last_activity >= idle) {
         {
           std::lock_guard lock(srv->mu);
           ++srv->stats.idle_closed;
@@ -336,7 +368,8 @@ struct connection : std::enable_shared_from_this<connection> {
   bool closed = false;
   bool writer_done = false;
   bool removed = false;
-  int running = 0;  // handler coroutines not finished
+  int running = 0;     // handler coroutines not finished
+  int64_t unsent = 0;  // bytes of responses handled and not yet written
 };
 
 void server::impl::remove(uint64_t id) {
@@ -446,6 +479,8 @@ server_stats server::stats() const {
   std::lock_guard lock(impl_->mu);
   auto s = impl_->stats;
   s.requests = impl_->requests.load(std::memory_order_relaxed);
+  s.unsent_response_bytes = impl_->unsent_response_bytes.load(std::memory_order_relaxed);
+  s.reads_held_for_responses = impl_->reads_held.load(std::memory_order_relaxed);
   return s;
 }
 

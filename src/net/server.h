@@ -9,8 +9,12 @@
 // Bounds: a frame larger than socket.request.max.bytes closes the connection; at most
 // max_inflight requests per connection are read ahead of their responses; the bytes of all
 // requests in flight on all connections stay under queued_max_bytes (a reader waits for room:
-// backpressure through TCP, never out-of-memory). A connection with nothing in flight and no
-// traffic for idle_timeout is closed.
+// backpressure through TCP, never out-of-memory). Responses handled but not yet written count
+// too: a connection with unsent responses reads no further request while its own unsent bytes
+// exceed a sixteenth of queued_max_response_bytes or everyone's exceed all of it, so that a
+// client that never reads its responses holds a bounded amount of memory and stops being read.
+// A connection with no handler running and no bytes read or written for idle_timeout is
+// closed (one that sends a byte a second, or never takes its responses, included).
 //
 // Lifecycle: listen() binds, start() accepts; stop() stops accepting and reading, lets the
 // requests in flight finish and be answered, then closes every connection and calls its
@@ -95,6 +99,7 @@ class request_handler {
 struct server_options {
   int32_t max_request_bytes = 104857600;
   int64_t queued_max_bytes = 268435456;
+  int64_t queued_max_response_bytes = 268435456;
   int32_t max_inflight = 64;
   std::chrono::milliseconds idle_timeout{600000};
   int32_t max_connections = 10000;
@@ -106,6 +111,8 @@ struct server_stats {
   uint64_t requests = 0;
   uint64_t oversized_frames = 0;
   uint64_t idle_closed = 0;
+  int64_t unsent_response_bytes = 0;      // handled, not yet written, over all connections
+  uint64_t reads_held_for_responses = 0;  // times a reader waited for its responses to go
 };
 
 class server {

@@ -211,6 +211,122 @@ TEST_F(ServerTest, InflightLimitAppliesBackpressureWithoutLosingRequests) {
   ::close(fd);
 }
 
+// Answers each request at once with a response of `size` bytes (its correlation id first).
+class big_response_handler : public request_handler {
+ public:
+  explicit big_response_handler(size_t size) : size_(size) {}
+  asio::awaitable<response> handle(request req) override {
+    response r;
+    r.bytes.resize(size_);
+    base::store_be<int32_t>(r.bytes.data(), static_cast<int32_t>(size_ - 4));
+    base::store_be<int32_t>(r.bytes.data() + 4, req.header.header.correlation_id);
+    co_return r;
+  }
+
+ private:
+  size_t size_;
+};
+
+// Reads one response of `size` bytes; its correlation id, or -1 when the connection closed.
+int32_t read_big_response(int fd, size_t size) {
+  std::vector<uint8_t> buf(size);
+  size_t got = 0;
+  while (got < size) {
+    const ssize_t n = ::recv(fd, buf.data() + got, size - got, 0);
+    if (n <= 0) return -1;
+    got += static_cast<size_t>(n);
+  }
+  return base::load_be<int32_t>(buf.data() + 4);
+}
+
+// A client that sends many requests and reads none of its responses stops being read once
+// its unsent responses pass a sixteenth of queued_max_response_bytes: the broker holds a
+// bounded amount of them, and every request is still answered, in order, once it reads.
+TEST(ServerResponses, AClientThatDoesNotReadStopsBeingReadAndLosesNothing) {
+  constexpr size_t kSize = 256 << 10;
+  constexpr int kRequests = 400;  // 100 MiB of responses
+  big_response_handler handler(kSize);
+  asio::io_context io;
+  server_options o;
+  o.queued_max_response_bytes = int64_t{32} << 20;  // 2 MiB per connection
+  server srv(io, o, handler);
+  auto port = srv.listen("127.0.0.1", 0);
+  ASSERT_TRUE(port) << port.error();
+  srv.start();
+  std::thread runner([&] { io.run(); });
+  const int fd = connect_to(*port);
+  std::vector<uint8_t> all;
+  for (int i = 0; i < kRequests; ++i) {
+    auto f = frame(i);
+    all.insert(all.end(), f.begin(), f.end());
+  }
+  send_all(fd, all);  // 6 KiB: the kernel takes it whether or not the server reads
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto held = srv.stats();
+  EXPECT_LT(held.requests, static_cast<uint64_t>(kRequests));
+  EXPECT_GT(held.reads_held_for_responses, 0U);
+  // A sixteenth of the budget, plus the responses of the requests read before it was
+  // passed (64 in flight at most).
+  EXPECT_LE(held.unsent_response_bytes, (int64_t{2} << 20) + 64 * int64_t{kSize});
+  for (int i = 0; i < kRequests; ++i) ASSERT_EQ(read_big_response(fd, kSize), i);
+  EXPECT_EQ(srv.stats().requests, static_cast<uint64_t>(kRequests));
+  for (int i = 0; i < 100 && srv.stats().unsent_response_bytes != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(srv.stats().unsent_response_bytes, 0);
+  ::close(fd);
+  srv.stop([&] { io.stop(); });
+  runner.join();
+}
+
+// A connection whose responses are never taken is closed as idle, and what it held is let go.
+TEST(ServerResponses, UnreadResponsesDoNotKeepAConnectionOpenPastTheIdleTimeout) {
+  constexpr size_t kSize = 1 << 20;
+  big_response_handler handler(kSize);
+  asio::io_context io;
+  server_options o;
+  o.idle_timeout = std::chrono::milliseconds(300);
+  server srv(io, o, handler);
+  auto port = srv.listen("127.0.0.1", 0);
+  ASSERT_TRUE(port) << port.error();
+  srv.start();
+  std::thread runner([&] { io.run(); });
+  const int fd = connect_to(*port);
+  for (int i = 0; i < 64; ++i) send_all(fd, frame(i));
+  for (int i = 0; i < 300 && srv.stats().idle_closed == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(srv.stats().idle_closed, 1U);
+  for (int i = 0; i < 100 && srv.stats().unsent_response_bytes != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(srv.stats().unsent_response_bytes, 0);
+  ::close(fd);
+  srv.stop([&] { io.stop(); });
+  runner.join();
+}
+
+// A client that sends its request a byte now and then is closed as idle; others are served.
+TEST_F(ServerTest, AFrameDribbledSlowerThanTheIdleTimeoutIsClosed) {
+  server_options o;
+  o.idle_timeout = std::chrono::milliseconds(200);
+  start(o);
+  const int slow = connect_client();
+  const auto f = frame(1);
+  bool closed = false;
+  for (size_t i = 0; i < f.size() && !closed; ++i) {
+    closed = ::send(slow, f.data() + i, 1, MSG_NOSIGNAL) != 1;
+    const int good = connect_client();
+    send_all(good, frame(2));
+    EXPECT_EQ(read_response(good), 2);
+    ::close(good);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(read_response(slow), -1);
+  EXPECT_GE(server_->stats().idle_closed, 1U);
+  ::close(slow);
+}
+
 // Connections dealt to worker io_contexts (one thread each, as the broker runs them) are
 // served there, in order per connection; a shutdown with requests in flight and clients still
 // connected answers them, closes the connections and lets every context run dry before any is
