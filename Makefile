@@ -7,7 +7,7 @@ JOBS        ?= $(shell nproc)
 CLANG_CXX   ?= clang++-14
 
 .PHONY: all deps test-deps build run test generate check-generated format check-format tidy \
-        unit-tests integration asan fuzz bench clean
+        unit-tests integration asan fuzz bench compat clean
 
 all: build
 
@@ -63,6 +63,10 @@ asan: test-deps
 	@ninja -C $(ASAN_BUILD) -j $(JOBS) --quiet
 	@scripts/run-ctest.sh $(ASAN_BUILD)
 	@SILT_TEST_SANITIZED=1 SILT_TEST_BROKERS=silt SILT_CLUSTER_ROUNDS=2 scripts/run-integration.sh $(ASAN_BUILD)
+
+# Every client of tests/compat against Silt and the reference Kafka broker; rewrites the table.
+compat: test-deps build
+	@/usr/bin/python3 tests/compat/run.py --write docs/compatibility.md
 
 fuzz: asan
 	@scripts/run-fuzzers.sh $(ASAN_BUILD)
