@@ -87,6 +87,64 @@ tl::expected<storage::wal::write_faults::options, std::string> parse_wal_faults(
   return o;
 }
 
+// SILT_TEST_STORE_FAULTS, for tests of real clients against a failing object store:
+// "error=P,throttle=P,timeout=P,slow=P,partial=P,lost=P,delay_ms=N,seed=N,on_ms=N,off_ms=N"
+// (probabilities per call; with off_ms, faults only in the first on_ms of every
+// on_ms + off_ms).
+tl::expected<storage::faulty_store_options, std::string> parse_store_faults(std::string_view spec) {
+  storage::faulty_store_options o;
+  double total = 0;
+  while (!spec.empty()) {
+    const size_t comma = spec.find(',');
+    const std::string_view item = spec.substr(0, comma);
+    spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) return tl::make_unexpected("expected key=value");
+    const std::string key(item.substr(0, eq));
+    const std::string value(item.substr(eq + 1));
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || v < 0) {
+      return tl::make_unexpected("bad value '" + value + "' for " + key);
+    }
+    const auto ms = std::chrono::milliseconds(static_cast<int64_t>(v));
+    double* probability = nullptr;
+    if (key == "error") {
+      probability = &o.error_probability;
+    } else if (key == "throttle") {
+      probability = &o.throttle_probability;
+    } else if (key == "timeout") {
+      probability = &o.timeout_probability;
+    } else if (key == "slow") {
+      probability = &o.slow_probability;
+    } else if (key == "partial") {
+      probability = &o.partial_probability;
+    } else if (key == "lost") {
+      probability = &o.lost_reply_probability;
+    } else if (key == "delay_ms") {
+      o.timeout_delay = ms;
+      o.slow_delay = ms;
+    } else if (key == "seed") {
+      o.seed = static_cast<uint64_t>(v);
+    } else if (key == "on_ms") {
+      o.on_period = ms;
+    } else if (key == "off_ms") {
+      o.off_period = ms;
+    } else {
+      return tl::make_unexpected("unknown key '" + key + "'");
+    }
+    if (probability != nullptr) {
+      *probability = v;
+      total += v;
+    }
+  }
+  if (total > 1) return tl::make_unexpected("the probabilities add up to more than 1");
+  if (o.off_period.count() > 0 && o.on_period.count() <= 0) {
+    return tl::make_unexpected("off_ms needs on_ms");
+  }
+  return o;
+}
+
 // Decodes the request body at its version, runs the handler and encodes what it returns.
 // A body that does not decode closes the connection, as Kafka does.
 template <typename Req, typename Fn>
@@ -173,6 +231,14 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   if (!db) return tl::make_unexpected("metadata.store.uri: " + db.error());
   auto objects = storage::open_object_store(config.object_store_uri);
   if (!objects) return tl::make_unexpected("object.store.uri: " + objects.error());
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read once at open, nothing sets the environment
+  if (const char* faults = std::getenv("SILT_TEST_STORE_FAULTS"); faults != nullptr) {
+    auto parsed = parse_store_faults(faults);
+    if (!parsed) return tl::make_unexpected("SILT_TEST_STORE_FAULTS: " + parsed.error());
+    SILT_LOG(warn, "silt: injecting object store faults (SILT_TEST_STORE_FAULTS=%s)", faults);
+    b->faulty_inner_ = std::move(*objects);
+    *objects = std::make_unique<storage::faulty_store>(*b->faulty_inner_, *parsed);
+  }
   auto metered = std::make_unique<storage::metered_store>(std::move(*objects));
   b->metered_objects_ = metered.get();
   b->objects_ = std::move(metered);

@@ -63,6 +63,9 @@ class broker final : public net::request_handler {
   int wal_lock_fd_ = -1;  // holds the WAL's lock (lock_wal) while the broker lives
   std::unique_ptr<cluster::membership> membership_;
   std::unique_ptr<cluster::controller> controller_;
+  // The object store under SILT_TEST_STORE_FAULTS' faulty_store (null without it); objects_
+  // refers to it, so it is declared first and destroyed last.
+  std::unique_ptr<storage::object_store> faulty_inner_;
   std::unique_ptr<storage::object_store> objects_;
   storage::metered_store* metered_objects_ = nullptr;  // objects_, as its metering sees it
   std::unique_ptr<storage::stream_store> store_;

@@ -23,6 +23,14 @@ uint64_t faulty_store::injected(fault f) const {
   return injected_[static_cast<size_t>(f)];
 }
 
+bool faulty_store::in_fault_period() const {
+  if (options_.off_period.count() <= 0) return true;
+  const auto cycle = options_.on_period + options_.off_period;
+  const auto since = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - made_);
+  return since % cycle < options_.on_period;
+}
+
 faulty_store::decision faulty_store::next(store_operation op) {
   base::lock_guard lock(mu_);
   decision d;
@@ -33,7 +41,7 @@ faulty_store::decision faulty_store::next(store_operation op) {
   if (!queue.empty()) {
     d.f = queue.front();
     queue.pop_front();
-  } else if ((options_.operations & (1u << static_cast<unsigned>(op))) != 0) {
+  } else if ((options_.operations & (1u << static_cast<unsigned>(op))) != 0 && in_fault_period()) {
     const std::pair<double, fault> table[] = {
         {options_.error_probability, fault::io},
         {options_.throttle_probability, fault::throttled},

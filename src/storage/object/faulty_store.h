@@ -53,6 +53,10 @@ struct faulty_store_options {
   // The operations the probabilities apply to (scripted faults apply regardless); all by
   // default. Bit i is store_operation i.
   uint32_t operations = (1u << store_operation_count) - 1;
+  // With off_period > 0, the probabilities apply only in the first on_period of every
+  // on_period + off_period since the store was made: outages for periods of a run.
+  std::chrono::milliseconds on_period{0};
+  std::chrono::milliseconds off_period{0};
   // Called after every call the inner store made (before a lost_reply turns its result into
   // a failure), with the operation and the key (the prefix of a list). Runs on the caller's
   // thread, outside the mutex.
@@ -88,6 +92,7 @@ class faulty_store final : public object_store {
   [[nodiscard]] tl::expected<std::vector<object_info>, store_error> list(
       std::string_view prefix) override;
   [[nodiscard]] std::string describe() const override;
+  void cancel() override { inner_.cancel(); }
 
  private:
   struct decision {
@@ -96,6 +101,8 @@ class faulty_store final : public object_store {
   };
   // Picks the fault of the next call of `op` and counts it.
   decision next(store_operation op);
+  // Whether the probabilities apply now (on_period and off_period).
+  [[nodiscard]] bool in_fault_period() const REQUIRES(mu_);
   // Sleeps and fails as `d` says before the inner call; nullopt: go on with the call.
   std::optional<store_error> before(const decision& d) const;
   // Runs the after_inner_call hook, if any.
@@ -105,6 +112,7 @@ class faulty_store final : public object_store {
   tl::expected<void, store_error> faulty_put(std::string_view key, Call&& call);
 
   object_store& inner_;
+  const std::chrono::steady_clock::time_point made_ = std::chrono::steady_clock::now();
   mutable base::mutex mu_;
   faulty_store_options options_ GUARDED_BY(mu_);
   std::mt19937_64 random_ GUARDED_BY(mu_);

@@ -39,6 +39,19 @@ TEST_F(FaultyStore, WithoutFaultsItPassesCallsThrough) {
   EXPECT_EQ(s.describe(), "faulty(" + inner_->describe() + ")");
 }
 
+// With an off period, the faults come in outages: all in the first second, none after it.
+TEST_F(FaultyStore, ProbabilitiesApplyOnlyInTheirPeriod) {
+  faulty_store_options o;
+  o.error_probability = 1;
+  o.on_period = std::chrono::milliseconds(1000);
+  o.off_period = std::chrono::milliseconds(600000);
+  faulty_store s(*inner_, o);
+  EXPECT_EQ(s.put("k", bytes("v")).error(), store_error::io);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_TRUE(s.put("k", bytes("v")));
+  EXPECT_EQ(s.injected(fault::io), 1u);
+}
+
 TEST_F(FaultyStore, HookRunsAfterTheInnerCallBeforeTheReply) {
   std::vector<std::string> seen;
   faulty_store_options o;
