@@ -30,7 +30,7 @@ struct found {
 // record with the largest timestamp (target == -3, the first one of equals).
 found scan(storage::stream_store& store, base::stream_id stream, int64_t target) {
   found best;
-  scan_batches(store, stream, base::offset(0), [&](const protocol::record_batch& b) {
+  (void)scan_batches(store, stream, base::offset(0), [&](const protocol::record_batch& b) {
     const auto& h = b.header;
     const bool wanted = target >= 0 ? h.max_timestamp >= target : h.max_timestamp > best.timestamp;
     if (!wanted) return true;

@@ -235,14 +235,22 @@ enum class attempt : uint8_t { done, wait, load };
 // The first idempotent batch of a partition since the start, or since another broker served it:
 // its producer state is read (registry, and a replay that may read objects) on the blocking
 // pool.
-asio::awaitable<void> load_producers(context& ctx, base::stream_id stream) {
-  co_await asio::co_spawn(
+// False when it could not be read (the object store failing): see refuse_unloaded().
+asio::awaitable<bool> load_producers(context& ctx, base::stream_id stream) {
+  co_return co_await asio::co_spawn(
       ctx.blocking,
-      [&ctx, stream]() -> asio::awaitable<void> {
-        ctx.producers.load(stream);
-        co_return;
-      },
+      [&ctx, stream]() -> asio::awaitable<bool> { co_return ctx.producers.load(stream); },
       asio::use_awaitable);
+}
+
+// An idempotent batch of a partition whose producer state could not be read: judged without
+// the producers' last batches, a retry of one of them would be OUT_OF_ORDER_SEQUENCE_NUMBER
+// (fatal to the producer) instead of a duplicate. Refused retriably, like a partition not yet
+// served, until the state can be read.
+void refuse_unloaded(context& ctx, checked& c) {
+  set_error(*c.out, error_code::not_leader_or_follower,
+            "the producer state of this partition cannot be read yet (object store): retry");
+  ctx.producers.note_refused(c.stream_id, c.first);
 }
 
 // Notes whether the partition is served here as the request arrives, and at which epoch.
@@ -451,11 +459,17 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
     auto& c = work[i];
     // (Only for a partition served here: state loaded before this broker serves the partition
     // would miss what the broker serving it writes meanwhile. Otherwise it is refused below.)
-    if (c.idempotent && c.arrived_served && !ctx.producers.loaded(c.stream_id))
-      co_await load_producers(ctx, c.stream_id);
+    if (c.idempotent && c.arrived_served && !ctx.producers.loaded(c.stream_id) &&
+        !co_await load_producers(ctx, c.stream_id)) {
+      refuse_unloaded(ctx, c);
+      continue;
+    }
     attempt first = try_append(ctx, raw, p, i, c);
     if (first == attempt::load) {
-      co_await load_producers(ctx, c.stream_id);
+      if (!co_await load_producers(ctx, c.stream_id)) {
+        refuse_unloaded(ctx, c);
+        continue;
+      }
       first = try_append(ctx, raw, p, i, c);
     }
     if (first == attempt::done) continue;
@@ -469,7 +483,10 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
       }
       if (again == attempt::load) {
         ctx.waiters.unsubscribe(w);
-        co_await load_producers(ctx, c.stream_id);
+        if (!co_await load_producers(ctx, c.stream_id)) {
+          refuse_unloaded(ctx, c);
+          break;
+        }
         continue;
       }
       const int64_t left = deadline - base::now_ms();

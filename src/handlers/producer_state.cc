@@ -97,8 +97,11 @@ producer_state::stream_producers& producer_state::stream_locked(base::stream_id 
     sp = slot.get();
   }
   if (!sp->loaded.load(std::memory_order_acquire)) {
-    load_locked(stream_id, *sp);
-    sp->loaded.store(true, std::memory_order_release);
+    if (load_locked(stream_id, *sp)) {
+      sp->loaded.store(true, std::memory_order_release);
+    } else {
+      sp->producers.clear();
+    }
   }
   return *sp;
 }
@@ -109,9 +112,9 @@ bool producer_state::loaded(base::stream_id stream_id) {
   return it != streams_.end() && it->second->loaded.load(std::memory_order_acquire);
 }
 
-void producer_state::load(base::stream_id stream_id) {
+bool producer_state::load(base::stream_id stream_id) {
   std::lock_guard lock(lock_for(stream_id));
-  (void)stream_locked(stream_id);
+  return stream_locked(stream_id).loaded.load(std::memory_order_acquire);
 }
 
 void producer_state::forget(base::stream_id stream_id) {
@@ -293,7 +296,7 @@ void producer_state::record(base::stream_id stream_id, const record_batch_header
   sp.dirty = true;
 }
 
-void producer_state::load_locked(base::stream_id stream_id, stream_producers& sp) {
+bool producer_state::load_locked(base::stream_id stream_id, stream_producers& sp) {
   const auto offsets = store_.offsets(stream_id);
   base::offset from = offsets.start_offset;
   auto blob = store_.producer_state(stream_id);
@@ -328,12 +331,19 @@ void producer_state::load_locked(base::stream_id stream_id, stream_producers& sp
     }
   }
   // Replay the batch headers written after the snapshot.
-  scan_batches(store_, stream_id, from, [&](const protocol::record_batch& b) {
+  const bool whole = scan_batches(store_, stream_id, from, [&](const protocol::record_batch& b) {
     if (b.header.producer_id >= 0) {
       apply(sp.producers, b.header, base::offset(b.header.base_offset));
     }
     return true;
   });
+  if (!whole) {
+    SILT_LOG(warn,
+             "producer state: stream %llu could not be read to its end; its idempotent "
+             "batches are refused until it can",
+             static_cast<unsigned long long>(stream_id.value()));
+  }
+  return whole;
 }
 
 tl::expected<void, std::string> producer_state::snapshot() {

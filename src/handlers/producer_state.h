@@ -73,8 +73,11 @@ class producer_state {
   // Whether the stream's state is in memory. Before that, the first check() loads it: a
   // snapshot from the registry and a replay of the stream, which may read the object store.
   [[nodiscard]] bool loaded(base::stream_id stream_id);
-  // Loads the stream's state (on a thread that may block). Takes lock_for().
-  void load(base::stream_id stream_id);
+  // Loads the stream's state (on a thread that may block). Takes lock_for(). False when the
+  // stream could not be read to its end (the object store failing): nothing is loaded, and
+  // the stream's idempotent batches must be refused (retriably) until a load succeeds, as
+  // they would be judged against a state that misses the producers' last batches.
+  [[nodiscard]] bool load(base::stream_id stream_id);
   // Forgets the stream's state: the next use loads it again (another broker served the stream
   // meanwhile and stored its state). Takes lock_for().
   void forget(base::stream_id stream_id);
@@ -138,7 +141,7 @@ class producer_state {
   stream_producers& stream_locked(base::stream_id stream_id);  // loads on first use
   [[nodiscard]] check_result check_on(const stream_producers& sp,
                                       const protocol::record_batch_header& h);
-  void load_locked(base::stream_id stream_id, stream_producers& sp);
+  [[nodiscard]] bool load_locked(base::stream_id stream_id, stream_producers& sp);
   static void apply(std::unordered_map<base::producer_id, producer_entry>& m,
                     const protocol::record_batch_header& h, base::offset base_offset);
 

@@ -13,7 +13,9 @@ namespace silt::handlers {
 
 // Calls fn with every whole batch that ends at or after `from`, in offset order, reading the
 // stream a few MiB at a time; stops when fn returns false, at the end, or on a read error.
-void scan_batches(storage::stream_store& store, base::stream_id stream_id, base::offset from,
-                  const std::function<bool(const protocol::record_batch&)>& fn);
+// False on a read error (the object store failing): the walk stopped short of the end.
+[[nodiscard]] bool scan_batches(storage::stream_store& store, base::stream_id stream_id,
+                                base::offset from,
+                                const std::function<bool(const protocol::record_batch&)>& fn);
 
 }  // namespace silt::handlers
