@@ -7,7 +7,7 @@ JOBS        ?= $(shell nproc)
 CLANG_CXX   ?= clang++-14
 
 .PHONY: all deps test-deps build run test generate check-generated format check-format tidy \
-        unit-tests integration asan fuzz bench compat clean
+        unit-tests integration asan fuzz bench compat chaos clean
 
 all: build
 
@@ -67,6 +67,12 @@ asan: test-deps
 # Every client of tests/compat against Silt and the reference Kafka broker; rewrites the table.
 compat: test-deps build
 	@/usr/bin/python3 tests/compat/run.py --write docs/compatibility.md
+
+# The crash checker, long: 500 kills, then 100 more with the object store failing for periods.
+chaos: test-deps build
+	@SILT_BIN=$(BUILD)/silt /usr/bin/python3 tests/chaos/run.py --kills 500
+	@SILT_BIN=$(BUILD)/silt /usr/bin/python3 tests/chaos/run.py --kills 100 --store-faults \
+	  error=0.3,timeout=0.1,slow=0.2,lost=0.1,delay_ms=300,on_ms=3000,off_ms=3000
 
 fuzz: asan
 	@scripts/run-fuzzers.sh $(ASAN_BUILD)
