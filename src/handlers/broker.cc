@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <system_error>
 #include <thread>
@@ -47,11 +48,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// SILT_TEST_WAL_FAULTS, for tests of real clients against a failing disk:
-// "fail=P,delay=P,delay_ms=N,seed=N" (probabilities per WAL write; any subset).
-tl::expected<storage::wal::write_faults::options, std::string> parse_wal_faults(
-    std::string_view spec) {
-  storage::wal::write_faults::options o;
+// Walks a fault spec, "key=number,...", calling set(key, number) for each item; false from
+// set: an unknown key.
+tl::expected<void, std::string> walk_fault_spec(
+    std::string_view spec, const std::function<bool(const std::string&, double)>& set) {
   while (!spec.empty()) {
     const size_t comma = spec.find(',');
     const std::string_view item = spec.substr(0, comma);
@@ -69,6 +69,17 @@ tl::expected<storage::wal::write_faults::options, std::string> parse_wal_faults(
       message += key;
       return tl::make_unexpected(std::move(message));
     }
+    if (!set(key, v)) return tl::make_unexpected("unknown key '" + key + "'");
+  }
+  return {};
+}
+
+// SILT_TEST_WAL_FAULTS, for tests of real clients against a failing disk:
+// "fail=P,delay=P,delay_ms=N,seed=N" (probabilities per WAL write; any subset).
+tl::expected<storage::wal::write_faults::options, std::string> parse_wal_faults(
+    std::string_view spec) {
+  storage::wal::write_faults::options o;
+  auto walked = walk_fault_spec(spec, [&o](const std::string& key, double v) {
     if (key == "fail") {
       o.fail_probability = v;
     } else if (key == "delay") {
@@ -78,9 +89,11 @@ tl::expected<storage::wal::write_faults::options, std::string> parse_wal_faults(
     } else if (key == "seed") {
       o.seed = static_cast<uint64_t>(v);
     } else {
-      return tl::make_unexpected("unknown key '" + key + "'");
+      return false;
     }
-  }
+    return true;
+  });
+  if (!walked) return tl::make_unexpected(walked.error());
   if (o.fail_probability + o.delay_probability > 1) {
     return tl::make_unexpected("fail + delay must be at most 1");
   }
@@ -93,34 +106,20 @@ tl::expected<storage::wal::write_faults::options, std::string> parse_wal_faults(
 // on_ms + off_ms).
 tl::expected<storage::faulty_store_options, std::string> parse_store_faults(std::string_view spec) {
   storage::faulty_store_options o;
-  double total = 0;
-  while (!spec.empty()) {
-    const size_t comma = spec.find(',');
-    const std::string_view item = spec.substr(0, comma);
-    spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
-    const size_t eq = item.find('=');
-    if (eq == std::string_view::npos) return tl::make_unexpected("expected key=value");
-    const std::string key(item.substr(0, eq));
-    const std::string value(item.substr(eq + 1));
-    char* end = nullptr;
-    const double v = std::strtod(value.c_str(), &end);
-    if (value.empty() || *end != '\0' || v < 0) {
-      return tl::make_unexpected("bad value '" + value + "' for " + key);
-    }
+  auto walked = walk_fault_spec(spec, [&o](const std::string& key, double v) {
     const auto ms = std::chrono::milliseconds(static_cast<int64_t>(v));
-    double* probability = nullptr;
     if (key == "error") {
-      probability = &o.error_probability;
+      o.error_probability = v;
     } else if (key == "throttle") {
-      probability = &o.throttle_probability;
+      o.throttle_probability = v;
     } else if (key == "timeout") {
-      probability = &o.timeout_probability;
+      o.timeout_probability = v;
     } else if (key == "slow") {
-      probability = &o.slow_probability;
+      o.slow_probability = v;
     } else if (key == "partial") {
-      probability = &o.partial_probability;
+      o.partial_probability = v;
     } else if (key == "lost") {
-      probability = &o.lost_reply_probability;
+      o.lost_reply_probability = v;
     } else if (key == "delay_ms") {
       o.timeout_delay = ms;
       o.slow_delay = ms;
@@ -131,14 +130,16 @@ tl::expected<storage::faulty_store_options, std::string> parse_store_faults(std:
     } else if (key == "off_ms") {
       o.off_period = ms;
     } else {
-      return tl::make_unexpected("unknown key '" + key + "'");
+      return false;
     }
-    if (probability != nullptr) {
-      *probability = v;
-      total += v;
-    }
+    return true;
+  });
+  if (!walked) return tl::make_unexpected(walked.error());
+  if (o.error_probability + o.throttle_probability + o.timeout_probability + o.slow_probability +
+          o.partial_probability + o.lost_reply_probability >
+      1) {
+    return tl::make_unexpected("the probabilities add up to more than 1");
   }
-  if (total > 1) return tl::make_unexpected("the probabilities add up to more than 1");
   if (o.off_period.count() > 0 && o.on_period.count() <= 0) {
     return tl::make_unexpected("off_ms needs on_ms");
   }
