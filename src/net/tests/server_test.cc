@@ -227,6 +227,30 @@ class big_response_handler : public request_handler {
   size_t size_;
 };
 
+// A server answering with big_response_handler, run by a thread of its own until destroyed.
+struct running_server {
+  running_server(size_t response_size, const server_options& o)
+      : handler(response_size), srv(io, o, handler) {
+    auto p = srv.listen("127.0.0.1", 0);
+    EXPECT_TRUE(p) << p.error();
+    port = p.value_or(0);
+    srv.start();
+    runner = std::thread([this] { io.run(); });
+  }
+  ~running_server() {
+    srv.stop([this] { io.stop(); });
+    runner.join();
+  }
+  running_server(const running_server&) = delete;
+  running_server& operator=(const running_server&) = delete;
+
+  big_response_handler handler;
+  asio::io_context io;
+  server srv;
+  uint16_t port = 0;
+  std::thread runner;
+};
+
 // Reads one response of `size` bytes; its correlation id, or -1 when the connection closed.
 int32_t read_big_response(int fd, size_t size) {
   std::vector<uint8_t> buf(size);
@@ -245,16 +269,11 @@ int32_t read_big_response(int fd, size_t size) {
 TEST(ServerResponses, AClientThatDoesNotReadStopsBeingReadAndLosesNothing) {
   constexpr size_t kSize = 256 << 10;
   constexpr int kRequests = 400;  // 100 MiB of responses
-  big_response_handler handler(kSize);
-  asio::io_context io;
   server_options o;
   o.queued_max_response_bytes = int64_t{32} << 20;  // 2 MiB per connection
-  server srv(io, o, handler);
-  auto port = srv.listen("127.0.0.1", 0);
-  ASSERT_TRUE(port) << port.error();
-  srv.start();
-  std::thread runner([&] { io.run(); });
-  const int fd = connect_to(*port);
+  running_server rs(kSize, o);
+  auto& srv = rs.srv;
+  const int fd = connect_to(rs.port);
   std::vector<uint8_t> all;
   for (int i = 0; i < kRequests; ++i) {
     auto f = frame(i);
@@ -275,23 +294,16 @@ TEST(ServerResponses, AClientThatDoesNotReadStopsBeingReadAndLosesNothing) {
   }
   EXPECT_EQ(srv.stats().unsent_response_bytes, 0);
   ::close(fd);
-  srv.stop([&] { io.stop(); });
-  runner.join();
 }
 
 // A connection whose responses are never taken is closed as idle, and what it held is let go.
 TEST(ServerResponses, UnreadResponsesDoNotKeepAConnectionOpenPastTheIdleTimeout) {
   constexpr size_t kSize = 1 << 20;
-  big_response_handler handler(kSize);
-  asio::io_context io;
   server_options o;
   o.idle_timeout = std::chrono::milliseconds(300);
-  server srv(io, o, handler);
-  auto port = srv.listen("127.0.0.1", 0);
-  ASSERT_TRUE(port) << port.error();
-  srv.start();
-  std::thread runner([&] { io.run(); });
-  const int fd = connect_to(*port);
+  running_server rs(kSize, o);
+  auto& srv = rs.srv;
+  const int fd = connect_to(rs.port);
   for (int i = 0; i < 64; ++i) send_all(fd, frame(i));
   for (int i = 0; i < 300 && srv.stats().idle_closed == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -302,8 +314,6 @@ TEST(ServerResponses, UnreadResponsesDoNotKeepAConnectionOpenPastTheIdleTimeout)
   }
   EXPECT_EQ(srv.stats().unsent_response_bytes, 0);
   ::close(fd);
-  srv.stop([&] { io.stop(); });
-  runner.join();
 }
 
 // A client that sends its request a byte now and then is closed as idle; others are served.
