@@ -415,8 +415,10 @@ def write_table(path, results, selected_brokers, records, started):
                 notes.append(f"- {label}, on {kind}: {v[1]}")
         detail = f" ({silt[1]})" if silt and silt[0] == "pass" else ""
         lines.append(f"| {label} | {cell(silt, kafka)}{detail} |")
-    lines += ["", "kcat has no admin API (n/a), and sets the same headers on every record it "
-              "produces: its records carry the `codec` header only."]
+    lines += ["", "n/a: the client has no such call. kcat has no admin API, and sets the same "
+              "headers on every record it produces: its records carry the `codec` header only. "
+              "@confluentinc/kafka-javascript 1.10.1 has no call to describe or alter configs. "
+              "kafkajs compresses with gzip only, unless codec packages are added."]
     if notes:
         lines += ["", "First errors:", ""] + notes
     Path(path).write_text("\n".join(lines) + "\n")
