@@ -2,12 +2,13 @@
 # configure and build; run then starts the broker, test runs every check and test.
 BUILD       ?= build
 ASAN_BUILD  ?= build-asan
+TSAN_BUILD  ?= build-tsan
 SPECS       ?= ../shared/kafka-protocol
 JOBS        ?= $(shell nproc)
 CLANG_CXX   ?= clang++-14
 
 .PHONY: all deps test-deps build run test generate check-generated format check-format tidy \
-        unit-tests integration asan fuzz bench compat chaos clean
+        unit-tests integration asan tsan fuzz bench compat chaos clean
 
 all: build
 
@@ -49,11 +50,12 @@ unit-tests: test-deps build
 
 # Black-box tests over TCP with real clients, against Silt and the reference Kafka broker;
 # then against Silt again with its metadata in PostgreSQL and its objects in Azure Blob
-# containers of Azurite (silt-perf's own tests aside: they test the tool, not the stores).
+# containers of Azurite (silt-perf's own tests aside: they test the tool, not the stores; and
+# the crash checker, whose store faults are injected above any store).
 integration: test-deps build
 	@scripts/run-integration.sh $(BUILD)
 	@SILT_TEST_BROKERS=silt SILT_TEST_METADATA=postgresql SILT_TEST_OBJECTS=azurite \
-	  scripts/run-integration.sh $(BUILD) -k "not silt_perf"
+	  scripts/run-integration.sh $(BUILD) -k "not silt_perf and not chaos_checker"
 
 # Unit tests, the black-box tests against Silt, and the fuzz target under AddressSanitizer
 # and UndefinedBehaviorSanitizer (clang).
@@ -74,13 +76,26 @@ chaos: test-deps build
 	@SILT_BIN=$(BUILD)/silt /usr/bin/python3 tests/chaos/run.py --kills 100 --store-faults \
 	  error=0.3,timeout=0.1,slow=0.2,lost=0.1,delay_ms=300,on_ms=3000,off_ms=3000
 
+# The unit tests of the concurrent parts (network server, WAL, stream store, group
+# coordinator) under ThreadSanitizer (clang).
+TSAN_TESTS = src/net/net_tests src/storage/wal/wal_tests src/storage/storage_tests \
+             src/coordinator/coordinator_tests
+tsan: test-deps
+	@CXX=$(CLANG_CXX) cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DSILT_TSAN=ON -DSILT_BENCH=OFF >/dev/null
+	@ninja -C $(TSAN_BUILD) -j $(JOBS) --quiet $(TSAN_TESTS)
+	@for t in $(TSAN_TESTS); do \
+	  TSAN_OPTIONS=halt_on_error=1 $(TSAN_BUILD)/$$t --gtest_brief=1 >$(TSAN_BUILD)/tsan.log 2>&1 \
+	    || { tail -80 $(TSAN_BUILD)/tsan.log; exit 1; }; \
+	  echo "tsan: $$t passed"; done
+
 fuzz: asan
 	@scripts/run-fuzzers.sh $(ASAN_BUILD)
 
 bench: test-deps build
 	@for b in $(BUILD)/bench/*_bench; do $$b; done
 
-test: test-deps check-generated check-format build tidy unit-tests integration fuzz
+test: test-deps check-generated check-format build tidy unit-tests integration fuzz tsan
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
