@@ -57,7 +57,7 @@ integration: test-deps build
 	@SILT_TEST_BROKERS=silt SILT_TEST_METADATA=postgresql SILT_TEST_OBJECTS=azurite \
 	  scripts/run-integration.sh $(BUILD) -k "not silt_perf and not chaos_checker"
 
-# Unit tests, the black-box tests against Silt, and the fuzz target under AddressSanitizer
+# Unit tests, the black-box tests against Silt, and the fuzz targets under AddressSanitizer
 # and UndefinedBehaviorSanitizer (clang).
 asan: test-deps
 	@CXX=$(CLANG_CXX) cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
