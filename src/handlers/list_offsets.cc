@@ -24,19 +24,20 @@ using protocol::error_code;
 struct found {
   std::optional<base::offset> offset;  // none: no record matched
   int64_t timestamp = -1;
+  bool read = true;  // false: the stream could not be read (the object store failing)
 };
 
 // Scans a stream for the first record with timestamp >= target (target >= 0), or for the
 // record with the largest timestamp (target == -3, the first one of equals).
 found scan(storage::stream_store& store, base::stream_id stream, int64_t target) {
   found best;
-  (void)scan_batches(store, stream, base::offset(0), [&](const protocol::record_batch& b) {
+  best.read = scan_batches(store, stream, base::offset(0), [&](const protocol::record_batch& b) {
     const auto& h = b.header;
     const bool wanted = target >= 0 ? h.max_timestamp >= target : h.max_timestamp > best.timestamp;
     if (!wanted) return true;
     if (h.log_append_time()) {
       // Every record of a log-append-time batch carries the batch's max timestamp.
-      best = {base::offset(h.base_offset), h.max_timestamp};
+      best = {base::offset(h.base_offset), h.max_timestamp, true};
       return target < 0;
     }
     auto records = protocol::decode_records(b);
@@ -45,10 +46,10 @@ found scan(storage::stream_store& store, base::stream_id stream, int64_t target)
       const base::offset o(h.base_offset + rec.offset_delta);
       const int64_t ts = h.base_timestamp + rec.timestamp_delta;
       if (target >= 0 && ts >= target) {
-        best = {o, ts};
+        best = {o, ts, true};
         return false;
       }
-      if (target < 0 && ts > best.timestamp) best = {o, ts};
+      if (target < 0 && ts > best.timestamp) best = {o, ts, true};
     }
     return true;
   });
@@ -116,6 +117,11 @@ asio::awaitable<protocol::list_offsets_response> handle_list_offsets(
                 co_return scan(store, stream, target);
               },
               asio::use_awaitable);
+          if (!f.read) {
+            // Not "no such record": what could not be read may hold it. Retriable.
+            rp.error_code = static_cast<int16_t>(error_code::kafka_storage_error);
+            break;
+          }
           rp.offset = f.offset ? f.offset->value() : no_offset;
           rp.timestamp = f.timestamp;
           if (!f.offset) rp.leader_epoch = -1;
