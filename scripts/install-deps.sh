@@ -24,7 +24,7 @@ test_packages=(
   fio chromium
   # black-box integration tests (tests/integration): Python clients with every codec, and
   # the JDK and Maven that fetch and run the reference Kafka broker
-  python3-pytest python3-pytest-timeout python3-confluent-kafka python3-kafka
+  python3-pytest python3-pytest-timeout python3-pytest-xdist python3-confluent-kafka python3-kafka
   python3-lz4 python3-snappy python3-zstandard python3-crc32c
   # the metrics endpoint's test parses a scrape with Prometheus' own Python parser
   python3-prometheus-client

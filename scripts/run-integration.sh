@@ -5,7 +5,9 @@
 #
 #   scripts/run-integration.sh BUILD_DIR [PYTEST_ARGS...]
 #
-# SILT_TEST_BROKERS=silt (or kafka) limits the run to one broker; SILT_TEST_TIMEOUT bounds
+# SILT_TEST_WORKERS sets how many pytest processes share the tests (python3-pytest-xdist;
+# default: the number of cores; most tests wait on brokers and clients far more than they
+# compute); SILT_TEST_BROKERS=silt (or kafka) limits the run to one broker; SILT_TEST_TIMEOUT bounds
 # each test (seconds, default 120); SILT_TEST_METADATA=postgresql keeps every Silt broker's
 # metadata in PostgreSQL (a throwaway server started for the run, see pg-test-server.sh)
 # instead of SQLite; SILT_TEST_OBJECTS=azurite keeps every Silt broker's objects in Azure
@@ -38,6 +40,12 @@ if "$py" -c 'import pytest_timeout' 2>/dev/null; then
   timeout_args=(--timeout="${SILT_TEST_TIMEOUT:-120}")
 fi
 
+worker_args=()
+workers=${SILT_TEST_WORKERS:-$(nproc)}
+if [[ $workers -gt 1 ]] && "$py" -c 'import xdist' 2>/dev/null; then
+  worker_args=(-n "$workers")
+fi
+
 if [[ ${SILT_TEST_METADATA:-sqlite} == postgresql ]]; then
   pgdir=$build/pg-server-integration
   trap '"$root/scripts/pg-test-server.sh" stop "$pgdir" >/dev/null 2>&1 || true' EXIT
@@ -57,4 +65,4 @@ fi
 cd "$root"
 export SILT_BIN="$build/silt"
 # The slowest tests are listed at the end, to show where the suite's time goes.
-"$py" -m pytest -q -p no:cacheprovider --durations=15 "${timeout_args[@]}" tests/integration "$@"
+"$py" -m pytest -q -p no:cacheprovider --durations=15 "${timeout_args[@]}" "${worker_args[@]}" tests/integration "$@"
