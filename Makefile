@@ -70,11 +70,13 @@ asan: test-deps
 compat: test-deps build
 	@/usr/bin/python3 tests/compat/run.py --write docs/compatibility.md
 
-# The crash checker, long: 500 kills, then 100 more with the object store failing for periods.
+# The crash checker, long: 500 kills, then 100 more with the object store failing for periods,
+# then 100 on the three-broker cluster, with partitions moved at random.
 chaos: test-deps build
 	@SILT_BIN=$(BUILD)/silt /usr/bin/python3 tests/chaos/run.py --kills 500
 	@SILT_BIN=$(BUILD)/silt /usr/bin/python3 tests/chaos/run.py --kills 100 --store-faults \
 	  error=0.3,timeout=0.1,slow=0.2,lost=0.1,delay_ms=300,on_ms=3000,off_ms=3000
+	@SILT_BIN=$(BUILD)/silt /usr/bin/python3 tests/chaos/run.py --kills 100 --cluster
 
 # The unit tests of the concurrent parts (network server, WAL, stream store, group
 # coordinator) under ThreadSanitizer (clang).
