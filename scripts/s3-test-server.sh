@@ -151,7 +151,7 @@ keyring = $dir/keyring
 mon data = $dir/mon/\$id
 osd data = $dir/osd/\$id
 osd objectstore = memstore
-memstore device bytes = 2147483648
+memstore device bytes = ${SILT_S3_MEMSTORE_BYTES:-2147483648}
 
 [client.rgw.a]
 rgw frontends = beast endpoint=127.0.0.1:$port
@@ -160,10 +160,11 @@ rgw data = $dir/rgw
 # virtual-hosted addressing: http://BUCKET.localhost:PORT/KEY.
 rgw dns name = localhost
 # Without the lifecycle thread (which sleeps 5 s at a time) the gateway stops in about a second,
-# not seven. Space of deleted objects is collected after 5 minutes, not 2 hours: the OSD keeps
-# everything in memory.
+# not seven. Space of deleted objects is collected within 2 minutes, not 2 hours: the OSD
+# keeps everything in memory, and a full OSD blocks every write.
 rgw enable lc threads = false
-rgw gc obj min wait = 300
+rgw gc obj min wait = 60
+rgw gc processor period = 60
 EOF
 }
 

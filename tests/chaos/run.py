@@ -53,8 +53,8 @@ RETRIABLE = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
 PRODUCER = r'''
 import signal, sys, time
 from confluent_kafka import Producer
-bootstrap, topic, partitions, name, ackfile = sys.argv[1:6]
-partitions = int(partitions)
+bootstrap, topic, partitions, name, ackfile, rate = sys.argv[1:7]
+partitions, rate = int(partitions), float(rate)
 out = open(ackfile, "a")
 def done(err, msg):
     if err is None:
@@ -68,7 +68,11 @@ p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence
 stop = []
 signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
 i = 0
+start = time.time()
 while not stop:
+    if rate and i > (time.time() - start) * rate:
+        p.poll(0.01)
+        continue
     try:
         p.produce(topic, value=("%s-%09d" % (name, i)).encode(), partition=i % partitions,
                   on_delivery=done)
@@ -171,11 +175,17 @@ class Cluster:
         self.env = dict(os.environ, **(env or {}), CLUSTER_DIR=str(self.dir),
                         SILT=os.environ["SILT_BIN"],
                         BASE_PORT=str(port),
+                        # Not the S3 server's default ports: other tests may run one.
+                        S3_PORT=str(conftest.free_port()), S3_MON_PORT=str(conftest.free_port()),
                         CLUSTER_SETTINGS="upload.interval.ms=500 compaction.interval.ms=3000")
         self.ports = [port, port + 1, port + 2]
         self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.ports)
-        self.run("up", timeout=300)
         self.moves = self.refused_moves = 0
+        try:
+            self.run("up", timeout=300)
+        except BaseException:
+            self.stop()
+            raise
 
     def run(self, *args, timeout=120):
         r = subprocess.run([str(ROOT / "scripts" / "cluster.sh"), *map(str, args)], env=self.env,
@@ -313,7 +323,8 @@ def run(a, rng, work, target):
         script.write_text(PRODUCER)
         procs.append(subprocess.Popen(
             [sys.executable, str(script), target.bootstrap, TOPIC, str(PARTITIONS), f"p{i}",
-             str(work / f"acks-{i}.txt")], stderr=open(work / f"producer-{i}.err", "w")))
+             str(work / f"acks-{i}.txt"), str(a.rate or 0)],
+            stderr=open(work / f"producer-{i}.err", "w")))
     (work / "consumer.py").write_text(CONSUMER)
     commits_file = work / "commits.jsonl"
     procs.append(subprocess.Popen(
@@ -369,6 +380,8 @@ def main():
     ap.add_argument("--cluster", action="store_true",
                     help="three brokers (scripts/cluster.sh): kills and partition moves")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--rate", type=float, help="records a second per producer (default: as "
+                    "fast as the brokers take them)")
     ap.add_argument("--store-faults", default="")
     ap.add_argument("--min-gap", type=float, default=0.5, help="seconds between kills, least")
     ap.add_argument("--max-gap", type=float, default=4.0, help="seconds between kills, most")

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer
 
-from conftest import KAFKA_REF, POSTGRES_URI, SILT_BIN, selected_brokers
+from conftest import KAFKA_REF, POSTGRES_URI, SILT_BIN, free_port, selected_brokers
 from test_failover import LoadProducer
 from test_membership import partition_leader_epochs, produce_v10
 from test_partition_moves import alter_reassignments
@@ -65,6 +65,8 @@ class Cluster:
     def __init__(self, workdir):
         self.env = dict(os.environ, CLUSTER_DIR=str(workdir), SILT=str(SILT_BIN),
                         BASE_PORT=str(free_base_port()),
+                        # Not the S3 server's default ports: other tests may run one.
+                        S3_PORT=str(free_port()), S3_MON_PORT=str(free_port()),
                         CLUSTER_SETTINGS="replica.selector.class="
                                          "org.apache.kafka.common.replica.RackAwareReplicaSelector")
         self.base = int(self.env["BASE_PORT"])
