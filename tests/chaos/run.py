@@ -145,9 +145,9 @@ class Single:
                                                        "compaction.interval.ms": "3000"},
                                      env=env)
         (work / "broker").mkdir(parents=True, exist_ok=True)
-        self.b.start()
         self.bootstrap = self.b.bootstrap
         self.moves = self.refused_moves = 0
+        self.b.start()
 
     def chaos(self, k, rng, restarts):
         self.b.kill()
