@@ -24,7 +24,8 @@ using protocol::error_code;
 struct found {
   std::optional<base::offset> offset;  // none: no record matched
   int64_t timestamp = -1;
-  bool read = true;  // false: the stream could not be read (the object store failing)
+  bool read = true;  // false: the stream could not be read (the object store failing); set
+                     // from scan_batches' result once the scan has ended
 };
 
 // Scans a stream for the first record with timestamp >= target (target >= 0), or for the
@@ -37,7 +38,7 @@ found scan(storage::stream_store& store, base::stream_id stream, int64_t target)
     if (!wanted) return true;
     if (h.log_append_time()) {
       // Every record of a log-append-time batch carries the batch's max timestamp.
-      best = {base::offset(h.base_offset), h.max_timestamp, true};
+      best = {base::offset(h.base_offset), h.max_timestamp};
       return target < 0;
     }
     auto records = protocol::decode_records(b);
@@ -46,10 +47,10 @@ found scan(storage::stream_store& store, base::stream_id stream, int64_t target)
       const base::offset o(h.base_offset + rec.offset_delta);
       const int64_t ts = h.base_timestamp + rec.timestamp_delta;
       if (target >= 0 && ts >= target) {
-        best = {o, ts, true};
+        best = {o, ts};
         return false;
       }
-      if (target < 0 && ts > best.timestamp) best = {o, ts, true};
+      if (target < 0 && ts > best.timestamp) best = {o, ts};
     }
     return true;
   });

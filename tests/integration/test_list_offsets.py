@@ -1,7 +1,11 @@
 """ListOffsets v7 at the wire level: earliest (-2), latest (-1), max timestamp (-3, KIP-734)
 and by timestamp, compared between Silt and the reference Kafka broker."""
 import struct
+import time
 
+import pytest
+
+from conftest import SiltBroker, selected_brokers, start_silt
 from util import (Reader, compact_string, connect, create_topic, i8, i16, i32, i64,
                   produce_all, read_response, uvarint)
 
@@ -62,3 +66,34 @@ def test_a_partition_asked_twice_is_invalid_request(broker, topic_name):
     # Kafka answers the partition once, with the error.
     got = list_offsets_v7(broker.bootstrap, topic_name, [-2, -1])
     assert [e for e, _, _ in got.values()] == [42]
+
+
+def test_a_stream_the_store_cannot_read_is_kafka_storage_error(tmp_path):
+    """A search by timestamp that cannot read the stream's objects answers
+    KAFKA_STORAGE_ERROR (retriable), not "no such record" or a later record."""
+    if "silt" not in selected_brokers():
+        pytest.skip("Silt not selected (SILT_TEST_BROKERS)")
+    b = SiltBroker(tmp_path, {"upload.interval.ms": "100"})
+    topic = "unreadable"
+    t0 = 1_700_000_000_000
+    start_silt(b)
+    try:
+        create_topic(b.bootstrap, topic, 1)
+        produce_all(b.bootstrap, topic,
+                    [{"value": b"%d" % i, "timestamp": t0 + i} for i in range(5)])
+        assert list_offsets_v7(b.bootstrap, topic, [t0 + 3])[t0 + 3] == (0, t0 + 3, 3)
+        time.sleep(1)  # uploaded: after a restart the records are only in the object store
+        assert b.stop() == 0
+        # Every object store call fails.
+        b.env = {"SILT_TEST_STORE_FAULTS": "error=1"}
+        b.start()
+        got = list_offsets_v7(b.bootstrap, topic, [t0 + 3])
+        assert got[t0 + 3][0] == 56, got  # KAFKA_STORAGE_ERROR
+        # The offsets themselves come from the metadata.
+        assert list_offsets_v7(b.bootstrap, topic, [-1])[-1] == (0, -1, 5)
+        assert b.stop() == 0
+        b.env = None
+        b.start()
+        assert list_offsets_v7(b.bootstrap, topic, [t0 + 3])[t0 + 3] == (0, t0 + 3, 3)
+    finally:
+        b.stop()
