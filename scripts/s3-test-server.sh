@@ -8,7 +8,8 @@
 #   s3-test-server.sh stop DIR    stop the gateway, then the OSD, then the monitor
 #
 # Environment: S3_PORT (gateway port, default 7480), S3_MON_PORT (monitor port, default 6789),
-# S3_START_TIMEOUT (seconds to wait for each daemon, default 60).
+# S3_START_TIMEOUT (seconds to wait for each daemon, default 60), SILT_S3_MEMSTORE_BYTES (the
+# OSD's in-memory store, default 2 GiB: a full one blocks every write).
 # Typical use: eval "$(scripts/s3-test-server.sh start /tmp/s3)"; ...; scripts/s3-test-server.sh
 # stop /tmp/s3. Logs are in DIR/log.
 set -euo pipefail

@@ -53,8 +53,8 @@ RETRIABLE = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
 PRODUCER = r'''
 import signal, sys, time
 from confluent_kafka import Producer
-bootstrap, topic, partitions, name, ackfile, rate = sys.argv[1:7]
-partitions, rate = int(partitions), float(rate)
+bootstrap, topic, partitions, name, ackfile = sys.argv[1:6]
+partitions = int(partitions)
 out = open(ackfile, "a")
 def done(err, msg):
     if err is None:
@@ -68,11 +68,7 @@ p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence
 stop = []
 signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
 i = 0
-start = time.time()
 while not stop:
-    if rate and i > (time.time() - start) * rate:
-        p.poll(0.01)
-        continue
     try:
         p.produce(topic, value=("%s-%09d" % (name, i)).encode(), partition=i % partitions,
                   on_delivery=done)
@@ -128,8 +124,8 @@ def committed(bootstrap, timeout=60):
             COMMITTED_WAITS.append(time.time() - start)
             return {tp.partition: tp.offset for tp in got if tp.offset >= 0}
         except KafkaException as e:
-            if not e.args[0].retriable() and e.args[0].code() not in RETRIABLE or \
-                    time.time() > deadline:
+            retriable = e.args[0].retriable() or e.args[0].code() in RETRIABLE
+            if not retriable or time.time() > deadline:
                 raise
             time.sleep(0.2)
         finally:
@@ -149,12 +145,13 @@ class Single:
         self.moves = self.refused_moves = 0
         self.b.start()
 
-    def chaos(self, k, rng, restarts):
+    def chaos(self, rng):
+        """Kills the broker and starts it again: (seconds until it listens, what was done)."""
         self.b.kill()
         t = time.time()
         self.b.start(timeout=120)
-        restarts.append(time.time() - t)
-        return f"back in {restarts[-1]:.2f} s"
+        back = time.time() - t
+        return back, f"back in {back:.2f} s"
 
     def stop(self):
         return self.b.stop()
@@ -209,7 +206,8 @@ class Cluster:
         self.refused_moves += 1
         return f"move of partition {p} refused ({top}, {res.get(p)})"
 
-    def chaos(self, k, rng, restarts):
+    def chaos(self, rng):
+        """A round: (seconds the killed broker was down, what was done)."""
         dead = rng.choice((1, 2, 3))
         live = [n for n in (1, 2, 3) if n != dead]
         done = []
@@ -222,10 +220,10 @@ class Cluster:
             done.append(self.move(rng, live))
         time.sleep(rng.uniform(0, 3))
         self.run("start", dead)
-        restarts.append(time.time() - t)
+        down = time.time() - t
         if rng.random() < 0.5:
             done.append(self.move(rng, [1, 2, 3]))
-        return f"broker {dead} down {restarts[-1]:.2f} s; " + "; ".join(done)
+        return down, f"broker {dead} down {down:.2f} s; " + "; ".join(done)
 
     def stop(self):
         """Stops the brokers and the servers; the brokers' logs stay in self.dir."""
@@ -323,8 +321,7 @@ def run(a, rng, work, target):
         script.write_text(PRODUCER)
         procs.append(subprocess.Popen(
             [sys.executable, str(script), target.bootstrap, TOPIC, str(PARTITIONS), f"p{i}",
-             str(work / f"acks-{i}.txt"), str(a.rate or 0)],
-            stderr=open(work / f"producer-{i}.err", "w")))
+             str(work / f"acks-{i}.txt")], stderr=open(work / f"producer-{i}.err", "w")))
     (work / "consumer.py").write_text(CONSUMER)
     commits_file = work / "commits.jsonl"
     procs.append(subprocess.Popen(
@@ -339,7 +336,8 @@ def run(a, rng, work, target):
             for p in procs:
                 if p.poll() is not None:
                     raise RuntimeError(f"a client died (exit {p.returncode}); see {work}")
-            what = target.chaos(k, rng, restarts)
+            seconds, what = target.chaos(rng)
+            restarts.append(seconds)
             t = time.time()
             got = committed(target.bootstrap)
             commits.append((t, time.time(), got))
@@ -380,8 +378,6 @@ def main():
     ap.add_argument("--cluster", action="store_true",
                     help="three brokers (scripts/cluster.sh): kills and partition moves")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--rate", type=float, help="records a second per producer (default: as "
-                    "fast as the brokers take them)")
     ap.add_argument("--store-faults", default="")
     ap.add_argument("--min-gap", type=float, default=0.5, help="seconds between kills, least")
     ap.add_argument("--max-gap", type=float, default=4.0, help="seconds between kills, most")
