@@ -38,7 +38,10 @@ class LoadProducer:
         self.p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
                            "acks": "all", "linger.ms": 5, "message.timeout.ms": 300000,
                            "retry.backoff.ms": 20, "reconnect.backoff.max.ms": 200,
-                           "topic.metadata.refresh.interval.ms": 1000})
+                           "topic.metadata.refresh.interval.ms": 1000,
+                           # A slow broker (the sanitizers) makes records wait here: a
+                           # bounded backlog keeps the final flush short.
+                           "queue.buffering.max.kbytes": 65536})
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
@@ -51,9 +54,13 @@ class LoadProducer:
     def run(self):
         i = 0
         while not self.stop_event.is_set():
-            self.p.produce(self.topic, value=self.prefix + b"%d" % i,
-                           partition=self.targets[i % len(self.targets)],
-                           on_delivery=self.done)
+            try:
+                self.p.produce(self.topic, value=self.prefix + b"%d" % i,
+                               partition=self.targets[i % len(self.targets)],
+                               on_delivery=self.done)
+            except BufferError:  # the backlog is full: wait for acknowledgements, try again
+                self.p.poll(0.05)
+                continue
             i += 1
             self.p.poll(0)
             if i % self.every == 0:
