@@ -363,7 +363,14 @@ tl::expected<void, std::string> producer_state::snapshot() {
         sp = streams_[stream_id].get();
       }
       if (!sp->loaded.load(std::memory_order_acquire) || !sp->dirty) continue;
-      const base::offset covered = store_.offsets(stream_id).end_offset;
+      // Covered: up to the durable end, but not past a batch whose write is in flight. The
+      // store's durable end moves before the write's callback records the batch here
+      // (finish()), so a batch there may be durable already and still missing from
+      // `producers`: the snapshot must leave it to the replay.
+      base::offset covered = store_.offsets(stream_id).end_offset;
+      for (const auto& [id, q] : sp->in_flight) {
+        for (const auto& p : q) covered = std::min(covered, p.meta.first_offset);
+      }
       // Expire idle producers, as Kafka does after producer.id.expiration.ms.
       for (auto it = sp->producers.begin(); it != sp->producers.end();) {
         if (expiration_ms_ >= 0 && now - it->second.last_timestamp > expiration_ms_) {
@@ -402,7 +409,7 @@ tl::expected<void, std::string> producer_state::snapshot() {
         ++count;
       }
       base::store_be<uint32_t>(out.data() + count_at, count);
-      sp->dirty = pending;
+      sp->dirty = pending || !sp->in_flight.empty();
     }
     if (!store_.put_producer_state(stream_id, out)) {
       return tl::make_unexpected("cannot store the producer state of stream " +

@@ -220,6 +220,38 @@ TEST_F(ProducerStateTest, ABatchInFlightIsNotProducerStateUntilItIsDurable) {
   EXPECT_EQ(state_->check(sid(1), header_of(idempotent_batch(7, 0, 5, 1))).v, verdict::append);
 }
 
+// The store's durable end moves before the write's callback records the batch (finish()): a
+// snapshot taken in between must not claim to cover it, or the state read again (a restart, a
+// takeover, the stream handed to another broker) misses the batch, and the producer's next
+// one is judged out of order.
+TEST_F(ProducerStateTest,
+       ASnapshotBetweenAWritesDurabilityAndItsCallbackLeavesTheBatchToTheReplay) {
+  open();
+  produce(sid(1), idempotent_batch(7, 0, 0, 2));
+  const auto batch = idempotent_batch(7, 0, 2, 3);
+  const auto h = header_of(batch);
+  std::promise<void> durable;
+  {
+    std::lock_guard lock(state_->lock_for(sid(1)));
+    ASSERT_EQ(state_->check(sid(1), h).v, verdict::append);
+    auto owner = std::make_shared<std::vector<uint8_t>>(batch);
+    auto base = store_->append(sid(1), owner, *owner, [&](auto) { durable.set_value(); });
+    ASSERT_TRUE(base);
+    ASSERT_EQ(*base, off(2));
+    state_->begin(sid(1), h, *base);
+  }
+  durable.get_future().wait();
+  ASSERT_EQ(store_->offsets(sid(1)).end_offset, off(5));
+  ASSERT_TRUE(state_->snapshot());  // before the callback's finish()
+  state_->finish(sid(1), h, off(2));
+  state_->forget(sid(1));  // read again: the snapshot, then the stream after what it covers
+  auto [retry, at] = produce(sid(1), idempotent_batch(7, 0, 2, 3));
+  EXPECT_EQ(retry.v, verdict::duplicate);
+  EXPECT_EQ(retry.duplicate.first_offset, off(2));
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 5, 1)).second, off(5));
+  close();
+}
+
 TEST_F(ProducerStateTest, AFailedWriteLeavesNoTraceAndItsRetryIsAppended) {
   open();
   const auto b0 = header_of(idempotent_batch(7, 0, 0, 3));
