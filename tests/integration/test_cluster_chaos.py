@@ -106,7 +106,8 @@ def cluster():
         yield c
     finally:
         subprocess.run([str(CLUSTER), "down"], env=c.env, capture_output=True, timeout=300)
-        shutil.rmtree(workdir, ignore_errors=True)
+        if not os.environ.get("SILT_KEEP_CLUSTER"):  # set: the directory stays, logs and all
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 class JavaTool:
@@ -239,6 +240,12 @@ def test_moves_kills_and_joins_lose_and_duplicate_nothing(cluster, tmp_path):
     rd_consumer = RdGroupConsumer(c.all_bootstrap())
     try:
         check_under_chaos(c, java_producer, java_consumer, rd_producer, rd_consumer)
+    except BaseException:
+        # The brokers' side of a failure, shown with it (the cluster's directory is removed).
+        for n in (1, 2, 3, 4):
+            tail = "\n".join(c.log(n).splitlines()[-60:])
+            print(f"--- broker {n}, the end of its log ---\n{tail}")
+        raise
     finally:
         # Whatever failed, no client outlives the test.
         for stop in (rd_producer.stop_event.set, rd_consumer.stop_event.set, java_producer.stop,
@@ -254,7 +261,8 @@ def check_under_chaos(c, java_producer, java_consumer, rd_producer, rd_consumer)
     rng = random.Random(int(os.environ.get("SILT_CLUSTER_SEED", "12")))
     try:
         time.sleep(3)
-        for _ in range(ROUNDS):
+        for r in range(ROUNDS):
+            print(f"{time.strftime('%H:%M:%S', time.gmtime())} round {r + 1}")
             # (a) A partition moves to another broker.
             now = leaders(c.bootstrap(1))
             p = rng.randrange(PARTITIONS)
@@ -284,6 +292,7 @@ def check_under_chaos(c, java_producer, java_consumer, rd_producer, rd_consumer)
             joins.append(wait_served(c, 1, start))
             c.run("stop", 4)
             wait_served(c, 1, time.time())
+        print(f"{time.strftime('%H:%M:%S', time.gmtime())} rounds done; stopping the producers")
     finally:
         rd_producer.stop()
         producer_err = java_producer.stop()
