@@ -295,8 +295,13 @@ def check_under_chaos(c, java_producer, java_consumer, rd_producer, rd_consumer)
         # librdkafka 2.0 keeps a produce whose connection broke queued for retry on that
         # broker's connection until the broker is up again (confluentinc/librdkafka#1432): one
         # sent to broker 4 as it stopped for the last time would wait out message.timeout.ms.
-        # Broker 4 comes back once more, so that such a request is answered and sent on.
+        # Broker 4 comes back once more, so that such a request is answered and sent on; the
+        # checks below begin once it has its share (no partition moving then).
         c.run("start", 4)
+        deadline = time.time() + 20
+        while 4 not in {n for _, n in leaders(c.bootstrap(1)).values()}:
+            assert time.time() < deadline, "broker 4 got no partition"
+            time.sleep(0.05)
         wait_served(c, 1, time.time())
         print(f"{time.strftime('%H:%M:%S', time.gmtime())} rounds done; stopping the producers")
     finally:
