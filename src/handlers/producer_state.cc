@@ -409,7 +409,7 @@ tl::expected<void, std::string> producer_state::snapshot() {
         ++count;
       }
       base::store_be<uint32_t>(out.data() + count_at, count);
-      sp->dirty = pending || !sp->in_flight.empty();
+      sp->dirty = pending;  // a batch in flight sets it when it is recorded (finish())
     }
     if (!store_.put_producer_state(stream_id, out)) {
       return tl::make_unexpected("cannot store the producer state of stream " +

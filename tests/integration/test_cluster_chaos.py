@@ -192,6 +192,14 @@ def leaders(bootstrap):
     return {p: (err, node) for p, (err, node, _) in known.items()}
 
 
+def wait_has_partition(c, node, timeout=20):
+    """Until broker 1 names `node` the leader of some partition (a joining broker's share)."""
+    deadline = time.time() + timeout
+    while node not in {n for _, n in leaders(c.bootstrap(1)).values()}:
+        assert time.time() < deadline, f"broker {node} got no partition"
+        time.sleep(0.05)
+
+
 def wait_served(c, via, since, timeout=60, partitions=range(PARTITIONS)):
     """Until each partition's leader takes a produce; seconds since `since`."""
     pending = set(partitions)
@@ -285,10 +293,7 @@ def check_under_chaos(c, java_producer, java_consumer, rd_producer, rd_consumer)
             # (c) A fourth broker joins, gets its share, and stops cleanly.
             start = time.time()
             c.run("start", 4)
-            deadline = start + 20
-            while 4 not in {n for _, n in leaders(c.bootstrap(1)).values()}:
-                assert time.time() < deadline, "broker 4 got no partition"
-                time.sleep(0.05)
+            wait_has_partition(c, 4)
             joins.append(wait_served(c, 1, start))
             c.run("stop", 4)
             wait_served(c, 1, time.time())
@@ -298,10 +303,7 @@ def check_under_chaos(c, java_producer, java_consumer, rd_producer, rd_consumer)
         # Broker 4 comes back once more, so that such a request is answered and sent on; the
         # checks below begin once it has its share (no partition moving then).
         c.run("start", 4)
-        deadline = time.time() + 20
-        while 4 not in {n for _, n in leaders(c.bootstrap(1)).values()}:
-            assert time.time() < deadline, "broker 4 got no partition"
-            time.sleep(0.05)
+        wait_has_partition(c, 4)
         wait_served(c, 1, time.time())
         print(f"{time.strftime('%H:%M:%S', time.gmtime())} rounds done; stopping the producers")
     finally:

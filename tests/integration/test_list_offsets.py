@@ -1,11 +1,11 @@
 """ListOffsets v7 at the wire level: earliest (-2), latest (-1), max timestamp (-3, KIP-734)
 and by timestamp, compared between Silt and the reference Kafka broker."""
 import struct
-import time
 
 import pytest
 
 from conftest import SiltBroker, selected_brokers, start_silt
+from test_rack_reads import wait_uploaded
 from util import (Reader, compact_string, connect, create_topic, i8, i16, i32, i64,
                   produce_all, read_response, uvarint)
 
@@ -82,7 +82,7 @@ def test_a_stream_the_store_cannot_read_is_kafka_storage_error(tmp_path):
         produce_all(b.bootstrap, topic,
                     [{"value": b"%d" % i, "timestamp": t0 + i} for i in range(5)])
         assert list_offsets_v7(b.bootstrap, topic, [t0 + 3])[t0 + 3] == (0, t0 + 3, 3)
-        time.sleep(1)  # uploaded: after a restart the records are only in the object store
+        wait_uploaded(b)  # after a restart the records are only in the object store
         assert b.stop() == 0
         # Every object store call fails.
         b.env = {"SILT_TEST_STORE_FAULTS": "error=1"}
