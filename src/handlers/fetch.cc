@@ -241,7 +241,7 @@ fetch_plan plan_fetch(context& ctx, int16_t version, const protocol::fetch_reque
     }
     for (const auto& t : req.topics) {
       for (const auto& p : t.partitions) {
-        auto& sp = parts[{t.topic, p.partition}];
+        auto& sp = parts.upsert({t.topic, p.partition});
         sp.fetch_offset = base::offset(p.fetch_offset);
         sp.max_bytes = p.partition_max_bytes;
         sp.log_start_offset = known_offset(p.log_start_offset);
@@ -285,10 +285,12 @@ bool record_answer(const fetch_plan& plan, const std::vector<gathered>& got,
   if (session.epoch != plan.accepted_epoch) return false;
   for (size_t i = 0; i < plan.partitions.size(); ++i) {
     const auto& w = plan.partitions[i];
-    const auto it = session.partitions.find({w.topic, w.partition});
-    if (it == session.partitions.end()) continue;  // cannot happen while the epoch holds
-    auto& sp = it->second;
+    const session_key key{w.topic, w.partition};
+    auto* found = session.partitions.find(key);
+    if (found == nullptr) continue;  // cannot happen while the epoch holds
+    auto& sp = *found;
     const auto& d = got[i].data;
+    if (d.records && !d.records->empty()) session.partitions.move_last(key);
     answer[i] = d.records.has_value() || d.error_code != 0 || d.preferred_read_replica >= 0 ||
                 known_offset(d.high_watermark) != sp.last_high_watermark ||
                 known_offset(d.log_start_offset) != sp.last_log_start;
@@ -302,11 +304,11 @@ bool record_answer(const fetch_plan& plan, const std::vector<gathered>& got,
 // A full fetch with epoch 0 opens a session holding its partitions and what it answered;
 // returns its id, 0 when there is no room (the client keeps sending full fetches).
 int32_t open_session(context& ctx, const fetch_plan& plan, const std::vector<gathered>& got) {
-  std::map<session_key, session_partition> parts;
+  session_partitions parts;
   for (size_t i = 0; i < plan.partitions.size(); ++i) {
     const auto& w = plan.partitions[i];
     const auto& d = got[i].data;
-    parts[{w.topic, w.partition}] = {
+    parts.upsert({w.topic, w.partition}) = {
         w.fetch_offset, w.max_bytes, w.log_start_offset,
         d.error_code != 0 ? std::nullopt : known_offset(d.high_watermark),
         known_offset(d.log_start_offset)};

@@ -2,13 +2,36 @@
 
 namespace silt::handlers {
 
+session_partition& session_partitions::upsert(const session_key& key) {
+  auto [it, added] = index_.try_emplace(key);
+  if (added) it->second = order_.insert(order_.end(), {key, session_partition{}});
+  return it->second->second;
+}
+
+session_partition* session_partitions::find(const session_key& key) {
+  const auto it = index_.find(key);
+  return it == index_.end() ? nullptr : &it->second->second;
+}
+
+void session_partitions::erase(const session_key& key) {
+  const auto it = index_.find(key);
+  if (it == index_.end()) return;
+  order_.erase(it->second);
+  index_.erase(it);
+}
+
+void session_partitions::move_last(const session_key& key) {
+  const auto it = index_.find(key);
+  if (it != index_.end()) order_.splice(order_.end(), order_, it->second);
+}
+
 void fetch_sessions::set_slots(int32_t slots) {
   base::lock_guard lock(mu_);
   slots_ = slots;
 }
 
-std::shared_ptr<fetch_session> fetch_sessions::create(
-    std::map<session_key, session_partition> partitions, int64_t now_ms) {
+std::shared_ptr<fetch_session> fetch_sessions::create(session_partitions partitions,
+                                                      int64_t now_ms) {
   const size_t size = partitions.size();
   base::lock_guard lock(mu_);
   if (slots_ <= 0) return nullptr;

@@ -59,13 +59,44 @@ using session_key = std::pair<std::string, int32_t>;  // (topic, partition)
   return epoch == INT32_MAX ? 1 : epoch + 1;
 }
 
+// A session's partitions in the order its fetches read them, as Kafka's FetchSession keeps
+// them: a partition the session gains goes last, and one whose response carried records moves
+// last. A response fills up (fetch max bytes) with the first partitions that have records, so
+// without the move a busy partition early in the order would starve the ones after it.
+class session_partitions {
+ public:
+  session_partitions() = default;
+  // Moved only: the index points into the list, whose nodes a move keeps.
+  session_partitions(const session_partitions&) = delete;
+  session_partitions& operator=(const session_partitions&) = delete;
+  session_partitions(session_partitions&&) = default;
+  session_partitions& operator=(session_partitions&&) = default;
+
+  // The partition's entry; a new one is added last.
+  session_partition& upsert(const session_key& key);
+  [[nodiscard]] session_partition* find(const session_key& key);
+  void erase(const session_key& key);
+  // Read last by the next fetches (it gave records).
+  void move_last(const session_key& key);
+  [[nodiscard]] size_t size() const { return index_.size(); }
+  [[nodiscard]] bool empty() const { return index_.empty(); }
+  // In order.
+  [[nodiscard]] auto begin() const { return order_.cbegin(); }
+  [[nodiscard]] auto end() const { return order_.cend(); }
+
+ private:
+  using entries = std::list<std::pair<session_key, session_partition>>;
+  entries order_;
+  std::map<session_key, entries::iterator> index_;
+};
+
 struct fetch_session {
   fetch_session(int32_t session_id, int64_t created) : id(session_id), created_ms(created) {}
   const int32_t id;
   const int64_t created_ms;
   base::mutex mu;
   int32_t epoch GUARDED_BY(mu) = 1;  // the next request's
-  std::map<session_key, session_partition> partitions GUARDED_BY(mu);
+  session_partitions partitions GUARDED_BY(mu);
   // Copies of what the table's eviction needs, readable without `mu`.
   std::atomic<size_t> size{0};
   std::atomic<int64_t> last_used_ms{0};
@@ -80,8 +111,8 @@ class fetch_sessions {
 
   // A new session holding `partitions` (its next request must carry epoch 1), or nullptr when
   // sessions are disabled (slots = 0) or no session may be evicted to make room.
-  [[nodiscard]] std::shared_ptr<fetch_session> create(
-      std::map<session_key, session_partition> partitions, int64_t now_ms);
+  [[nodiscard]] std::shared_ptr<fetch_session> create(session_partitions partitions,
+                                                      int64_t now_ms);
   // The session with this id, now the most recently used, or nullptr.
   [[nodiscard]] std::shared_ptr<fetch_session> find(int32_t id, int64_t now_ms);
   void remove(int32_t id);

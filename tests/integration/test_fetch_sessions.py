@@ -13,10 +13,11 @@ INVALID_FETCH_SESSION_EPOCH = 71
 
 
 def fetch_v12(sock, session_id, epoch, partitions=(), forgotten=(), max_wait_ms=0,
-              correlation_id=1):
+              correlation_id=1, max_bytes=1 << 20):
     """Sends one Fetch v12 and returns (error, session_id, {(topic, partition): (error, high
-    watermark, record bytes)}). partitions: (topic, partition, fetch_offset) tuples;
-    forgotten: (topic, partition) tuples."""
+    watermark, record bytes)}), the partitions in response order. partitions: (topic,
+    partition, fetch_offset) tuples; forgotten: (topic, partition) tuples; max_bytes: the
+    response's."""
     by_topic = {}
     for t, p, off in partitions:
         by_topic.setdefault(t, []).append(
@@ -30,7 +31,7 @@ def fetch_v12(sock, session_id, epoch, partitions=(), forgotten=(), max_wait_ms=
     forgot = uvarint(len(forgot_by_topic) + 1) + b"".join(
         compact_string(t) + uvarint(len(ps) + 1) + b"".join(ps) + b"\x00"
         for t, ps in forgot_by_topic.items())
-    body = (i32(-1) + i32(max_wait_ms) + i32(1) + i32(1 << 20) + i8(0) + i32(session_id) +
+    body = (i32(-1) + i32(max_wait_ms) + i32(1) + i32(max_bytes) + i8(0) + i32(session_id) +
             i32(epoch) + topics + forgot + compact_string("") + b"\x00")
     client = b"silt-tests"
     payload = (i16(FETCH) + i16(12) + i32(correlation_id) + i16(len(client)) + client + b"\x00" +
@@ -113,6 +114,35 @@ def test_an_error_partition_is_answered_again_once_the_error_is_gone(broker, top
         assert err == 0 and parts[(topic_name, 0)][0] == 1  # OFFSET_OUT_OF_RANGE
         err, _, parts = fetch_v12(s, sid, 2, [(topic_name, 0, 1)], max_wait_ms=200)
         assert err == 0 and parts[(topic_name, 0)][:2] == (0, 1)
+
+
+def test_a_partition_that_gave_records_is_read_after_the_others(broker, topic_name):
+    """A response too small for every partition's records must not go to the same partition
+    each time: in a session, a partition that gave records moves behind the others, as
+    Kafka's IncrementalFetchContext does, so that a busy partition cannot starve the rest."""
+    create_topic(broker.bootstrap, topic_name, 2)
+    # Three batches of one record in each partition.
+    produce_all(broker.bootstrap, topic_name,
+                [{"value": b"v" * 1000, "partition": p} for p in (0, 1) for _ in range(3)],
+                **{"batch.num.messages": 1, "linger.ms": 0})
+    with connect(broker.bootstrap) as s:
+        # Room for one batch only (the first partition with records gets one anyway, KIP-74).
+        err, sid, parts = fetch_v12(s, 0, 0, [(topic_name, 0, 0), (topic_name, 1, 0)],
+                                    max_bytes=1)
+        assert err == 0 and sid != 0, (err, sid)
+        assert parts[(topic_name, 0)][2] > 0 and parts[(topic_name, 1)][2] == 0, parts
+        # The session reads in request order: partition 0 again, which then moves last ...
+        err, _, parts = fetch_v12(s, sid, 1, [(topic_name, 0, 1)], max_bytes=1)
+        assert err == 0 and parts[(topic_name, 0)][2] > 0, parts
+        assert parts.get((topic_name, 1), (0, 3, 0))[2] == 0, parts
+        # ... so that partition 1 has its turn, though partition 0 has records left.
+        err, _, parts = fetch_v12(s, sid, 2, [(topic_name, 0, 2)], max_bytes=1)
+        assert err == 0 and parts[(topic_name, 1)][2] > 0, parts
+        assert parts.get((topic_name, 0), (0, 3, 0))[2] == 0, parts
+        # And then partition 0 again.
+        err, _, parts = fetch_v12(s, sid, 3, [(topic_name, 1, 1)], max_bytes=1)
+        assert err == 0 and parts[(topic_name, 0)][2] > 0, parts
+        assert parts.get((topic_name, 1), (0, 3, 0))[2] == 0, parts
 
 
 def test_of_two_racing_requests_of_one_session_the_stale_one_is_refused(broker, topic_name):
