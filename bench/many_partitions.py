@@ -19,6 +19,10 @@ Usage: /usr/bin/python3 bench/many_partitions.py [options]
                               bounds of the phases (defaults 120, 600, 600, 600 s)
   --settle-s S                wait S seconds after the read before stopping the broker (e.g.
                               70, so that Silt's compaction, every 60 s, is in the PUT count)
+  --clients N                 producers (and then consumers) in separate processes, each on
+                              a share of the topics (default 1: one of each, in this process);
+                              librdkafka walks every partition it knows on each send loop, so
+                              one client cannot drive 100,000 partitions
   --keep-data                 keep the brokers' data dirs (default: removed after each run)
   --report-only               print the tables from WORKDIR/results.json and exit
 Earlier runs in WORKDIR/results.json with the same settings (records, size, duration,
@@ -46,7 +50,7 @@ defaults, heap -Xmx512m), then:
      SIGUSR1 at both points, so that its log holds its own Produce timing for that phase;
   5. read: one Consumer (a group.id, which the client requires, but no group membership
      or commits) assigned to every partition at
-     OFFSET_BEGINNING reads until it has as many records as were acknowledged;
+     offset 0 reads until it has as many records as were acknowledged;
   6. the broker's peak RSS (VmHWM) is read, and the broker stopped (SIGTERM, SIGKILL after
      a timeout), also on errors and Ctrl-C.
 For Silt, object PUTs are counted from outside: every object file that appears under
@@ -85,7 +89,7 @@ KREF = REPO / "tests" / "kafka-reference.sh"
 sys.path.insert(0, str(HERE))
 import broker_stats  # noqa: E402  (free_port, cpu_seconds, status_kib, BROKER_RE)
 
-from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError,  # noqa: E402
+from confluent_kafka import (Consumer, KafkaError,  # noqa: E402
                              KafkaException, Producer, TopicPartition)
 from confluent_kafka import libversion as rdkafka_version  # noqa: E402
 from confluent_kafka import version as client_version  # noqa: E402
@@ -524,7 +528,10 @@ def phase_idle(broker, seconds):
             "rss_idle_mib": broker_stats.status_kib(broker.pid, "VmRSS") / 1024.0}
 
 
-def phase_produce(broker, parts, records, size, duration_s, timeout):
+def produce_share(bootstrap, parts, records, size, duration_s, timeout, ready):
+    """One producer's part of the produce phase: `records` records (or `duration_s` seconds)
+    round-robin over `parts`. `ready()` is called once the client is connected and has the
+    metadata, right before the first record; it returns the monotonic time to measure from."""
     state = {"acked": 0, "errors": 0, "first_error": None, "client_errors": []}
 
     def on_delivery(err, msg):
@@ -541,7 +548,7 @@ def phase_produce(broker, parts, records, size, duration_s, timeout):
 
     # message.timeout.ms: records do not expire (librdkafka's default is 300 s) before the
     # phase's own bound, which a slow broker may need (Kafka at 10,000 partitions here).
-    p = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "linger.ms": 5,
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
                   "message.timeout.ms": int(timeout * 1000) + 60000,
                   "on_delivery": on_delivery, "error_cb": on_error, "log_level": 3})
     try:
@@ -550,15 +557,8 @@ def phase_produce(broker, parts, records, size, duration_s, timeout):
         raise PhaseError(f"producer Metadata: {e}")
     value = os.urandom(size)
     nparts = len(parts)
-    out = {}
-    broker.usr1()
-    time.sleep(0.2)
-    log_at = len(broker.log_text())  # the phase's own reports follow
-    cpu0 = broker_stats.cpu_seconds(broker.pid)
+    t0 = ready()
     client0 = os.times()
-    procs0 = process_cpu_snapshot()
-    busy0 = system_busy_s()
-    t0 = time.monotonic()
     deadline = t0 + timeout
     stop_at = t0 + duration_s if duration_s else None
     sent = 0
@@ -586,59 +586,28 @@ def phase_produce(broker, parts, records, size, duration_s, timeout):
                 timed_out = True
                 break
     left = p.flush(max(0.0, deadline - time.monotonic()))
-    t1 = time.monotonic()
-    cpu1 = broker_stats.cpu_seconds(broker.pid)
     client1 = os.times()
-    busy1 = system_busy_s()
-    procs1 = process_cpu_snapshot()
-    broker.usr1()
-    elapsed = t1 - t0
-    acked = state["acked"]
-    # Silt's report at the SIGUSR1 just sent: the metadata transactions of the phase (none
-    # when its store line is absent: nothing changed).
-    time.sleep(0.3)
-    if isinstance(broker, SiltBroker):
-        m = METADATA_TX_RE.search(broker.log_text()[log_at:])
-        out["produce_metadata_tx"] = int(m.group(1)) if m else 0
-        out["metadata_tx_per_s"] = out["produce_metadata_tx"] / elapsed
-    out.update({
-        "sent": sent, "acked": acked, "delivery_errors": state["errors"],
-        "produce_s": elapsed, "msgs_per_s": acked / elapsed,
-        "mib_per_s": acked * size / MiB / elapsed,
-        "produce_broker_cpu_s": cpu1 - cpu0,
-        "cpu_s_per_gib": (cpu1 - cpu0) / (acked * size / GiB) if acked else None,
-        "broker_cpu_pct": 100.0 * (cpu1 - cpu0) / elapsed,
-        "produce_client_cpu_s": (client1.user + client1.system) - (client0.user + client0.system),
-        "ingested_gib": acked * size / GiB,
-    })
-    # What else ran on the machine meanwhile (other processes: builds, tests...).
-    out["produce_other_cpu_s"] = max(0.0, (busy1 - busy0) - out["produce_broker_cpu_s"]
-                                     - out["produce_client_cpu_s"])
-    # Who, as far as processes alive at both ends show (short-lived ones are missed).
-    out["produce_other_top"] = top_other_processes(procs0, procs1, {broker.pid, os.getpid()})
-    if state["first_error"]:
-        out["first_delivery_error"] = state["first_error"]
-    if state["client_errors"]:
-        out["client_errors"] = state["client_errors"]
     del p
-    if timed_out or left:
-        raise PhaseError(f"produce did not finish within {timeout:.0f}s ({sent} sent, {acked} "
-                         f"acknowledged, {left} still queued)", out)
-    if state["errors"]:
-        raise PhaseError(f"{state['errors']} delivery errors, first: {state['first_error']}", out)
-    return out
+    return {"sent": sent, "acked": state["acked"], "errors": state["errors"],
+            "first_error": state["first_error"], "client_errors": state["client_errors"],
+            "left": left, "timed_out": timed_out,
+            "client_cpu_s": (client1.user + client1.system) - (client0.user + client0.system)}
 
 
-def phase_read(broker, parts, expected, size, timeout, stall_s=120):
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "mp-bench-reader",
+def read_share(bootstrap, parts, expected, timeout, stall_s, alive, ready):
+    """One consumer's part of the read phase: reads `parts` from their beginning until it has
+    `expected` records. Returns (count, errors)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "mp-bench-reader",
                   "enable.auto.commit": False, "enable.partition.eof": False,
                   "auto.offset.reset": "earliest", "log_level": 3})
-    out = {}
     try:
-        cpu0 = broker_stats.cpu_seconds(broker.pid)
-        t0 = time.monotonic()
+        t0 = ready()
         deadline = t0 + timeout
-        c.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in parts])
+        # Offset 0, not OFFSET_BEGINNING: the topics are new, and librdkafka resolves a logical
+        # offset with one ListOffsets request per partition, each queued behind the
+        # connection's fetch (which waits up to fetch.wait.max.ms when there is nothing new):
+        # at 100,000 partitions that, not the broker, would set the read's pace.
+        c.assign([TopicPartition(t, p, 0) for t, p in parts])
         count = 0
         errors = []
         last_progress = t0
@@ -648,7 +617,7 @@ def phase_read(broker, parts, expected, size, timeout, stall_s=120):
                 raise PhaseError(f"read {count} of {expected} records within {timeout:.0f}s")
             if now - last_progress > stall_s:
                 raise PhaseError(f"read stalled at {count} of {expected} records for {stall_s}s")
-            if not broker.alive():
+            if not alive():
                 raise PhaseError("the broker died while reading")
             msgs = c.consume(num_messages=10000, timeout=0.5)
             if msgs:
@@ -659,18 +628,218 @@ def phase_read(broker, parts, expected, size, timeout, stall_s=120):
                     count += 1
                 elif e.code() != KafkaError._PARTITION_EOF and len(errors) < 20:
                     errors.append(e.str())
-        t1 = time.monotonic()
-        out.update({"read_records": count, "read_s": t1 - t0,
-                    "read_msgs_per_s": count / (t1 - t0),
-                    "read_mib_per_s": count * size / MiB / (t1 - t0),
-                    "read_broker_cpu_s": broker_stats.cpu_seconds(broker.pid) - cpu0})
-        if errors:
-            out["read_errors"] = errors
-        if count != expected:
-            raise PhaseError(f"read {count} records, {expected} were acknowledged", out)
-        return out
+        return count, errors
     finally:
         c.close()
+
+
+def shares(parts, clients):
+    """`parts` dealt to `clients` clients by topic, so that each client's librdkafka knows only
+    its own topics' partitions (it walks all of them on every send loop)."""
+    topics = sorted({t for t, _ in parts})
+    mine = [set(topics[i::clients]) for i in range(clients)]
+    return [[tp for tp in parts if tp[0] in m] for m in mine]
+
+
+class Workers:
+    """Client processes (this script with --worker), one per share: each sets its client up,
+    says "ready", waits for "go", does its part and answers with one JSON line."""
+
+    def __init__(self, jobs):
+        self.procs = []
+        for job in jobs:
+            proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker"],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            proc.stdin.write(json.dumps(job) + "\n")
+            proc.stdin.flush()
+            self.procs.append(proc)
+
+    def wait_ready(self, timeout):
+        for proc in self.procs:
+            line = self._line(proc, timeout)
+            if line.strip() != "ready":
+                raise PhaseError(f"a client process failed to start: {line.strip()[:300]}")
+
+    def go(self):
+        for proc in self.procs:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+
+    def results(self, timeout):
+        out = []
+        for proc in self.procs:
+            line = self._line(proc, timeout)
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                raise PhaseError(f"a client process failed: {line.strip()[:300]}")
+        return out
+
+    def _line(self, proc, timeout):
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        if not ready:
+            raise PhaseError(f"a client process gave no answer within {timeout:.0f}s")
+        return proc.stdout.readline() or "(no output)"
+
+    def close(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+
+
+def worker_main():
+    """--worker: one client process of a phase with several clients (see Workers)."""
+    job = json.loads(sys.stdin.readline())
+
+    def ready():
+        print("ready", flush=True)
+        if sys.stdin.readline().strip() != "go":
+            sys.exit(1)
+        return time.monotonic()
+
+    parts = [tuple(tp) for tp in job["parts"]]
+    try:
+        if job["role"] == "produce":
+            res = produce_share(job["bootstrap"], parts, job["records"], job["size"],
+                                job["duration_s"], job["timeout"], ready)
+        else:
+            ppid = os.getppid()
+            count, errors = read_share(job["bootstrap"], parts, job["expected"], job["timeout"],
+                                       job["stall_s"], lambda: os.getppid() == ppid, ready)
+            res = {"count": count, "errors": errors}
+    except PhaseError as e:
+        res = {"phase_error": e.args[0]}
+    print(json.dumps(res), flush=True)
+
+
+def phase_produce(broker, parts, records, size, duration_s, timeout, clients=1):
+    out = {}
+    marks = {}
+
+    def start_measuring():
+        broker.usr1()
+        time.sleep(0.2)
+        marks["log_at"] = len(broker.log_text())  # the phase's own reports follow
+        marks["cpu0"] = broker_stats.cpu_seconds(broker.pid)
+        marks["procs0"] = process_cpu_snapshot()
+        marks["busy0"] = system_busy_s()
+        marks["t0"] = time.monotonic()
+        return marks["t0"]
+
+    if clients == 1:
+        results = [produce_share(broker.bootstrap, parts, records, size, duration_s, timeout,
+                                 start_measuring)]
+        client_pids = {os.getpid()}
+    else:
+        each = shares(parts, clients)
+        jobs = [{"role": "produce", "bootstrap": broker.bootstrap, "parts": share,
+                 "records": records // clients + (1 if i < records % clients else 0),
+                 "size": size, "duration_s": duration_s, "timeout": timeout}
+                for i, share in enumerate(each)]
+        workers = Workers(jobs)
+        try:
+            workers.wait_ready(120)
+            start_measuring()
+            workers.go()
+            results = workers.results(timeout + 120)
+        finally:
+            client_pids = {os.getpid()} | {w.pid for w in workers.procs}
+            workers.close()
+        failed = [r["phase_error"] for r in results if "phase_error" in r]
+        if failed:
+            raise PhaseError(failed[0])
+    t1 = time.monotonic()
+    cpu1 = broker_stats.cpu_seconds(broker.pid)
+    busy1 = system_busy_s()
+    procs1 = process_cpu_snapshot()
+    broker.usr1()
+    elapsed = t1 - marks["t0"]
+    acked = sum(r["acked"] for r in results)
+    sent = sum(r["sent"] for r in results)
+    errors = sum(r["errors"] for r in results)
+    left = sum(r["left"] for r in results)
+    timed_out = any(r["timed_out"] for r in results)
+    first_error = next((r["first_error"] for r in results if r["first_error"]), None)
+    client_errors = [e for r in results for e in r["client_errors"]][:20]
+    cpu0 = marks["cpu0"]
+    # Silt's report at the SIGUSR1 just sent: the metadata transactions of the phase (none
+    # when its store line is absent: nothing changed).
+    time.sleep(0.3)
+    if isinstance(broker, SiltBroker):
+        m = METADATA_TX_RE.search(broker.log_text()[marks["log_at"]:])
+        out["produce_metadata_tx"] = int(m.group(1)) if m else 0
+        out["metadata_tx_per_s"] = out["produce_metadata_tx"] / elapsed
+    out.update({
+        "sent": sent, "acked": acked, "delivery_errors": errors, "clients": clients,
+        "produce_s": elapsed, "msgs_per_s": acked / elapsed,
+        "mib_per_s": acked * size / MiB / elapsed,
+        "produce_broker_cpu_s": cpu1 - cpu0,
+        "cpu_s_per_gib": (cpu1 - cpu0) / (acked * size / GiB) if acked else None,
+        "broker_cpu_pct": 100.0 * (cpu1 - cpu0) / elapsed,
+        "produce_client_cpu_s": sum(r["client_cpu_s"] for r in results),
+        "ingested_gib": acked * size / GiB,
+        "acked_per_client": [r["acked"] for r in results],
+    })
+    # What else ran on the machine meanwhile (other processes: builds, tests...).
+    out["produce_other_cpu_s"] = max(0.0, (busy1 - marks["busy0"]) - out["produce_broker_cpu_s"]
+                                     - out["produce_client_cpu_s"])
+    # Who, as far as processes alive at both ends show (short-lived ones are missed).
+    out["produce_other_top"] = top_other_processes(marks["procs0"], procs1,
+                                                   {broker.pid} | client_pids)
+    if first_error:
+        out["first_delivery_error"] = first_error
+    if client_errors:
+        out["client_errors"] = client_errors
+    if timed_out or left:
+        raise PhaseError(f"produce did not finish within {timeout:.0f}s ({sent} sent, {acked} "
+                         f"acknowledged, {left} still queued)", out)
+    if errors:
+        raise PhaseError(f"{errors} delivery errors, first: {first_error}", out)
+    return out
+
+
+def phase_read(broker, parts, expected, size, timeout, stall_s=120, acked_per_client=None):
+    out = {}
+    marks = {}
+
+    def start_measuring():
+        marks["cpu0"] = broker_stats.cpu_seconds(broker.pid)
+        marks["t0"] = time.monotonic()
+        return marks["t0"]
+
+    if not acked_per_client or len(acked_per_client) == 1:
+        count, errors = read_share(broker.bootstrap, parts, expected, timeout, stall_s,
+                                   broker.alive, start_measuring)
+    else:
+        # Each consumer reads what the producer of the same share had acknowledged.
+        each = shares(parts, len(acked_per_client))
+        jobs = [{"role": "read", "bootstrap": broker.bootstrap, "parts": share,
+                 "expected": n, "timeout": timeout, "stall_s": stall_s}
+                for share, n in zip(each, acked_per_client)]
+        workers = Workers(jobs)
+        try:
+            workers.wait_ready(120)
+            start_measuring()
+            workers.go()
+            results = workers.results(timeout + 120)
+        finally:
+            workers.close()
+        failed = [r["phase_error"] for r in results if "phase_error" in r]
+        if failed:
+            raise PhaseError(failed[0])
+        count = sum(r["count"] for r in results)
+        errors = [e for r in results for e in r["errors"]][:20]
+    t1 = time.monotonic()
+    out.update({"read_records": count, "read_s": t1 - marks["t0"],
+                "read_msgs_per_s": count / (t1 - marks["t0"]),
+                "read_mib_per_s": count * size / MiB / (t1 - marks["t0"]),
+                "read_broker_cpu_s": broker_stats.cpu_seconds(broker.pid) - marks["cpu0"]})
+    if errors:
+        out["read_errors"] = errors
+    if count != expected:
+        raise PhaseError(f"read {count} records, {expected} were acknowledged", out)
+    return out
 
 
 # --- one run --------------------------------------------------------------------------------
@@ -686,7 +855,8 @@ def run_one(args, broker_name, topics_n, ppt):
     res = {"broker": broker_name, "scenario": scen, "topics": topics_n,
            "partitions_per_topic": ppt, "partitions": topics_n * ppt,
            "records": args.records, "record_size": args.record_size,
-           "duration_s": args.duration_s, "settle_s": args.settle_s, "port": port,
+           "duration_s": args.duration_s, "settle_s": args.settle_s, "clients": args.clients,
+           "port": port,
            "dir": str(run_dir),
            "load_avg_start": open("/proc/loadavg").read().split()[:3]}
     broker = (SiltBroker(args.silt_bin, run_dir, port, args.silt_override)
@@ -720,7 +890,7 @@ def run_one(args, broker_name, topics_n, ppt):
         t_produce = time.monotonic()
         try:
             res.update(phase_produce(broker, parts, args.records, args.record_size,
-                                     args.duration_s, args.produce_timeout_s))
+                                     args.duration_s, args.produce_timeout_s, args.clients))
         except PhaseError as e:
             if len(e.args) > 1:
                 res.update(e.args[1])
@@ -733,7 +903,8 @@ def run_one(args, broker_name, topics_n, ppt):
         log(f"{broker_name}, {scen}: reading {res['acked']} records back")
         try:
             res.update(phase_read(broker, parts, res["acked"], args.record_size,
-                                  args.read_timeout_s))
+                                  args.read_timeout_s,
+                                  acked_per_client=res.get("acked_per_client")))
         except PhaseError as e:
             if len(e.args) > 1:
                 res.update(e.args[1])
@@ -858,9 +1029,13 @@ def report(runs, meta):
         lines.append(f"Silt binary: {meta['silt_bin']} (modified {meta.get('silt_bin_mtime')}).")
         if meta.get("silt_overrides"):
             lines.append("Silt settings: " + ", ".join(meta["silt_overrides"]) + ".")
+    clients = meta.get("clients", 1)
+    who = ("one Producer (acks=all, linger.ms=5, no compression) and one assigned Consumer"
+           if clients == 1 else
+           f"{clients} Producers (acks=all, linger.ms=5, no compression), then {clients} "
+           "assigned Consumers, each in its own process on its share of the topics")
     lines.append(f"Client: confluent-kafka {meta['client']} (librdkafka {meta['librdkafka']}), "
-                 "one Producer (acks=all, linger.ms=5, no compression) and one assigned "
-                 "Consumer, on the same machine as the broker. Kafka "
+                 f"{who}, on the same machine as the broker. Kafka "
                  f"{meta['kafka_version']} with tests/kafka-reference.sh defaults (heap "
                  "-Xmx512m); Silt with its defaults. Each broker freshly started with an "
                  "empty data dir per scenario.")
@@ -1003,6 +1178,7 @@ def main():
     ap.add_argument("--produce-timeout-s", type=float, default=600)
     ap.add_argument("--read-timeout-s", type=float, default=600)
     ap.add_argument("--settle-s", type=float, default=0)
+    ap.add_argument("--clients", type=int, default=1)
     ap.add_argument("--keep-data", action="store_true")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args()
@@ -1044,7 +1220,8 @@ def main():
     def same_settings(r):
         return (r.get("records") == args.records and r.get("record_size") == args.record_size
                 and r.get("duration_s") == args.duration_s and r.get("topics") == args.topics
-                and r.get("settle_s", 0) == args.settle_s)
+                and r.get("settle_s", 0) == args.settle_s
+                and r.get("clients", 1) == args.clients)
     planned = {(b, ppt) for b in brokers for ppt in ppts}
     kept = [r for r in previous if same_settings(r)
             and (r["broker"], r["partitions_per_topic"]) not in planned]
@@ -1053,7 +1230,7 @@ def main():
             "librdkafka": rdkafka_version()[0],
             "kafka_version": os.environ.get("KAFKA_VERSION", "4.1.1"),
             "silt_bin": args.silt_bin if "silt" in brokers else None,
-            "silt_overrides": args.silt_override,
+            "silt_overrides": args.silt_override, "clients": args.clients,
             # The repository's HEAD need not be what the binary was built from.
             "silt_bin_mtime": (datetime.datetime.fromtimestamp(
                 os.path.getmtime(args.silt_bin), datetime.timezone.utc).strftime(
@@ -1086,4 +1263,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--worker"]:
+        worker_main()
+    else:
+        main()
