@@ -23,6 +23,8 @@ Usage: /usr/bin/python3 bench/many_partitions.py [options]
                               a share of the topics (default 1: one of each, in this process);
                               librdkafka walks every partition it knows on each send loop, so
                               one client cannot drive 100,000 partitions
+  --producer KEY=VALUE        a librdkafka setting of the producers (repeatable), e.g.
+                              enable.idempotence=true
   --keep-data                 keep the brokers' data dirs (default: removed after each run)
   --report-only               print the tables from WORKDIR/results.json and exit
 Earlier runs in WORKDIR/results.json with the same settings (records, size, duration,
@@ -528,7 +530,7 @@ def phase_idle(broker, seconds):
             "rss_idle_mib": broker_stats.status_kib(broker.pid, "VmRSS") / 1024.0}
 
 
-def produce_share(bootstrap, parts, records, size, duration_s, timeout, ready):
+def produce_share(bootstrap, parts, records, size, duration_s, timeout, ready, extra=None):
     """One producer's part of the produce phase: `records` records (or `duration_s` seconds)
     round-robin over `parts`. `ready()` is called once the client is connected and has the
     metadata, right before the first record; it returns the monotonic time to measure from."""
@@ -548,9 +550,11 @@ def produce_share(bootstrap, parts, records, size, duration_s, timeout, ready):
 
     # message.timeout.ms: records do not expire (librdkafka's default is 300 s) before the
     # phase's own bound, which a slow broker may need (Kafka at 10,000 partitions here).
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                  "message.timeout.ms": int(timeout * 1000) + 60000,
-                  "on_delivery": on_delivery, "error_cb": on_error, "log_level": 3})
+    conf = {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+            "message.timeout.ms": int(timeout * 1000) + 60000,
+            "on_delivery": on_delivery, "error_cb": on_error, "log_level": 3}
+    conf.update(extra or {})
+    p = Producer(conf)
     try:
         p.list_topics(timeout=60)  # connection and metadata out of the timing
     except KafkaException as e:
@@ -702,7 +706,7 @@ def worker_main():
     try:
         if job["role"] == "produce":
             res = produce_share(job["bootstrap"], parts, job["records"], job["size"],
-                                job["duration_s"], job["timeout"], ready)
+                                job["duration_s"], job["timeout"], ready, job["producer"])
         else:
             ppid = os.getppid()
             count, errors = read_share(job["bootstrap"], parts, job["expected"], job["timeout"],
@@ -713,7 +717,7 @@ def worker_main():
     print(json.dumps(res), flush=True)
 
 
-def phase_produce(broker, parts, records, size, duration_s, timeout, clients=1):
+def phase_produce(broker, parts, records, size, duration_s, timeout, clients=1, extra=None):
     out = {}
     marks = {}
 
@@ -729,13 +733,14 @@ def phase_produce(broker, parts, records, size, duration_s, timeout, clients=1):
 
     if clients == 1:
         results = [produce_share(broker.bootstrap, parts, records, size, duration_s, timeout,
-                                 start_measuring)]
+                                 start_measuring, extra)]
         client_pids = {os.getpid()}
     else:
         each = shares(parts, clients)
         jobs = [{"role": "produce", "bootstrap": broker.bootstrap, "parts": share,
                  "records": records // clients + (1 if i < records % clients else 0),
-                 "size": size, "duration_s": duration_s, "timeout": timeout}
+                 "size": size, "duration_s": duration_s, "timeout": timeout,
+                 "producer": extra or {}}
                 for i, share in enumerate(each)]
         workers = Workers(jobs)
         try:
@@ -853,6 +858,7 @@ def run_one(args, broker_name, topics_n, ppt):
     topics = topic_names(topics_n)
     parts = [(t, p) for p in range(ppt) for t in topics]  # round-robin over topics, then partitions
     res = {"broker": broker_name, "scenario": scen, "topics": topics_n,
+           "producer_settings": args.producer,
            "partitions_per_topic": ppt, "partitions": topics_n * ppt,
            "records": args.records, "record_size": args.record_size,
            "duration_s": args.duration_s, "settle_s": args.settle_s, "clients": args.clients,
@@ -890,7 +896,8 @@ def run_one(args, broker_name, topics_n, ppt):
         t_produce = time.monotonic()
         try:
             res.update(phase_produce(broker, parts, args.records, args.record_size,
-                                     args.duration_s, args.produce_timeout_s, args.clients))
+                                     args.duration_s, args.produce_timeout_s, args.clients,
+                                     dict(kv.split("=", 1) for kv in args.producer)))
         except PhaseError as e:
             if len(e.args) > 1:
                 res.update(e.args[1])
@@ -1029,6 +1036,8 @@ def report(runs, meta):
         lines.append(f"Silt binary: {meta['silt_bin']} (modified {meta.get('silt_bin_mtime')}).")
         if meta.get("silt_overrides"):
             lines.append("Silt settings: " + ", ".join(meta["silt_overrides"]) + ".")
+    if meta.get("producer_settings"):
+        lines.append("Producer settings: " + ", ".join(meta["producer_settings"]) + ".")
     clients = meta.get("clients", 1)
     who = ("one Producer (acks=all, linger.ms=5, no compression) and one assigned Consumer"
            if clients == 1 else
@@ -1179,6 +1188,9 @@ def main():
     ap.add_argument("--read-timeout-s", type=float, default=600)
     ap.add_argument("--settle-s", type=float, default=0)
     ap.add_argument("--clients", type=int, default=1)
+    ap.add_argument("--producer", action="append", default=[], metavar="KEY=VALUE",
+                    help="a librdkafka setting of the producers (repeatable), e.g. "
+                         "enable.idempotence=true")
     ap.add_argument("--keep-data", action="store_true")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args()
@@ -1221,7 +1233,8 @@ def main():
         return (r.get("records") == args.records and r.get("record_size") == args.record_size
                 and r.get("duration_s") == args.duration_s and r.get("topics") == args.topics
                 and r.get("settle_s", 0) == args.settle_s
-                and r.get("clients", 1) == args.clients)
+                and r.get("clients", 1) == args.clients
+                and r.get("producer_settings", []) == args.producer)
     planned = {(b, ppt) for b in brokers for ppt in ppts}
     kept = [r for r in previous if same_settings(r)
             and (r["broker"], r["partitions_per_topic"]) not in planned]
@@ -1231,6 +1244,7 @@ def main():
             "kafka_version": os.environ.get("KAFKA_VERSION", "4.1.1"),
             "silt_bin": args.silt_bin if "silt" in brokers else None,
             "silt_overrides": args.silt_override, "clients": args.clients,
+            "producer_settings": args.producer,
             # The repository's HEAD need not be what the binary was built from.
             "silt_bin_mtime": (datetime.datetime.fromtimestamp(
                 os.path.getmtime(args.silt_bin), datetime.timezone.utc).strftime(
