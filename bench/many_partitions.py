@@ -692,6 +692,24 @@ class Workers:
             proc.wait()
 
 
+def run_workers(jobs, start, timeout):
+    """Runs one client process per job: `start()` once all are ready, then their results
+    (and their pids) once all are done; the first failure of any is raised."""
+    workers = Workers(jobs)
+    try:
+        workers.wait_ready(120)
+        start()
+        workers.go()
+        results = workers.results(timeout)
+    finally:
+        pids = {w.pid for w in workers.procs}
+        workers.close()
+    failed = [r["phase_error"] for r in results if "phase_error" in r]
+    if failed:
+        raise PhaseError(failed[0])
+    return results, pids
+
+
 def worker_main():
     """--worker: one client process of a phase with several clients (see Workers)."""
     job = json.loads(sys.stdin.readline())
@@ -742,18 +760,8 @@ def phase_produce(broker, parts, records, size, duration_s, timeout, clients=1, 
                  "size": size, "duration_s": duration_s, "timeout": timeout,
                  "producer": extra or {}}
                 for i, share in enumerate(each)]
-        workers = Workers(jobs)
-        try:
-            workers.wait_ready(120)
-            start_measuring()
-            workers.go()
-            results = workers.results(timeout + 120)
-        finally:
-            client_pids = {os.getpid()} | {w.pid for w in workers.procs}
-            workers.close()
-        failed = [r["phase_error"] for r in results if "phase_error" in r]
-        if failed:
-            raise PhaseError(failed[0])
+        results, pids = run_workers(jobs, start_measuring, timeout + 120)
+        client_pids = {os.getpid()} | pids
     t1 = time.monotonic()
     cpu1 = broker_stats.cpu_seconds(broker.pid)
     busy1 = system_busy_s()
@@ -822,17 +830,7 @@ def phase_read(broker, parts, expected, size, timeout, stall_s=120, acked_per_cl
         jobs = [{"role": "read", "bootstrap": broker.bootstrap, "parts": share,
                  "expected": n, "timeout": timeout, "stall_s": stall_s}
                 for share, n in zip(each, acked_per_client)]
-        workers = Workers(jobs)
-        try:
-            workers.wait_ready(120)
-            start_measuring()
-            workers.go()
-            results = workers.results(timeout + 120)
-        finally:
-            workers.close()
-        failed = [r["phase_error"] for r in results if "phase_error" in r]
-        if failed:
-            raise PhaseError(failed[0])
+        results, _ = run_workers(jobs, start_measuring, timeout + 120)
         count = sum(r["count"] for r in results)
         errors = [e for r in results for e in r["errors"]][:20]
     t1 = time.monotonic()
