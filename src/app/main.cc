@@ -74,6 +74,12 @@ static int run(int argc, char** argv) {
   // pool's worker contexts, one thread each (on `io` too with one network thread).
   silt::net::io_pool pool(cfg->num_network_threads);
   asio::io_context& io = pool.main();
+  // Taken before the listeners open: a client (or a test) that sees the port may signal at
+  // once, and a signal that comes before its handler waits is kept for it, where the default
+  // action would end the process.
+  asio::signal_set signals(io, SIGTERM, SIGINT);
+  asio::signal_set usr1(io, SIGUSR1);
+  std::signal(SIGPIPE, SIG_IGN);
   silt::net::server_options so;
   so.max_request_bytes = cfg->socket_request_max_bytes;
   so.queued_max_bytes = cfg->queued_max_request_bytes;
@@ -194,7 +200,6 @@ static int run(int argc, char** argv) {
   };
   schedule_metrics();
   // SIGUSR1: log them now (a benchmark marks the start and end of its measured run).
-  asio::signal_set usr1(io, SIGUSR1);
   std::function<void()> on_usr1 = [&] {
     usr1.async_wait([&](const boost::system::error_code& ec, int) {
       if (ec) return;
@@ -204,7 +209,6 @@ static int run(int argc, char** argv) {
   };
   on_usr1();
 
-  asio::signal_set signals(io, SIGTERM, SIGINT);
   // In a cluster, the partitions go to the other brokers first, on a thread of its own (it
   // uploads and writes the metadata store) while clients are still served.
   std::thread handing;
@@ -223,7 +227,6 @@ static int run(int argc, char** argv) {
       });
     });
   });
-  std::signal(SIGPIPE, SIG_IGN);
 
   // The threads that serve connections never run a metadata statement (the store refuses
   // them there): a slow database must not stall a connection.
