@@ -525,7 +525,9 @@ std::vector<setting> make_settings() {
                    "O_DSYNC write runs in a kernel worker that waits behind busy threads.",
                    "threads or uring", one_of({"threads", "uring"})));
   t.push_back(text("object.store.uri", &bc::object_store_uri, "`file://<data.dir>/objects`",
-                   "Where the data lives: `file:///path` (a local directory), "
+                   "Where the data lives: `file:///path` (a local directory; "
+                   "`?direct=false` writes objects through the page cache, which keeps them "
+                   "there for consumers catching up, at some more CPU), "
                    "`s3://bucket?endpoint=http://host:port&region=...&path_style=true` or "
                    "`azblob://container?account=NAME&endpoint=URL` (key from `key=` or "
                    "AZURE_STORAGE_KEY, or a SAS token from `sas=` or AZURE_STORAGE_SAS_TOKEN). "

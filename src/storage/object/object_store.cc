@@ -84,12 +84,33 @@ std::function<void(std::string_view)> failure_logger() {
 tl::expected<std::unique_ptr<object_store>, std::string> open_object_store(std::string_view uri) {
   constexpr std::string_view file_scheme = "file://";
   if (uri.starts_with(file_scheme)) {
-    const auto path = uri::decode(uri.substr(file_scheme.size()));
+    std::string_view rest = uri.substr(file_scheme.size());
+    std::string_view query;
+    if (const auto q = rest.find('?'); q != std::string_view::npos) {
+      query = rest.substr(q + 1);
+      rest = rest.substr(0, q);
+    }
+    const auto path = uri::decode(rest);
     if (!path) {
       return tl::make_unexpected("file:// URI: malformed %-escape in '" + std::string(uri) + "'");
     }
     if (path->empty()) return tl::make_unexpected(std::string("file:// URI: no directory path"));
-    auto store = local_store::open(*path);
+    const auto params = uri::parse_query(query);
+    if (!params) {
+      return tl::make_unexpected("file:// URI: malformed query in '" + std::string(uri) + "'");
+    }
+    bool direct = true;
+    for (const auto& [name, value] : *params) {
+      if (name != "direct") {
+        return tl::make_unexpected("file:// URI: unknown parameter '" + name + "' (known: direct)");
+      }
+      if (value != "true" && value != "false") {
+        return tl::make_unexpected("file:// URI: direct must be true or false, not '" + value +
+                                   "'");
+      }
+      direct = value == "true";
+    }
+    auto store = local_store::open(*path, direct);
     if (!store) return tl::make_unexpected("file:// URI: " + store.error());
     return std::unique_ptr<object_store>(std::move(*store));
   }

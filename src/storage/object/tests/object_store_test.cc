@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "storage/object/local_store.h"
 #include "storage/object/s3_store.h"
 #include "storage/object/tests/scratch_dir.h"
 
@@ -80,12 +81,35 @@ TEST(OpenObjectStore, OpensAbsoluteAndRelativeFileUris) {
   EXPECT_TRUE(std::filesystem::is_directory(dir.path() / "rel/objects"));
 }
 
+TEST(OpenObjectStore, AFileUriSaysWhetherWritesBypassThePageCache) {
+  testing::scratch_dir dir;
+  const auto root = (dir.path() / "objects").string();
+  for (const auto& [query, direct] : std::vector<std::pair<std::string, bool>>{
+           {"", true}, {"?direct=true", true}, {"?direct=false", false}}) {
+    std::string uri = "file://" + root;
+    uri += query;
+    auto s = open_object_store(uri);
+    ASSERT_TRUE(s) << query << ": " << s.error();
+    auto* local = dynamic_cast<local_store*>(s->get());
+    ASSERT_NE(local, nullptr);
+    // A file system that refuses O_DIRECT turns it off on the first write.
+    ASSERT_TRUE(local->put("k" + std::to_string(query.size()), std::vector<uint8_t>{1, 2, 3}));
+    if (!direct) {
+      EXPECT_FALSE(local->direct_io()) << query;
+    }
+    EXPECT_EQ(local->describe(), "file://" + root) << query;
+  }
+}
+
 TEST(OpenObjectStore, ErrorsNameTheBadPart) {
   const std::map<std::string, std::string> cases = {
       {"/data/objects", "no scheme"},
       {"gs://bucket", "scheme 'gs'"},
       {"file://", "no directory path"},
       {"file:///x%zz", "%-escape"},
+      {"file:///x?cache=yes", "unknown parameter 'cache'"},
+      {"file:///x?direct=maybe", "direct must be true or false, not 'maybe'"},
+      {"file://?direct=true", "no directory path"},
       {"s3://Bad_Bucket?access_key=a&secret_key=b", "bucket name 'Bad_Bucket'"},
       {"s3://bucket/prefix?access_key=a&secret_key=b", "'bucket/prefix' is not a bucket"},
       {"s3://bucket?access_key=a&secret_key=b&colour=red", "unknown parameter 'colour'"},
