@@ -12,7 +12,6 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from conftest import SANITIZED
 from test_membership import SESSION_MS, partition_leader_epochs, produce_v10, \
     shared_brokers, shared_store_brokers, wait_listed  # noqa: F401 (a fixture)
 from test_partition_moves import committed_offsets, consume_group, find_coordinator, \
@@ -94,12 +93,6 @@ def wait_served(bootstrap, topic, killed, timeout):
 def wal_type_brokers(request, tmp_path):
     """shared_store_brokers with their WALs on disk (wal.type=file) or in the shared object
     store (wal.type=object), where taking one over is a listing."""
-    if request.param == "object" and SANITIZED:
-        # Under the sanitizers the partitions moving back to a restarted broker sometimes
-        # make librdkafka 2.0 fail its idempotent producer (OUT_OF_ORDER_SEQUENCE_NUMBER on a
-        # request pipelined behind one refused with NOT_LEADER_OR_FOLLOWER), with either WAL
-        # type: one run of the race is enough there.
-        pytest.skip("run once under the sanitizers (wal.type=file)")
     yield from shared_brokers(tmp_path, {"wal.type": request.param})
 
 
