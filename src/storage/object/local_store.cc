@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <stdio.h>  // renameat2
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 namespace silt::storage {
@@ -90,33 +91,59 @@ bool write_all(int fd, std::span<const uint8_t> data) {
   return true;
 }
 
-// Buffered (no copy in user space), one chunk at a time: each chunk's writeback is started and
-// waited for before the next chunk is written, so that the pages stay cached but the device sees
-// one chunk in flight at a time (as with O_DIRECT), not a whole object's worth at the fsync.
+// Buffered (no copy in user space), one chunk at a time: the parts are gathered into chunks
+// of `chunk` bytes (an upload's parts are often many small batches), each written with writev
+// and its writeback started and waited for before the next, so that the pages stay cached but
+// the device sees one chunk in flight at a time (as with O_DIRECT), not a whole object's worth
+// at the fsync.
 bool write_paced(int fd, std::span<const std::span<const uint8_t>> parts, size_t chunk) {
   off_t at = 0;
-  for (const auto& part : parts) {
-    size_t done = 0;
-    while (done < part.size()) {
-      const size_t n = std::min(chunk, part.size() - done);
-      size_t put = 0;
-      while (put < n) {
-        const ssize_t w =
-            ::pwrite(fd, part.data() + done + put, n - put, at + static_cast<off_t>(put));
-        if (w < 0) {
-          if (errno == EINTR) continue;
-          return false;
-        }
-        put += static_cast<size_t>(w);
+  size_t part = 0;
+  size_t part_done = 0;  // of parts[part]
+  std::vector<iovec> iov;
+  while (part < parts.size()) {
+    // The next chunk: up to `chunk` bytes from where the last one stopped.
+    iov.clear();
+    size_t bytes = 0;
+    while (part < parts.size() && bytes < chunk && iov.size() < IOV_MAX) {
+      const size_t n = std::min(chunk - bytes, parts[part].size() - part_done);
+      if (n > 0) iov.push_back({const_cast<uint8_t*>(parts[part].data() + part_done), n});
+      bytes += n;
+      part_done += n;
+      if (part_done == parts[part].size()) {
+        ++part;
+        part_done = 0;
       }
-      if (::sync_file_range(fd, at, static_cast<off_t>(n),
-                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
-                                SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
+    }
+    size_t next = 0;
+    off_t written = 0;
+    while (next < iov.size()) {
+      const int count = static_cast<int>(iov.size() - next);
+      const ssize_t n = ::pwritev(fd, &iov[next], count, at + written);
+      if (n < 0) {
+        if (errno == EINTR) continue;
         return false;
       }
-      at += static_cast<off_t>(n);
-      done += n;
+      written += n;
+      // Skip what was written, resuming inside the piece a short write stopped in.
+      auto left = static_cast<size_t>(n);
+      while (left > 0 && next < iov.size()) {
+        if (left >= iov[next].iov_len) {
+          left -= iov[next].iov_len;
+          ++next;
+        } else {
+          iov[next].iov_base = static_cast<uint8_t*>(iov[next].iov_base) + left;
+          iov[next].iov_len -= left;
+          left = 0;
+        }
+      }
     }
+    if (bytes > 0 && ::sync_file_range(fd, at, static_cast<off_t>(bytes),
+                                       SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                           SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
+      return false;
+    }
+    at += static_cast<off_t>(bytes);
   }
   return true;
 }
