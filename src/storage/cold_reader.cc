@@ -89,18 +89,17 @@ tl::expected<void, stream_error> cold_reader::get_blocks(const std::string& key,
   // Blocks of one stream in one object are contiguous: one GET from the first to the last.
   const uint64_t begin = blocks[first].position;
   const uint64_t end = blocks[last].position + blocks[last].size;
-  auto got = store_.get(key, begin, end - begin);
+  auto got = store_.get_shared(key, begin, end - begin);
   gets_.fetch_add(1, std::memory_order_relaxed);
   // A short read (a response cut off) is the store's failure, not the object's: retried.
-  if (!got || got->size() != end - begin) return fail(stream_error::object_store);
+  if (!got || got->bytes.size() != end - begin) return fail(stream_error::object_store);
   // The blocks are views of the buffer read, which they keep alive; each is checked once,
   // here, before it is cached.
-  auto bytes = std::make_shared<const std::vector<uint8_t>>(std::move(*got));
   for (size_t i = first; i <= last; ++i) {
     if (out[i]) continue;
-    const auto view = std::span(*bytes).subspan(blocks[i].position - begin, blocks[i].size);
+    const auto view = got->bytes.subspan(blocks[i].position - begin, blocks[i].size);
     if (!open_block(blocks[i], view)) return fail(stream_error::corrupt_object);
-    auto block = std::make_shared<const block_cache::block>(block_cache::block{bytes, view});
+    auto block = std::make_shared<const block_cache::block>(block_cache::block{got->owner, view});
     blocks_.put(key, blocks[i].position, block);
     out[i] = std::move(block);
   }

@@ -136,6 +136,19 @@ tl::expected<std::vector<uint8_t>, store_error> faulty_store::get(std::string_vi
   return r;
 }
 
+tl::expected<shared_bytes, store_error> faulty_store::get_shared(std::string_view key,
+                                                                 uint64_t offset, uint64_t length) {
+  const auto d = next(store_operation::get);
+  if (auto e = before(d)) return tl::make_unexpected(*e);
+  auto r = inner_.get_shared(key, offset, length);
+  after(store_operation::get, key);
+  if (!r) return r;
+  if (d.f == fault::lost_reply) return tl::make_unexpected(store_error::io);
+  if (d.f == fault::partial && !r->bytes.empty())
+    r->bytes = r->bytes.first(d.cut % r->bytes.size());
+  return r;
+}
+
 tl::expected<uint64_t, store_error> faulty_store::head(std::string_view key) {
   const auto d = next(store_operation::head);
   if (auto e = before(d)) return tl::make_unexpected(*e);

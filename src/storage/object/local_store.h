@@ -16,7 +16,8 @@
 // aligned chunk buffer and written a chunk at a time, the last chunk padded to the alignment
 // and the file then truncated to its size. An object is written once and read back rarely
 // (cold reads go through the block cache), so caching it would only cost the memory, and more
-// CPU. With direct_io false (file://PATH?direct=false), or when the file system refuses
+// CPU; the block cache's reads (get_shared) are O_DIRECT too, into aligned memory that the
+// cached blocks then share. With direct_io false (file://PATH?direct=false), or when the file system refuses
 // O_DIRECT, writes are buffered and paced: a chunk is written, its writeback started and
 // waited for, then the next, so that the device sees one chunk at a time as with O_DIRECT
 // (not a whole object at the fsync, which delays the WAL's writes behind it) while the pages
@@ -67,6 +68,11 @@ class local_store final : public object_store {
   [[nodiscard]] tl::expected<std::vector<uint8_t>, store_error> get(std::string_view key,
                                                                     uint64_t offset,
                                                                     uint64_t length) override;
+  // Reads with O_DIRECT when puts do (into aligned memory, a view of the range within it),
+  // through the page cache otherwise.
+  [[nodiscard]] tl::expected<shared_bytes, store_error> get_shared(std::string_view key,
+                                                                   uint64_t offset,
+                                                                   uint64_t length) override;
   [[nodiscard]] tl::expected<uint64_t, store_error> head(std::string_view key) override;
   [[nodiscard]] tl::expected<void, store_error> remove(std::string_view key) override;
   [[nodiscard]] tl::expected<std::vector<object_info>, store_error> list(

@@ -103,6 +103,18 @@ tl::expected<std::vector<uint8_t>, store_error> metered_store::get(std::string_v
   return r;
 }
 
+tl::expected<shared_bytes, store_error> metered_store::get_shared(std::string_view key,
+                                                                  uint64_t offset,
+                                                                  uint64_t length) {
+  auto r =
+      metered(store_operation::get, key, [&] { return inner_->get_shared(key, offset, length); });
+  if (r) {
+    ops_[static_cast<size_t>(store_operation::get)].bytes.fetch_add(r->bytes.size(),
+                                                                    std::memory_order_relaxed);
+  }
+  return r;
+}
+
 tl::expected<uint64_t, store_error> metered_store::head(std::string_view key) {
   return metered(store_operation::head, key, [&] { return inner_->head(key); });
 }

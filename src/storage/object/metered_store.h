@@ -45,6 +45,9 @@ class metered_store final : public object_store {
   [[nodiscard]] tl::expected<std::vector<uint8_t>, store_error> get(std::string_view key,
                                                                     uint64_t offset,
                                                                     uint64_t length) override;
+  [[nodiscard]] tl::expected<shared_bytes, store_error> get_shared(std::string_view key,
+                                                                   uint64_t offset,
+                                                                   uint64_t length) override;
   [[nodiscard]] tl::expected<uint64_t, store_error> head(std::string_view key) override;
   [[nodiscard]] tl::expected<void, store_error> remove(std::string_view key) override;
   [[nodiscard]] tl::expected<std::vector<object_info>, store_error> list(

@@ -46,6 +46,15 @@ tl::expected<void, store_error> object_store::put_parts(
   return put(key, data);
 }
 
+tl::expected<shared_bytes, store_error> object_store::get_shared(std::string_view key,
+                                                                 uint64_t offset, uint64_t length) {
+  auto got = get(key, offset, length);
+  if (!got) return tl::make_unexpected(got.error());
+  auto owner = std::make_shared<const std::vector<uint8_t>>(std::move(*got));
+  const std::span<const uint8_t> bytes(*owner);
+  return shared_bytes{std::move(owner), bytes};
+}
+
 tl::expected<void, store_error> object_store::taken_by(std::string_view key,
                                                        std::span<const uint8_t> data) {
   auto there = get(key, 0, to_end);

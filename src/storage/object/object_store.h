@@ -42,6 +42,13 @@ struct object_info {
 // A length that reads to the object's end.
 inline constexpr uint64_t to_end = std::numeric_limits<uint64_t>::max();
 
+// Bytes read from a store, kept alive by `owner`: the store chose the memory (the local store
+// reads with O_DIRECT into an aligned buffer a little larger than the range).
+struct shared_bytes {
+  std::shared_ptr<const void> owner;
+  std::span<const uint8_t> bytes;
+};
+
 class object_store {
  public:
   virtual ~object_store() = default;
@@ -69,6 +76,11 @@ class object_store {
   [[nodiscard]] virtual tl::expected<std::vector<uint8_t>, store_error> get(std::string_view key,
                                                                             uint64_t offset,
                                                                             uint64_t length) = 0;
+  // get() for a caller that keeps the bytes shared (the block cache): the same results, in
+  // memory the store may read into directly. The default moves get()'s vector into the owner.
+  [[nodiscard]] virtual tl::expected<shared_bytes, store_error> get_shared(std::string_view key,
+                                                                           uint64_t offset,
+                                                                           uint64_t length);
   // The object's size.
   [[nodiscard]] virtual tl::expected<uint64_t, store_error> head(std::string_view key) = 0;
   // Deletes `key`; succeeds when there was no such object.

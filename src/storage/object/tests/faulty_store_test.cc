@@ -142,6 +142,22 @@ TEST_F(FaultyStore, PartialGetReturnsAStrictPrefix) {
   }
 }
 
+TEST_F(FaultyStore, PartialSharedGetReturnsAStrictPrefix) {
+  ASSERT_TRUE(inner_->put("k", bytes("0123456789")));
+  faulty_store s(*inner_, {});
+  for (int i = 0; i < 20; ++i) s.script(store_operation::get, {fault::partial});
+  for (int i = 0; i < 20; ++i) {
+    auto r = s.get_shared("k", 2, 6);
+    ASSERT_TRUE(r);
+    EXPECT_LT(r->bytes.size(), 6u) << "the caller must notice the short read";
+    const auto want = bytes("234567");
+    EXPECT_TRUE(std::equal(r->bytes.begin(), r->bytes.end(), want.begin()));
+  }
+  s.script(store_operation::get, {fault::io});
+  EXPECT_EQ(s.get_shared("k", 0, 1).error(), store_error::io);
+  EXPECT_EQ(s.get_shared("k", 0, to_end).value().bytes.size(), 10u);
+}
+
 TEST_F(FaultyStore, TimeoutsSleepThenFailAndSlowCallsSleepThenSucceed) {
   faulty_store_options o;
   o.timeout_delay = std::chrono::milliseconds(30);

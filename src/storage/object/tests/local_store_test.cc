@@ -312,6 +312,47 @@ TEST_P(LocalStoreParts, ConcurrentGatherPutsKeepTheirBytesApart) {
   EXPECT_EQ(failures.load(), 0);
 }
 
+TEST_P(LocalStoreParts, SharedGetsOfEveryRangeAroundTheAlignmentReadWhatGetsRead) {
+  constexpr uint64_t align = local_store::direct_alignment;
+  std::mt19937_64 rng(7);
+  for (const uint64_t size : {uint64_t{1}, align - 1, align, align + 1, 3 * align + 17}) {
+    std::vector<uint8_t> data(size);
+    for (auto& b : data) b = static_cast<uint8_t>(rng());
+    const std::string key = "s/" + std::to_string(size);
+    ASSERT_TRUE(store_->put(key, data));
+    std::vector<uint64_t> points = {0, 1, size - 1, size};
+    for (uint64_t k = align; k <= size + align; k += align) {
+      for (const uint64_t p : {k - 1, k, k + 1}) {
+        if (p <= size) points.push_back(p);
+      }
+    }
+    for (const uint64_t offset : points) {
+      for (const uint64_t end : points) {
+        if (end < offset) continue;
+        for (const uint64_t length : {end - offset, end - offset + 5, to_end}) {
+          auto r = store_->get_shared(key, offset, length);
+          ASSERT_TRUE(r) << size << " " << offset << " " << length;
+          const uint64_t want = std::min(length, size - offset);
+          ASSERT_EQ(r->bytes.size(), want) << size << " " << offset << " " << length;
+          EXPECT_TRUE(std::equal(r->bytes.begin(), r->bytes.end(),
+                                 data.begin() + static_cast<ptrdiff_t>(offset)))
+              << size << " " << offset << " " << length;
+        }
+      }
+    }
+    EXPECT_EQ(store_->get_shared(key, size + 1, 1).error(), store_error::invalid_range);
+  }
+  // A range of a large object, kept alive by its owner after the store is gone.
+  std::vector<uint8_t> big(2 * local_store::write_chunk_size + 3);
+  for (auto& b : big) b = static_cast<uint8_t>(rng());
+  ASSERT_TRUE(store_->put("big", big));
+  auto r = store_->get_shared("big", 4097, big.size() - 5000);
+  ASSERT_TRUE(r);
+  store_.reset();
+  ASSERT_EQ(r->bytes.size(), big.size() - 5000);
+  EXPECT_TRUE(std::equal(r->bytes.begin(), r->bytes.end(), big.begin() + 4097));
+}
+
 INSTANTIATE_TEST_SUITE_P(DirectAndBuffered, LocalStoreParts, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "Direct" : "Buffered"; });
 

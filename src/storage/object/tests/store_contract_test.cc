@@ -144,6 +144,23 @@ TEST_P(StoreContract, RangedGets) {
   EXPECT_EQ(store_->get("r", 11, 0).error(), store_error::invalid_range);
 }
 
+TEST_P(StoreContract, SharedGetsReadWhatGetsRead) {
+  ASSERT_TRUE(store_->put("r", bytes("0123456789")));
+  auto shared = [&](uint64_t offset, uint64_t length) {
+    auto r = store_->get_shared("r", offset, length);
+    if (!r) return std::vector<uint8_t>{0xff};
+    EXPECT_TRUE(r->owner);
+    return std::vector<uint8_t>(r->bytes.begin(), r->bytes.end());
+  };
+  EXPECT_EQ(shared(2, 3), bytes("234"));
+  EXPECT_EQ(shared(7, 100), bytes("789"));
+  EXPECT_EQ(shared(0, to_end), bytes("0123456789"));
+  EXPECT_TRUE(shared(10, 5).empty()) << "at the end: empty";
+  EXPECT_TRUE(shared(3, 0).empty());
+  EXPECT_EQ(store_->get_shared("r", 11, 5).error(), store_error::invalid_range);
+  EXPECT_EQ(store_->get_shared("nope", 0, 1).error(), store_error::not_found);
+}
+
 TEST_P(StoreContract, EmptyObjects) {
   ASSERT_TRUE(store_->put("empty", {}));
   EXPECT_EQ(store_->head("empty").value(), 0u);
