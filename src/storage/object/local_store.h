@@ -17,11 +17,11 @@
 // and the file then truncated to its size. An object is written once and read back rarely
 // (cold reads go through the block cache), so caching it would only cost the memory, and more
 // CPU; the block cache's reads (get_shared) are O_DIRECT too, into aligned memory that the
-// cached blocks then share. With direct_io false (file://PATH?direct=false), or when the file system refuses
-// O_DIRECT, writes are buffered and paced: a chunk is written, its writeback started and
-// waited for, then the next, so that the device sees one chunk at a time as with O_DIRECT
-// (not a whole object at the fsync, which delays the WAL's writes behind it) while the pages
-// stay in the page cache for a reader that catches up soon after.
+// cached blocks then share. With direct_io false (file://PATH?direct=false), or when the file
+// system refuses O_DIRECT, writes are buffered and paced: a chunk is written, its writeback started
+// and waited for, then the next, so that the device sees one chunk at a time as with O_DIRECT (not
+// a whole object at the fsync, which delays the WAL's writes behind it) while the pages stay in the
+// page cache for a reader that catches up soon after.
 //
 // Thread-safe: no mutable state but a counter, the pool of idle chunk buffers (behind a mutex)
 // and whether O_DIRECT works; several processes may share the directory.
