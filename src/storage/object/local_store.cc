@@ -43,6 +43,8 @@ class fd_guard {
     fd_ = -1;
     return rc;
   }
+  // Hands the descriptor to the caller, who closes it.
+  [[nodiscard]] int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
@@ -211,6 +213,29 @@ void remove_stale_temps(const std::filesystem::path& dir) {
     const auto written = it->last_write_time(entry_ec);
     if (!entry_ec && now - written > stale_temp_age) std::filesystem::remove(it->path(), entry_ec);
   }
+}
+
+// Opens the object file `path` to read from `offset` (with O_DIRECT when `direct`, which is
+// cleared if the file system refuses it): its descriptor, for the caller to close, and size.
+// An offset past the end is invalid_range.
+tl::expected<std::pair<int, uint64_t>, store_error> open_for_read(const std::filesystem::path& path,
+                                                                  uint64_t offset, bool& direct) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+  if (fd < 0 && direct && errno == EINVAL) {
+    direct = false;
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  }
+  if (fd < 0) {
+    if (errno == ENOTDIR) return tl::make_unexpected(store_error::not_found);
+    return fail_errno();
+  }
+  fd_guard file(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return fail_errno();
+  if (!S_ISREG(st.st_mode)) return tl::make_unexpected(store_error::not_found);
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (offset > size) return tl::make_unexpected(store_error::invalid_range);
+  return std::pair{file.release(), size};
 }
 
 }  // namespace
@@ -436,18 +461,11 @@ tl::expected<void, store_error> local_store::write_and_install(
 tl::expected<std::vector<uint8_t>, store_error> local_store::get(std::string_view key,
                                                                  uint64_t offset, uint64_t length) {
   if (!valid_key(key)) return tl::make_unexpected(store_error::invalid_argument);
-  const auto path = root_ / key;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOTDIR) return tl::make_unexpected(store_error::not_found);
-    return fail_errno();
-  }
+  bool direct = false;
+  auto opened = open_for_read(root_ / key, offset, direct);
+  if (!opened) return tl::make_unexpected(opened.error());
+  const auto [fd, size] = *opened;
   fd_guard file(fd);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return fail_errno();
-  if (!S_ISREG(st.st_mode)) return tl::make_unexpected(store_error::not_found);
-  const auto size = static_cast<uint64_t>(st.st_size);
-  if (offset > size) return tl::make_unexpected(store_error::invalid_range);
   // Objects are replaced by rename, never written in place: this descriptor's file is fixed.
   std::vector<uint8_t> out(std::min(length, size - offset));
   size_t done = 0;
@@ -468,26 +486,14 @@ tl::expected<std::vector<uint8_t>, store_error> local_store::get(std::string_vie
 tl::expected<shared_bytes, store_error> local_store::get_shared(std::string_view key,
                                                                 uint64_t offset, uint64_t length) {
   if (!valid_key(key)) return tl::make_unexpected(store_error::invalid_argument);
-  const auto path = root_ / key;
   // Objects written with O_DIRECT are read the same way: the device writes straight into the
   // buffer the caller keeps, where a read through the page cache costs a copy of every byte
   // (a quarter of the broker's CPU in a catch-up read) and pages nobody reads again.
   bool direct = direct_io();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
-  if (fd < 0 && direct && errno == EINVAL) {
-    direct = false;
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  }
-  if (fd < 0) {
-    if (errno == ENOTDIR) return tl::make_unexpected(store_error::not_found);
-    return fail_errno();
-  }
+  auto opened = open_for_read(root_ / key, offset, direct);
+  if (!opened) return tl::make_unexpected(opened.error());
+  const auto [fd, size] = *opened;
   fd_guard file(fd);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return fail_errno();
-  if (!S_ISREG(st.st_mode)) return tl::make_unexpected(store_error::not_found);
-  const auto size = static_cast<uint64_t>(st.st_size);
-  if (offset > size) return tl::make_unexpected(store_error::invalid_range);
   const uint64_t want = std::min(length, size - offset);
   // The aligned blocks around the range (O_DIRECT reads whole blocks into aligned memory);
   // the result is a view of the range within them.
