@@ -135,6 +135,8 @@ static int run(int argc, char** argv) {
                 std::to_string((wal.write_bytes - wal_before.write_bytes) / writes.count() / 1024) +
                 " appends/write=" +
                 std::to_string((wal.appends - wal_before.appends) / writes.count()) +
+                " held=" + std::to_string(wal.held - wal_before.held) + " (gathered " +
+                std::to_string(wal.held_gathered - wal_before.held_gathered) + ")" +
                 " | batch wait " + waits.percentiles_ms() + " | write " + writes.percentiles_ms() +
                 " ms\n";
       }

@@ -94,6 +94,13 @@ void storage_metrics(prometheus_writer& w, handlers::broker& broker) {
            static_cast<double>(wal.writes));
   w.single("silt_wal_write_bytes_total", kind::counter,
            "Bytes written to the WAL, padding included.", static_cast<double>(wal.write_bytes));
+  w.single("silt_wal_held_writes_total", kind::counter,
+           "WAL writes whose batch waited for more appends (wal.commit.delay.us).",
+           static_cast<double>(wal.held));
+  w.single("silt_wal_held_gathered_total", kind::counter,
+           "Of the WAL writes that waited for more appends, those that gathered appends of "
+           "later requests.",
+           static_cast<double>(wal.held_gathered));
   w.single("silt_wal_failed_writes_total", kind::counter,
            "WAL writes that failed (each starts a new WAL epoch).",
            static_cast<double>(wal.failed_writes));

@@ -68,6 +68,7 @@ struct broker_config {
   uint64_t wal_capacity_bytes = 1ull << 30;      // wal.capacity.bytes
   uint32_t wal_iodepth = 32;                     // wal.iodepth
   uint32_t wal_iops = 0;                         // wal.iops (0: unlimited)
+  uint32_t wal_commit_delay_us = 1000;           // wal.commit.delay.us (0: none)
   std::string wal_sync = "dsync";                // wal.sync: dsync | fdatasync
   std::string wal_io_engine = "threads";         // wal.io.engine: threads | uring
   std::string object_store_uri;    // object.store.uri (default: file://<data.dir>/objects)

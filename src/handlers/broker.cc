@@ -268,6 +268,7 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   so.wal.capacity = config.wal_capacity_bytes;
   so.wal.iodepth = config.wal_iodepth;
   so.wal.iops = config.wal_iops;
+  so.wal.commit_delay = std::chrono::microseconds(config.wal_commit_delay_us);
   so.wal.sync = config.wal_sync == "fdatasync" ? storage::wal::sync_mode::fdatasync
                                                : storage::wal::sync_mode::dsync;
   so.wal.engine = config.wal_io_engine == "uring" ? storage::wal::io_engine::uring

@@ -30,6 +30,22 @@ constexpr uint64_t wake_batch_bytes = 256u << 10;
 // would otherwise hold the next append for its whole duration (the p99 of a paced stream of
 // 64 KiB produces), while under load there are more in flight and batches still grow.
 constexpr size_t eager_writes = 2;
+// The commit delay (wal_options::commit_delay): waits that did not pay, less those that did,
+// before waits are suspended (misses come in runs, e.g. while a client pauses, and a short
+// run should not stop waits that pay otherwise); the writes of the first suspension, doubled
+// for each one in a row up to the last. Counted in writes, so that a busy WAL tries again
+// soon. A producer that waits for each acknowledgement before sending on (so that nothing can
+// join its batch) pays for a few waits, then for one in every 1,024 writes.
+constexpr uint32_t hold_misses_allowed = 8;
+constexpr uint32_t first_hold_suspension = 64;
+constexpr uint32_t last_hold_suspension = 1024;
+// A wait pays when it gathers appends that arrive at least separate_arrival after the batch's
+// first (one request's appends, or those of requests read from a socket together, come within
+// microseconds of each other and would have shared the write anyway; later ones would have
+// found the write in flight and waited for the next).
+constexpr std::chrono::microseconds separate_arrival{50};
+// Appends are small for the commit delay when their running average (over about this many) is.
+constexpr int64_t append_average_over = 16;
 // One write (and so one frame) at most: a write system call moves less than 2 GiB.
 constexpr uint64_t max_write = 1ull << 30;
 // After a header write failed, the next attempt waits this long.
@@ -64,11 +80,13 @@ uring_wal::uring_wal(ring_file file, const wal_options& options, const initial_s
       fdatasync_(options.sync == sync_mode::fdatasync),
       threaded_(options.engine == io_engine::threads),
       wake_bytes_(std::min<uint64_t>(wake_batch_bytes, standard_buffer_)),
+      commit_delay_(options.commit_delay),
       faults_(options.faults),
       bucket_(options.iops, clock::now()),
       header_buf_(format::block_size),
       header_(state.header),
       next_header_index_(state.header_index ^ 1) {
+  hold_suspension_ = first_hold_suspension;
   persisted_trim_ = state.header.trim_point;
   requested_trim_ = state.header.trim_point;
   epoch_ = state.header.epoch;
@@ -188,6 +206,12 @@ tl::expected<void, wal_error> uring_wal::enqueue(base::stream_id stream_id, base
       --room_waiters_;
     }
     epoch = epoch_;
+    if (commit_delay_ > clock::duration::zero()) {
+      // What a wait for the commit delay gathers: the appends of one request come together
+      // and would have shared the write anyway; those of later ones arrive apart.
+      if (clock::now() - b->opened >= separate_arrival) ++b->arrivals;
+      append_bytes_avg_ += (static_cast<int64_t>(frame) - append_bytes_avg_) / append_average_over;
+    }
     b->used += frame;
     ++b->copies;
     b->appends.push_back({std::move(done), pos + frame});
@@ -213,7 +237,8 @@ tl::expected<void, wal_error> uring_wal::enqueue(base::stream_id stream_id, base
         wake = failed_;
         wake_writer = !failed_ && idle_writers_ > 0 && worth_waking_writer(*b);
       } else if (wake_on_ == wake_on::any_work ||
-                 (wake_on_ == wake_on::big_batch && b->used >= wake_bytes_)) {
+                 (wake_on_ == wake_on::big_batch && b->used >= wake_bytes_) ||
+                 (wake_on_ == wake_on::held && b->used >= wake_bytes_)) {
         wake_on_ = wake_on::nothing;
         wake = true;
       }
@@ -262,6 +287,8 @@ wal_stats uring_wal::stats() const {
   s.syncs = syncs_.load(std::memory_order_relaxed);
   s.header_writes = header_writes_.load(std::memory_order_relaxed);
   s.paced = paced_.load(std::memory_order_relaxed);
+  s.held = held_.load(std::memory_order_relaxed);
+  s.held_gathered = held_gathered_.load(std::memory_order_relaxed);
   s.failed_writes = failed_writes_.load(std::memory_order_relaxed);
   s.recoveries = recoveries_.load(std::memory_order_relaxed);
   s.batch_wait_us = batch_wait_us_.snapshot();
@@ -355,6 +382,7 @@ uring_wal::front_state uring_wal::take_front(clock::time_point now) {
     if (f.delay > clock::duration::zero()) b.held_until = now + f.delay;
   }
   if (b.held_until > now) return {.wait = b.held_until - now};
+  if (hold(b, now)) return {.wait = b.opened + commit_delay_ - now, .held = true};
   const auto pace = bucket_.wait_time(now);
   if (pace > clock::duration::zero()) {
     paced_.fetch_add(1, std::memory_order_relaxed);
@@ -363,6 +391,7 @@ uring_wal::front_state uring_wal::take_front(clock::time_point now) {
   // From here on appends go to the next batch; the last copies into this one finish.
   if (!b.sealed) seal(b);
   if (b.copies > 0) return {.copies = true};
+  if (commit_delay_ > clock::duration::zero()) batch_taken(b);
   const uint64_t len = format::padded_end(b.start + b.used) - b.start;
   bucket_.take(b.start % capacity_ + len > capacity_ ? 2 : 1, now);
   std::unique_ptr<batch> taken = std::move(queue_.front());
@@ -374,6 +403,39 @@ uring_wal::front_state uring_wal::take_front(clock::time_point now) {
   inflight_.push_back(std::move(taken));
   inflight_count_.fetch_add(1, std::memory_order_acq_rel);
   return {.taken = p};
+}
+
+bool uring_wal::hold(batch& b, clock::time_point now) {
+  if (commit_delay_ <= clock::duration::zero() || b.sealed || closing_ || b.appends.empty() ||
+      b.used >= wake_bytes_ || hold_suspended_ > 0 || now >= b.opened + commit_delay_) {
+    return false;
+  }
+  // Small appends only: records or producer batches of commit_delay_bytes or more pay for their
+  // own writes.
+  if (append_bytes_avg_ >= static_cast<int64_t>(commit_delay_bytes)) return false;
+  b.held = true;
+  return true;
+}
+
+void uring_wal::batch_taken(const batch& b) {
+  if (!b.held) {
+    if (hold_suspended_ > 0) --hold_suspended_;
+    return;
+  }
+  held_.fetch_add(1, std::memory_order_relaxed);
+  if (b.arrivals > 0) {
+    held_gathered_.fetch_add(1, std::memory_order_relaxed);
+    if (hold_misses_ > 0) --hold_misses_;
+    hold_probing_ = false;
+    hold_suspension_ = first_hold_suspension;
+    return;
+  }
+  if (!hold_probing_ && ++hold_misses_ < hold_misses_allowed) return;
+  // Suspended; the first wait after it decides alone: a miss suspends anew, for twice as long.
+  hold_suspended_ = hold_suspension_;
+  hold_suspension_ = std::min(2 * hold_suspension_, last_hold_suspension);
+  hold_misses_ = 0;
+  hold_probing_ = true;
 }
 
 void uring_wal::prepare_requests(batch& b) {
@@ -446,7 +508,12 @@ bool uring_wal::worth_waking_writer(const batch& b) const {
   // A sealed batch is full or waited for by the writer that sealed it; below eager_writes any
   // append is written at once; with more in flight, a small batch waits for the next
   // completion, which takes it grown.
-  return closing_ || b.sealed || inflight < eager_writes || b.used >= wake_bytes_;
+  if (closing_ || b.sealed || b.used >= wake_bytes_) return true;
+  // A held batch waits out its commit delay (a writer sleeps until then).
+  if (b.held && clock::now() < b.opened + commit_delay_) {
+    return false;
+  }
+  return inflight < eager_writes;
 }
 
 void uring_wal::writer_run() {
@@ -471,10 +538,11 @@ uring_wal::batch* uring_wal::writer_take(bool just_wrote) {
       if (writers_stop_) return nullptr;
       clock::time_point until{};
       // A writer that has just written takes whatever queued behind its write; one that was
-      // asleep, only what it would have been woken for. A failure is the I/O thread's.
+      // asleep, only what it would have been woken for, and a held batch once its commit delay
+      // is over (until then it sleeps until that time). A failure is the I/O thread's.
       if (!failed_ && inflight_count_.load(std::memory_order_acquire) < iodepth_ &&
           !queue_.empty() && !queue_.front()->appends.empty() &&
-          (just_wrote || worth_waking_writer(*queue_.front()))) {
+          (just_wrote || queue_.front()->held || worth_waking_writer(*queue_.front()))) {
         const auto now = clock::now();
         const front_state f = take_front(now);
         if (f.taken != nullptr) {
@@ -771,6 +839,7 @@ void uring_wal::run() {
     format::header_slot header_next;
     clock::duration wait = clock::duration::zero();
     bool waiting_for_copies = false;
+    bool holding = false;
     bool exit = false;
     std::function<void()> room_callback;
     {
@@ -800,6 +869,7 @@ void uring_wal::run() {
         if (f.taken == nullptr) {
           wait = f.wait;
           waiting_for_copies = f.copies;
+          holding = f.held;
           break;
         }
         ready.push_back(f.taken);
@@ -836,7 +906,9 @@ void uring_wal::run() {
       // but never wait for it.
       if (write_header) bucket_.take(1, now);
       exit = closing_ && drained && !write_header;
-      if (threaded_ || exit || wait > clock::duration::zero() || inflight >= iodepth_) {
+      if (!threaded_ && !exit && holding) {
+        wake_on_ = wake_on::held;
+      } else if (threaded_ || exit || wait > clock::duration::zero() || inflight >= iodepth_) {
         // Writer threads wake this thread themselves when it has work.
         wake_on_ = wake_on::nothing;
       } else if (inflight < eager_writes || waiting_for_copies) {

@@ -120,8 +120,10 @@ class uring_wal final : public wal {
     uint32_t ops_left = 0;
     bool failed = false;
     uint64_t write_bytes = 0;
-    bool fault_drawn = false;                          // injected fault decided (faults_ only)
-    bool inject_failure = false;                       // the write lands in part and fails
+    bool held = false;            // waited for more appends (commit delay)
+    uint32_t arrivals = 0;        // appends well after the first (commit delay)
+    bool fault_drawn = false;     // injected fault decided (faults_ only)
+    bool inject_failure = false;  // the write lands in part and fails
     std::chrono::steady_clock::time_point held_until;  // an injected stall
     std::chrono::steady_clock::time_point opened;      // first append
     std::chrono::steady_clock::time_point submitted;   // handed to io_uring
@@ -147,8 +149,14 @@ class uring_wal final : public wal {
     batch* taken = nullptr;  // sealed, in inflight_; its writes now belong to the caller
     clock_type::duration wait = clock_type::duration::zero();  // paced or held until then
     bool copies = false;  // sealed, but appenders are still copying into it
+    bool held = false;    // waits for more appends (commit delay) until `wait` has passed
   };
   [[nodiscard]] front_state take_front(clock_type::time_point now) REQUIRES(mu_);
+  // Whether the unsealed batch `b` waits for more appends now (the commit delay).
+  [[nodiscard]] bool hold(batch& b, clock_type::time_point now) REQUIRES(mu_);
+  // A batch is written (commit delay only): a held one's wait paid or not, which decides on
+  // the next ones; another one counts down a suspension.
+  void batch_taken(const batch& b) REQUIRES(mu_);
   void prepare_requests(batch& b);
   void finish_header();
   void submit_batch(batch& b);
@@ -180,6 +188,7 @@ class uring_wal final : public wal {
   const bool fdatasync_;
   const bool threaded_;  // io_engine::threads
   const uint64_t wake_bytes_;
+  const clock_type::duration commit_delay_;
   const std::shared_ptr<write_faults> faults_;
   std::function<void()> room_callback_;  // set before the first append
 
@@ -204,8 +213,20 @@ class uring_wal final : public wal {
                 // write now
     big_batch,  // more writes in flight and slots free: wake it for a batch of wake_bytes_,
                 // smaller ones wait for the next completion and grow meanwhile
+    held,       // the front batch waits for the commit delay: wake it when the batch has grown
+                // to wake_bytes_
   };
   wake_on wake_on_ GUARDED_BY(mu_) = wake_on::nothing;
+  // The commit delay's account of its recent waits: each that did not pay (gathered no append of
+  // a later request) adds one, each that did takes one off; at hold_misses_allowed, waits are
+  // suspended for the next hold_suspension_ writes, a number that doubles with each suspension
+  // in a row.
+  uint32_t hold_misses_ GUARDED_BY(mu_) = 0;
+  uint32_t hold_suspended_ GUARDED_BY(mu_) = 0;  // writes still to go without waits
+  bool hold_probing_ GUARDED_BY(mu_) = false;    // the next wait is the first after one
+  uint32_t hold_suspension_ GUARDED_BY(mu_) = 0;
+  // The running average of the appends' frame sizes (commit delay only).
+  int64_t append_bytes_avg_ GUARDED_BY(mu_) = static_cast<int64_t>(commit_delay_bytes);
   bool closing_ GUARDED_BY(mu_) = false;
   // A write failed: appends refused until the new epoch is durable.
   bool failed_ GUARDED_BY(mu_) = false;
@@ -265,6 +286,8 @@ class uring_wal final : public wal {
   std::atomic<uint64_t> syncs_{0};
   std::atomic<uint64_t> header_writes_{0};
   std::atomic<uint64_t> paced_{0};
+  std::atomic<uint64_t> held_{0};
+  std::atomic<uint64_t> held_gathered_{0};
   std::atomic<uint64_t> failed_writes_{0};
   std::atomic<uint64_t> recoveries_{0};
   base::histogram batch_wait_us_;

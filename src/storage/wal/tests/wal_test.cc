@@ -229,6 +229,109 @@ TEST_P(Wal, AppendsQueuedDuringAWriteAreCoalescedIntoOneWrite) {
   EXPECT_EQ(s.write_bytes % 4096, 0u);
 }
 
+TEST_P(Wal, CommitDelayHoldsASmallAppendForMoreAndA256KiBBatchEndsTheWait) {
+  test_dir dir;
+  auto options = small_options(dir.path("wal"));
+  options.max_write_bytes = 1u << 20;
+  options.commit_delay = std::chrono::seconds(10);
+  auto o = open_wal(options);
+  ASSERT_TRUE(o.log);
+  wal& w = **o.log;
+  callback_counter counter;
+  const auto start = std::chrono::steady_clock::now();
+  w.append(base::stream_id(4), off(0), payload_for(4, 0, 200), [&](auto r) {
+    EXPECT_TRUE(r);
+    counter.add();
+  });
+  // Without the delay this append is durable in well under a second.
+  EXPECT_FALSE(counter.wait_for(1, 300));
+  // A second one that takes the batch to 256 KiB: both are written at once.
+  w.append(base::stream_id(4), off(1), payload_for(4, 1, 256u << 10), [&](auto r) {
+    EXPECT_TRUE(r);
+    counter.add();
+  });
+  ASSERT_TRUE(counter.wait_for(2));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  const auto s = w.stats();
+  EXPECT_EQ(s.writes, 1u);
+  EXPECT_EQ(s.held, 1u);
+  EXPECT_EQ(s.held_gathered, 1u);
+}
+
+TEST_P(Wal, CommitDelayDoesNotHoldAppendsOfCommitDelayBytesOrMore) {
+  test_dir dir;
+  auto options = small_options(dir.path("wal"));
+  options.max_write_bytes = 1u << 20;
+  options.commit_delay = std::chrono::seconds(10);
+  auto o = open_wal(options);
+  ASSERT_TRUE(o.log);
+  wal& w = **o.log;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(append_and_wait(w, 4, i, payload_for(4, i, 64u << 10)));
+  }
+  // A small one after them: the average is still large.
+  ASSERT_TRUE(append_and_wait(w, 4, 4, payload_for(4, 4, 100)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(w.stats().held, 0u);
+}
+
+TEST_P(Wal, CommitDelayWritesAHeldBatchWhenTheDelayEndsWithWhatArrivedMeanwhile) {
+  test_dir dir;
+  auto options = small_options(dir.path("wal"));
+  options.commit_delay = std::chrono::milliseconds(300);
+  auto o = open_wal(options);
+  ASSERT_TRUE(o.log);
+  wal& w = **o.log;
+  callback_counter counter;
+  // A first append, then three requests a few milliseconds apart, one of two appends.
+  int offset = 0;
+  for (int request = 0; request < 4; ++request) {
+    const int appends = request == 2 ? 2 : 1;
+    for (int i = 0; i < appends; ++i, ++offset) {
+      w.append(base::stream_id(4), off(offset), payload_for(4, offset, 200), [&](auto r) {
+        EXPECT_TRUE(r);
+        counter.add();
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(counter.wait_for(offset));
+  const auto s = w.stats();
+  EXPECT_EQ(s.appends, 5u);
+  EXPECT_EQ(s.writes, 1u);
+  EXPECT_EQ(s.held, 1u);
+  EXPECT_EQ(s.held_gathered, 1u);
+}
+
+TEST_P(Wal, CommitDelayIsSuspendedWhileItsWaitsGatherNothing) {
+  test_dir dir;
+  auto options = small_options(dir.path("wal"));
+  options.commit_delay = std::chrono::milliseconds(20);
+  auto o = open_wal(options);
+  ASSERT_TRUE(o.log);
+  wal& w = **o.log;
+  // One append at a time, each waited for: nothing can join a held batch.
+  constexpr int n = 80;
+  for (int i = 0; i < n; ++i) {
+    ASSERT_TRUE(append_and_wait(w, 5, i, payload_for(5, i, 100)));
+  }
+  const auto s = w.stats();
+  EXPECT_EQ(s.writes, static_cast<uint64_t>(n));
+  EXPECT_EQ(s.held_gathered, 0u);
+  // Eight waits, then 64 writes without, then one wait, which suspends waits for 128 writes.
+  EXPECT_EQ(s.held, 9u);
+}
+
+TEST_P(Wal, NoCommitDelayByDefault) {
+  test_dir dir;
+  auto o = open_wal(small_options(dir.path("wal")));
+  ASSERT_TRUE(o.log);
+  wal& w = **o.log;
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(append_and_wait(w, 5, i, payload_for(5, i, 100)));
+  EXPECT_EQ(w.stats().held, 0u);
+}
+
 TEST_P(Wal, FdatasyncModeSyncsAfterEveryWrite) {
   test_dir dir;
   auto options = small_options(dir.path("wal"));
