@@ -208,8 +208,9 @@ tl::expected<void, wal_error> uring_wal::enqueue(base::stream_id stream_id, base
     epoch = epoch_;
     if (commit_delay_ > clock::duration::zero()) {
       // What a wait for the commit delay gathers: the appends of one request come together
-      // and would have shared the write anyway; those of later ones arrive apart.
-      if (clock::now() - b->opened >= separate_arrival) ++b->arrivals;
+      // and would have shared the write anyway; those of later ones arrive apart (the first
+      // append is none, however long it took to get here since it opened the batch).
+      if (!b->appends.empty() && clock::now() - b->opened >= separate_arrival) ++b->arrivals;
       append_bytes_avg_ += (static_cast<int64_t>(frame) - append_bytes_avg_) / append_average_over;
     }
     b->used += frame;
