@@ -238,8 +238,7 @@ tl::expected<void, wal_error> uring_wal::enqueue(base::stream_id stream_id, base
         wake = failed_;
         wake_writer = !failed_ && idle_writers_ > 0 && worth_waking_writer(*b);
       } else if (wake_on_ == wake_on::any_work ||
-                 (wake_on_ == wake_on::big_batch && b->used >= wake_bytes_) ||
-                 (wake_on_ == wake_on::held && b->used >= wake_bytes_)) {
+                 (wake_on_ == wake_on::big_batch && b->used >= wake_bytes_)) {
         wake_on_ = wake_on::nothing;
         wake = true;
       }
@@ -907,14 +906,14 @@ void uring_wal::run() {
       // but never wait for it.
       if (write_header) bucket_.take(1, now);
       exit = closing_ && drained && !write_header;
-      if (!threaded_ && !exit && holding) {
-        wake_on_ = wake_on::held;
-      } else if (threaded_ || exit || wait > clock::duration::zero() || inflight >= iodepth_) {
+      if (threaded_ || exit || inflight >= iodepth_ ||
+          (wait > clock::duration::zero() && !holding)) {
         // Writer threads wake this thread themselves when it has work.
         wake_on_ = wake_on::nothing;
-      } else if (inflight < eager_writes || waiting_for_copies) {
+      } else if (!holding && (inflight < eager_writes || waiting_for_copies)) {
         wake_on_ = wake_on::any_work;
       } else {
+        // A held front batch waits out its commit delay (a timed wait) unless it grows first.
         wake_on_ = wake_on::big_batch;
       }
     }

@@ -211,10 +211,9 @@ class uring_wal final : public wal {
     nothing,    // it will wake anyway: its write slots are full, or it paces for the IOPS cap
     any_work,   // fewer than eager_writes writes in flight: any append (or trim) is worth a
                 // write now
-    big_batch,  // more writes in flight and slots free: wake it for a batch of wake_bytes_,
-                // smaller ones wait for the next completion and grow meanwhile
-    held,       // the front batch waits for the commit delay: wake it when the batch has grown
-                // to wake_bytes_
+    big_batch,  // more writes in flight and slots free, or the front batch held for the
+                // commit delay: wake it for a batch of wake_bytes_, smaller ones wait for the
+                // next completion or the delay's end and grow meanwhile
   };
   wake_on wake_on_ GUARDED_BY(mu_) = wake_on::nothing;
   // The commit delay's account of its recent waits: each that did not pay (gathered no append of

@@ -56,6 +56,15 @@ wal_options small_options(const std::string& path) {
   return o;
 }
 
+// small_options with a commit delay, and writes large enough for a batch of 256 KiB (the size
+// that ends a wait).
+wal_options commit_delay_options(const std::string& path, std::chrono::microseconds delay) {
+  wal_options o = small_options(path);
+  o.max_write_bytes = 1u << 20;
+  o.commit_delay = delay;
+  return o;
+}
+
 // The open flags of the descriptor this process holds on `path` (from /proc/self/fdinfo).
 int open_flags_of(const std::string& path) {
   const auto target = std::filesystem::canonical(path);
@@ -231,10 +240,7 @@ TEST_P(Wal, AppendsQueuedDuringAWriteAreCoalescedIntoOneWrite) {
 
 TEST_P(Wal, CommitDelayHoldsASmallAppendForMoreAndA256KiBBatchEndsTheWait) {
   test_dir dir;
-  auto options = small_options(dir.path("wal"));
-  options.max_write_bytes = 1u << 20;
-  options.commit_delay = std::chrono::seconds(10);
-  auto o = open_wal(options);
+  auto o = open_wal(commit_delay_options(dir.path("wal"), std::chrono::seconds(10)));
   ASSERT_TRUE(o.log);
   wal& w = **o.log;
   callback_counter counter;
@@ -260,10 +266,7 @@ TEST_P(Wal, CommitDelayHoldsASmallAppendForMoreAndA256KiBBatchEndsTheWait) {
 
 TEST_P(Wal, CommitDelayDoesNotHoldAppendsOfCommitDelayBytesOrMore) {
   test_dir dir;
-  auto options = small_options(dir.path("wal"));
-  options.max_write_bytes = 1u << 20;
-  options.commit_delay = std::chrono::seconds(10);
-  auto o = open_wal(options);
+  auto o = open_wal(commit_delay_options(dir.path("wal"), std::chrono::seconds(10)));
   ASSERT_TRUE(o.log);
   wal& w = **o.log;
   const auto start = std::chrono::steady_clock::now();
@@ -278,9 +281,7 @@ TEST_P(Wal, CommitDelayDoesNotHoldAppendsOfCommitDelayBytesOrMore) {
 
 TEST_P(Wal, CommitDelayWritesAHeldBatchWhenTheDelayEndsWithWhatArrivedMeanwhile) {
   test_dir dir;
-  auto options = small_options(dir.path("wal"));
-  options.commit_delay = std::chrono::milliseconds(300);
-  auto o = open_wal(options);
+  auto o = open_wal(commit_delay_options(dir.path("wal"), std::chrono::milliseconds(300)));
   ASSERT_TRUE(o.log);
   wal& w = **o.log;
   callback_counter counter;
@@ -306,9 +307,7 @@ TEST_P(Wal, CommitDelayWritesAHeldBatchWhenTheDelayEndsWithWhatArrivedMeanwhile)
 
 TEST_P(Wal, CommitDelayIsSuspendedWhileItsWaitsGatherNothing) {
   test_dir dir;
-  auto options = small_options(dir.path("wal"));
-  options.commit_delay = std::chrono::milliseconds(20);
-  auto o = open_wal(options);
+  auto o = open_wal(commit_delay_options(dir.path("wal"), std::chrono::milliseconds(20)));
   ASSERT_TRUE(o.log);
   wal& w = **o.log;
   // One append at a time, each waited for: nothing can join a held batch.
