@@ -452,6 +452,73 @@ def delete_records(bootstrap, topic, offsets, timeout_ms=10000):
     return out
 
 
+def partition_leader(bootstrap, topic, partition, timeout=10):
+    """The "host:port" leading `partition` of `topic` as `bootstrap` answers Metadata v1."""
+    with connect(bootstrap, timeout=timeout) as s:
+        s.sendall(metadata_request(11, [topic], version=1))
+        resp = read_response(s)
+    assert resp is not None and resp[0] == 11, "no Metadata answer"
+    r = Reader(resp[1])
+    brokers = {}
+    for _ in range(r.i32()):
+        node, host, port = r.i32(), r.string(), r.i32()
+        r.string()  # rack
+        brokers[node] = f"{host}:{port}"
+    r.i32()  # controller
+    for _ in range(r.i32()):
+        r.i16()
+        name = r.string()
+        r.i8()
+        for _ in range(r.i32()):
+            r.i16()
+            index, leader = r.i32(), r.i32()
+            for _ in range(2):
+                for _ in range(r.i32()):
+                    r.i32()
+            if name == topic and index == partition:
+                return brokers.get(leader)
+    return None
+
+
+def batch_headers(bootstrap, topic, partition, offset, max_bytes=1 << 20, timeout=10):
+    """The record batches of a partition from `offset` on (one Fetch v4 from its leader):
+    [(base_offset, last_offset, producer_id, producer_epoch, base_sequence)], to show in a
+    failure which producer, epoch and sequences wrote what."""
+    leader = partition_leader(bootstrap, topic, partition, timeout) or bootstrap
+    body = (i32(-1) + i32(0) + i32(1) + i32(max_bytes) + i8(0) +
+            array([string(topic) + array([i32(partition) + i64(offset) + i32(max_bytes)])]))
+    with connect(leader, timeout=timeout) as s:
+        s.sendall(request(FETCH, 4, 12, body))
+        resp = read_response(s)
+    assert resp is not None and resp[0] == 12, "no Fetch answer"
+    r = Reader(resp[1])
+    r.i32()  # throttle_time_ms
+    out = []
+    for _ in range(r.i32()):
+        r.string()
+        for _ in range(r.i32()):
+            r.i32()
+            err = r.i16()
+            r.i64()
+            r.i64()
+            for _ in range(max(r.i32(), 0)):  # aborted transactions
+                r.i64()
+                r.i64()
+            size = r.i32()
+            data = r.data[r.pos:r.pos + max(size, 0)]
+            r.pos += max(size, 0)
+            if err != 0:
+                return [("error", err)]
+            pos = 0
+            while pos + 61 <= len(data):
+                base, length = struct.unpack_from(">qi", data, pos)
+                last_delta = struct.unpack_from(">i", data, pos + 23)[0]
+                pid, epoch, seq = struct.unpack_from(">qhi", data, pos + 43)
+                out.append((base, base + last_delta, pid, epoch, seq))
+                pos += 12 + length
+    return out
+
+
 def check_acknowledged(bootstrap, topic, partitions, acked, prefixes=(b"m-",)):
     """Reads `topic` back and checks, against `acked` [(partition, offset, value)]: every
     acknowledged record once, at the offset it was acknowledged at; offsets dense; the records
@@ -467,12 +534,34 @@ def check_acknowledged(bootstrap, topic, partitions, acked, prefixes=(b"m-",)):
             mine = [(m["offset"], int(m["value"][len(prefix):])) for m in ms
                     if m["value"].startswith(prefix)]
             back = next((i for i in range(1, len(mine)) if mine[i][1] < mine[i - 1][1]), None)
-            assert back is None, (
-                f"partition {p}: producer {prefix!r} out of order: (offset, number) "
-                f"{mine[max(0, back - 4):back + 4]}; acknowledged at "
-                f"{[(a[1], a[2]) for a in acked if a[0] == p and a[2] in {prefix + b'%d' % n for _, n in mine[max(0, back - 4):back + 4]}]}")
-    values = [m["value"] for m in got if m["value"].startswith(tuple(prefixes))]
-    assert len(values) == len(set(values)), "a record was written twice"
+            if back is None:
+                continue
+            around = mine[max(0, back - 6):back + 6]
+            try:
+                batches = [b for b in batch_headers(bootstrap, topic, p, around[0][0])
+                           if b[0] == "error" or b[0] <= around[-1][0]]
+            except (OSError, AssertionError, struct.error) as e:
+                batches = f"not read: {e}"
+            raise AssertionError(
+                f"partition {p}: producer {prefix!r} out of order: (offset, number) {around}; "
+                f"acknowledged at {[(a[1], a[2]) for a in acked if a[0] == p and a[2] in {prefix + b'%d' % n for _, n in around}]}; "
+                f"batches (base, last, producer id, epoch, base sequence) {batches}")
+    seen = {}
+    for m in got:
+        if not m["value"].startswith(tuple(prefixes)):
+            continue
+        first = seen.setdefault(m["value"], m)
+        if first is m:
+            continue
+        try:
+            batches = batch_headers(bootstrap, topic, m["partition"], max(0, first["offset"] - 5))
+            batches = [b for b in batches if b[0] == "error" or b[0] <= m["offset"] + 5]
+        except (OSError, AssertionError, struct.error) as e:
+            batches = f"not read: {e}"
+        raise AssertionError(
+            f"{m['value']!r} was written twice: partition {first['partition']} offset "
+            f"{first['offset']} and partition {m['partition']} offset {m['offset']}; batches of "
+            f"the second (base, last, producer id, epoch, base sequence) {batches}")
     at = {(m["partition"], m["offset"]): m["value"] for m in got}
     lost = [a for a in acked if at.get((a[0], a[1])) != a[2]]
     assert not lost, f"{len(lost)} acknowledged records lost, first {lost[:3]}"
