@@ -307,6 +307,17 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
                     "changed hands; it must be retried first");
           return attempt::done;
         }
+        if (verdict.gap && ctx.producers.loaded_recently(c.stream_id, c.first)) {
+          // Served here for seconds only: the gap is most likely a batch that the previous
+          // leader (or this broker before its restart) refused, still to be retried here.
+          // OUT_OF_ORDER_SEQUENCE_NUMBER would be fatal to librdkafka's producer, or make it
+          // bump its epoch and write its unacknowledged batches again.
+          set_error(*c.out, error_code::not_leader_or_follower,
+                    "this broker took the partition moments ago and an earlier batch of this "
+                    "producer has not arrived yet; it must be retried first");
+          ctx.producers.note_refused(c.stream_id, c.first);
+          return attempt::done;
+        }
         set_error(*c.out, verdict.error);
         return attempt::done;
       case producer_state::verdict::duplicate:

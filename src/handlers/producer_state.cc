@@ -98,6 +98,9 @@ producer_state::stream_producers& producer_state::stream_locked(base::stream_id 
   }
   if (!sp->loaded.load(std::memory_order_acquire)) {
     if (load_locked(stream_id, *sp)) {
+      sp->loaded_at = std::chrono::steady_clock::now();
+      sp->found.clear();
+      for (const auto& [id, e] : sp->producers) sp->found.insert(id);
       sp->loaded.store(true, std::memory_order_release);
     } else {
       sp->producers.clear();
@@ -167,6 +170,23 @@ bool producer_state::refused_before(base::stream_id stream_id, const record_batc
   });
 }
 
+bool producer_state::loaded_recently(base::stream_id stream_id, const record_batch_header& h) {
+  stream_producers* sp = nullptr;
+  {
+    base::lock_guard lock(map_mu_);
+    auto it = streams_.find(stream_id);
+    if (it == streams_.end()) return false;
+    sp = it->second.get();
+  }
+  // (Never loads: a network thread asks.)
+  if (!sp->loaded.load(std::memory_order_acquire)) return false;
+  if (std::chrono::steady_clock::now() - sp->loaded_at > refusal_window) {
+    sp->found.clear();
+    return false;
+  }
+  return sp->found.contains(base::producer_id(h.producer_id));
+}
+
 const std::unordered_map<base::producer_id, producer_state::producer_entry>&
 producer_state::producers(base::stream_id stream_id) {
   return stream_locked(stream_id).producers;
@@ -230,7 +250,14 @@ producer_state::check_result producer_state::check_on(const stream_producers& sp
       previous = &durable->batches.back();
     }
     if (previous != nullptr && h.base_sequence != next_sequence(previous->last_seq)) {
-      return {verdict::reject, error_code::out_of_order_sequence_number, {}};
+      // Ahead of the expected sequence, modulo the wrap at INT32_MAX (half the range counts as
+      // ahead, half as behind).
+      const uint32_t ahead = static_cast<uint32_t>(h.base_sequence) -
+                             static_cast<uint32_t>(next_sequence(previous->last_seq));
+      return {verdict::reject,
+              error_code::out_of_order_sequence_number,
+              {},
+              (ahead & 0x7fffffffU) < 0x40000000U};
     }
     return {};
   }

@@ -59,6 +59,9 @@ class producer_state {
     verdict v = verdict::append;
     protocol::error_code error = protocol::error_code::none;
     batch_meta duplicate;  // the first write's offsets, for a duplicate
+    // OUT_OF_ORDER_SEQUENCE_NUMBER for a sequence beyond the expected one (batches missing
+    // in between), not for one behind it.
+    bool gap = false;
   };
 
   producer_state(metadata::topic_registry& registry, storage::stream_store& store,
@@ -117,6 +120,14 @@ class producer_state {
   // within refusal_window.
   [[nodiscard]] bool refused_before(base::stream_id stream_id,
                                     const protocol::record_batch_header& h);
+  // Whether h's producer was found in the stream's state when it was loaded, within
+  // refusal_window: this broker began serving the stream then (it started, took the stream
+  // over or was handed it), and the producer's batches that the previous leader refused while
+  // the stream changed hands are retried here. A batch that arrives ahead of such a retry
+  // finds a gap that this broker never saw refused; it is refused as with refused_before().
+  // Never loads. Caller holds lock_for().
+  [[nodiscard]] bool loaded_recently(base::stream_id stream_id,
+                                     const protocol::record_batch_header& h);
 
   // Stores the durable state of every stream touched since the last snapshot.
   [[nodiscard]] tl::expected<void, std::string> snapshot();
@@ -133,6 +144,10 @@ class producer_state {
   };
   struct stream_producers {
     std::atomic<bool> loaded{false};
+    // When `loaded` last became true, and the producers the load found (written elsewhere or
+    // before a restart).
+    std::chrono::steady_clock::time_point loaded_at;
+    std::unordered_set<base::producer_id> found;
     bool dirty = false;
     std::unordered_map<base::producer_id, producer_entry> producers;
     std::unordered_map<base::producer_id, std::deque<pending_batch>> in_flight;  // append order

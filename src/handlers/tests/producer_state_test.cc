@@ -120,6 +120,53 @@ TEST_F(ProducerStateTest, GapIsOutOfOrder) {
   EXPECT_EQ(c.error, error_code::out_of_order_sequence_number);
 }
 
+TEST_F(ProducerStateTest, AGapAheadIsToldFromASequenceBehind) {
+  open();
+  produce(sid(1), idempotent_batch(7, 0, 0, 3));
+  for (int i = 0; i < 5; ++i) produce(sid(1), idempotent_batch(7, 0, 3 + i, 1));
+  // Expected next: 8. Ahead of it, batches are missing; behind it (older than the last five
+  // batches), the batch is neither new nor a known duplicate.
+  auto ahead = produce(sid(1), idempotent_batch(7, 0, 12, 1)).first;
+  EXPECT_EQ(ahead.error, error_code::out_of_order_sequence_number);
+  EXPECT_TRUE(ahead.gap);
+  auto behind = produce(sid(1), idempotent_batch(7, 0, 1, 2)).first;
+  EXPECT_EQ(behind.error, error_code::out_of_order_sequence_number);
+  EXPECT_FALSE(behind.gap);
+}
+
+TEST_F(ProducerStateTest, AGapAcrossTheSequenceWrapIsAhead) {
+  open();
+  produce(sid(1), idempotent_batch(7, 0, INT32_MAX - 1, 1));  // next: INT32_MAX, then 0
+  auto c = produce(sid(1), idempotent_batch(7, 0, 3, 1)).first;
+  EXPECT_EQ(c.error, error_code::out_of_order_sequence_number);
+  EXPECT_TRUE(c.gap);
+}
+
+TEST_F(ProducerStateTest, AProducerFoundWhenTheStateIsLoadedIsLoadedRecently) {
+  open();
+  const auto h7 = header_of(idempotent_batch(7, 0, 9, 1));
+  const auto h8 = header_of(idempotent_batch(8, 0, 9, 1));
+  EXPECT_FALSE(state_->loaded_recently(sid(1), h7));  // never loaded
+  produce(sid(1), idempotent_batch(7, 0, 0, 3));
+  {
+    // Loaded empty (a new stream): producer 7 first wrote here.
+    std::lock_guard lock(state_->lock_for(sid(1)));
+    EXPECT_FALSE(state_->loaded_recently(sid(1), h7));
+  }
+  // Another broker served the stream meanwhile: not loaded, and loaded_recently() does not
+  // load it.
+  state_->forget(sid(1));
+  {
+    std::lock_guard lock(state_->lock_for(sid(1)));
+    EXPECT_FALSE(state_->loaded_recently(sid(1), h7));
+  }
+  // Loaded again: producer 7's batch is found, producer 8 is new.
+  EXPECT_TRUE(state_->load(sid(1)));
+  std::lock_guard lock(state_->lock_for(sid(1)));
+  EXPECT_TRUE(state_->loaded_recently(sid(1), h7));
+  EXPECT_FALSE(state_->loaded_recently(sid(1), h8));
+}
+
 TEST_F(ProducerStateTest, AGapAfterALeadershipRefusalOfTheSameProducerIsNoted) {
   open();
   produce(sid(1), idempotent_batch(7, 0, 0, 3));
