@@ -280,7 +280,18 @@ void producer_state::finish(base::stream_id stream_id, const record_batch_header
                             std::optional<base::offset> durable_at) {
   const bool durable = durable_at.has_value();
   std::lock_guard lock(lock_for(stream_id));
-  auto& sp = stream_locked(stream_id);
+  stream_producers* found = nullptr;
+  {
+    base::lock_guard map_lock(map_mu_);
+    auto it = streams_.find(stream_id);
+    if (it != streams_.end()) found = it->second.get();
+  }
+  // Forgotten while the write was in flight (the stream went to another broker, or was
+  // handed back): nothing to record. The next load replays the stream, this batch included
+  // if it is durable (the durable end moves before this callback runs); loading here instead
+  // would read a stream that may be another broker's by now.
+  if (found == nullptr || !found->loaded.load(std::memory_order_acquire)) return;
+  auto& sp = *found;
   auto fit = sp.in_flight.find(base::producer_id(h.producer_id));
   if (fit != sp.in_flight.end()) {
     auto& q = fit->second;

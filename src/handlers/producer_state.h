@@ -103,7 +103,7 @@ class producer_state {
              base::offset base_offset);
   // The write of a begun batch ended: durable at `durable_at`, it is recorded; failed (none),
   // it is forgotten with every batch of its producer begun after it (their writes fail too).
-  // Takes lock_for().
+  // Nothing happens when the stream's state was forgotten meanwhile. Takes lock_for().
   void finish(base::stream_id stream_id, const protocol::record_batch_header& h,
               std::optional<base::offset> durable_at);
 

@@ -299,6 +299,40 @@ TEST_F(ProducerStateTest,
   close();
 }
 
+// The stream went to another broker while a write was in flight: its callback records nothing
+// and loads nothing (the stream may be another broker's by now); the next load finds the
+// batch in the stream, once.
+TEST_F(ProducerStateTest, ABatchDurableAfterItsStreamWasForgottenIsFoundByTheNextLoad) {
+  open();
+  produce(sid(1), idempotent_batch(7, 0, 0, 2));
+  const auto batch = idempotent_batch(7, 0, 2, 3);
+  const auto h = header_of(batch);
+  std::promise<void> durable;
+  {
+    std::lock_guard lock(state_->lock_for(sid(1)));
+    ASSERT_EQ(state_->check(sid(1), h).v, verdict::append);
+    auto owner = std::make_shared<std::vector<uint8_t>>(batch);
+    auto base = store_->append(sid(1), owner, *owner, [&](auto) { durable.set_value(); });
+    ASSERT_TRUE(base);
+    state_->begin(sid(1), h, *base);
+  }
+  durable.get_future().wait();
+  state_->forget(sid(1));
+  state_->finish(sid(1), h, off(2));
+  EXPECT_FALSE(state_->loaded(sid(1)));
+  auto [retry, at] = produce(sid(1), idempotent_batch(7, 0, 2, 3));
+  EXPECT_EQ(retry.v, verdict::duplicate);
+  EXPECT_EQ(retry.duplicate.first_offset, off(2));
+  {
+    std::lock_guard lock(state_->lock_for(sid(1)));
+    const auto& batches = state_->producers(sid(1)).at(base::producer_id(7)).batches;
+    ASSERT_EQ(batches.size(), 2u);  // [0, 1] and [2, 4], each once
+    EXPECT_EQ(batches.back().first_seq, 2);
+  }
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 5, 1)).second, off(5));
+  close();
+}
+
 TEST_F(ProducerStateTest, AFailedWriteLeavesNoTraceAndItsRetryIsAppended) {
   open();
   const auto b0 = header_of(idempotent_batch(7, 0, 0, 3));
