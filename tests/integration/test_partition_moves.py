@@ -14,11 +14,12 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from test_cli_tools import tool
+from test_idempotence import Client as IdempotentClient, batch as idempotent_batch
 from test_membership import Flex, partition_leader_epochs, partition_leaders, produce_v10, \
     shared_store_brokers  # noqa: F401 (a fixture)
 from test_record_validation import batch, records
-from util import check_acknowledged, compact_string, connect, create_topic, i16, i32, \
-    produce_all, read_response, string, uvarint
+from util import check_acknowledged, compact_string, connect, consume_all, create_topic, i16, \
+    i32, produce_all, read_response, string, uvarint
 
 REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 
@@ -166,6 +167,46 @@ def test_moves_under_an_idempotent_producer_lose_and_duplicate_nothing(shared_st
           f"{len(acked)} records acknowledged, producer latency max "
           f"{max(latencies) * 1000:.0f} ms, p99 "
           f"{sorted(latencies)[int(len(latencies) * 0.99)] * 1000:.0f} ms")
+
+
+def test_a_sequence_gap_at_the_new_leader_is_refused_as_for_leadership(shared_store_brokers):
+    """A producer's batch refused by the old leader while the partition moved is retried at the
+    new one; if the batch after it gets there first, the new leader (which never saw the
+    refusal) answers NOT_LEADER_OR_FOLLOWER, retriable, instead of
+    OUT_OF_ORDER_SEQUENCE_NUMBER, which librdkafka's idempotent producer does not survive (or
+    survives by bumping its epoch and writing its unacknowledged batches again)."""
+    (a, b), _ = shared_store_brokers
+    brokers = {1: a, 2: b}
+    topic = "gap"
+    create_topic(a.bootstrap, topic, partitions=1)
+    deadline = time.time() + 15
+    while (leaders := partition_leaders(a.bootstrap, topic)).get(0, (-1, -1))[0] != 0:
+        assert time.time() < deadline, leaders
+        time.sleep(0.05)
+    old = leaders[0][1]
+    new = 2 if old == 1 else 1
+    c = IdempotentClient(brokers[old].bootstrap)
+    pid, epoch = c.init_producer_id()
+    assert c.produce(topic, 0, idempotent_batch(pid, epoch, 0, [b"a", b"b"])) == (0, 0)
+    c.close()
+
+    top, res = alter_reassignments(a.bootstrap, topic, {0: [new]})
+    assert top == 0 and res[0][0] == 0, res
+    c = IdempotentClient(brokers[new].bootstrap)
+    deadline = time.time() + 20
+    while (got := c.produce(topic, 0, idempotent_batch(-1, -1, -1, [b"plain"])))[0] != 0:
+        assert time.time() < deadline, f"the new leader does not take the partition: {got}"
+        time.sleep(0.1)
+    assert got == (0, 2)
+    # Sequence 2 was refused by the old leader; sequence 3 arrives first.
+    assert c.produce(topic, 0, idempotent_batch(pid, epoch, 3, [b"d"]))[0] == 6
+    assert c.produce(topic, 0, idempotent_batch(pid, epoch, 2, [b"c"])) == (0, 3)
+    assert c.produce(topic, 0, idempotent_batch(pid, epoch, 3, [b"d"])) == (0, 4)
+    # The old leader's batch retried: a duplicate with its offsets.
+    assert c.produce(topic, 0, idempotent_batch(pid, epoch, 0, [b"a", b"b"])) == (0, 0)
+    c.close()
+    got = consume_all(b.bootstrap, topic, 1, count=5)
+    assert [m["value"] for m in got] == [b"a", b"b", b"plain", b"c", b"d"]
 
 
 def test_groups_are_coordinated_by_the_controller_and_survive_its_stop(shared_store_brokers):
