@@ -46,6 +46,7 @@ tl::expected<topic_entry_ptr, config::config_error> context::create_topic(
     const std::string& name, int32_t partitions,
     const std::map<std::string, std::string>& configs) {
   if (auto v = config::validate_topic_configs(configs); !v) return tl::make_unexpected(v.error());
+  base::lock_guard creating(create_mu_);
   auto info = registry.create(name, partitions, configs);
   if (!info) {
     if (info.error() == metadata::registry_error::exists) {

@@ -62,7 +62,10 @@ class context {
   [[nodiscard]] topic_entry_ptr topic(const metadata::topic_id& id) const;
   [[nodiscard]] std::vector<topic_entry_ptr> topics() const;
 
-  // Creates a topic (config overrides validated here) and applies its retention.
+  // Creates a topic (config overrides validated here) and applies its retention. Creations
+  // run one at a time: a request that finds the name taken finds the topic served here too
+  // (two Metadata requests auto-creating one topic, the second answered while the first still
+  // took the streams, would otherwise not see it). On the blocking pool.
   [[nodiscard]] tl::expected<topic_entry_ptr, config::config_error> create_topic(
       const std::string& name, int32_t partitions,
       const std::map<std::string, std::string>& configs);
@@ -184,6 +187,7 @@ class context {
 
   coordinator::group_coordinator* groups_ = nullptr;
   const cluster::membership* membership_ = nullptr;
+  base::mutex create_mu_;  // held through create_topic()
   mutable base::mutex mu_;
   // Ordered with a transparent comparator: the request path looks names up without copying.
   std::map<std::string, topic_entry_ptr, std::less<>> by_name_ GUARDED_BY(mu_);

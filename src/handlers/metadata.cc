@@ -4,6 +4,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "base/log.h"
 #include "handlers/admin_util.h"
 #include "handlers/handlers.h"
 #include "handlers/offsets_topic.h"
@@ -94,6 +95,10 @@ asio::awaitable<metadata_response> handle_metadata(context& ctx, const net::requ
         t = *created;
       } else {
         t = ctx.topic(*rt.name);  // created by a concurrent request
+        if (!t && created.error().error_code != 36) {
+          SILT_LOG(warn, "silt: auto-creating topic %s failed: %s", rt.name->c_str(),
+                   created.error().message.c_str());
+        }
       }
     }
     if (!t) {

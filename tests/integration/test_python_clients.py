@@ -9,7 +9,8 @@ from confluent_kafka import OFFSET_END, TIMESTAMP_CREATE_TIME, TopicPartition
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTopicPartition
 
-from util import (client_works, consume_all, consumer, create_topic, produce_all, producer,
+from util import (METADATA, Reader, array, client_works, connect, consume_all, consumer,
+                  create_topic, i8, produce_all, producer, read_response, request, string,
                   topic_names, wait_topic, watermarks)
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -227,6 +228,46 @@ def test_auto_create_on_produce(broker, topic_name):
     wait_topic(broker.bootstrap, topic_name, 1)
     got = consume_all(broker.bootstrap, topic_name, 1)
     assert [(g["key"], g["value"]) for g in got] == [(b"k", b"auto")]
+
+
+def test_concurrent_auto_creations_of_one_topic_all_find_it(broker, topic_name):
+    """Several Metadata requests auto-create one topic at once (clients retry a slow Metadata,
+    or several start together). Silt answers each with the topic and its partition, the
+    requests that find it being created included; Kafka answers UNKNOWN_TOPIC_OR_PARTITION
+    (retriable: the client asks again) until the new topic has its leader."""
+    body = array([string(topic_name)]) + i8(1)  # Metadata v4: topics, allow auto-creation
+    answers, errors = [], []
+    start = threading.Barrier(8)
+
+    def ask(n):
+        try:
+            with connect(broker.bootstrap, timeout=20) as s:
+                start.wait(10)
+                s.sendall(request(METADATA, 4, 100 + n, body))
+                corr, rest = read_response(s)
+            r = Reader(rest)
+            r.i32()  # throttle
+            for _ in range(r.i32()):  # brokers
+                r.i32(), r.string(), r.i32(), r.string()
+            r.string(), r.i32()  # cluster id, controller
+            assert r.i32() == 1
+            err, name, _ = r.i16(), r.string(), r.i8()
+            answers.append((err, name, r.i32()))
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=ask, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors, errors
+    assert len(answers) == 8
+    ok = {(0, topic_name, 1)}
+    if broker.kind == "kafka":
+        ok |= {(3, topic_name, 0), (5, topic_name, 0)}
+    assert set(answers) <= ok, answers
+    wait_topic(broker.bootstrap, topic_name, 1)
 
 
 # ---------------------------------------------------------------------------- list offsets
