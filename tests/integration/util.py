@@ -519,6 +519,16 @@ def batch_headers(bootstrap, topic, partition, offset, max_bytes=1 << 20, timeou
     return out
 
 
+def batches_between(bootstrap, topic, partition, first, last):
+    """batch_headers() of the batches starting from `first` to `last`, or why they could not be
+    read (for a failure message)."""
+    try:
+        return [b for b in batch_headers(bootstrap, topic, partition, first)
+                if b[0] == "error" or b[0] <= last]
+    except (OSError, AssertionError, struct.error) as e:
+        return f"not read: {e}"
+
+
 def check_acknowledged(bootstrap, topic, partitions, acked, prefixes=(b"m-",)):
     """Reads `topic` back and checks, against `acked` [(partition, offset, value)]: every
     acknowledged record once, at the offset it was acknowledged at (offset None: anywhere in
@@ -538,11 +548,7 @@ def check_acknowledged(bootstrap, topic, partitions, acked, prefixes=(b"m-",)):
             if back is None:
                 continue
             around = mine[max(0, back - 6):back + 6]
-            try:
-                batches = [b for b in batch_headers(bootstrap, topic, p, around[0][0])
-                           if b[0] == "error" or b[0] <= around[-1][0]]
-            except (OSError, AssertionError, struct.error) as e:
-                batches = f"not read: {e}"
+            batches = batches_between(bootstrap, topic, p, around[0][0], around[-1][0])
             raise AssertionError(
                 f"partition {p}: producer {prefix!r} out of order: (offset, number) {around}; "
                 f"acknowledged at {[(a[1], a[2]) for a in acked if a[0] == p and a[2] in {prefix + b'%d' % n for _, n in around}]}; "
@@ -554,11 +560,8 @@ def check_acknowledged(bootstrap, topic, partitions, acked, prefixes=(b"m-",)):
         first = seen.setdefault(m["value"], m)
         if first is m:
             continue
-        try:
-            batches = batch_headers(bootstrap, topic, m["partition"], max(0, first["offset"] - 5))
-            batches = [b for b in batches if b[0] == "error" or b[0] <= m["offset"] + 5]
-        except (OSError, AssertionError, struct.error) as e:
-            batches = f"not read: {e}"
+        batches = batches_between(bootstrap, topic, m["partition"], max(0, first["offset"] - 5),
+                                  m["offset"] + 5)
         raise AssertionError(
             f"{m['value']!r} was written twice: partition {first['partition']} offset "
             f"{first['offset']} and partition {m['partition']} offset {m['offset']}; batches of "

@@ -87,6 +87,26 @@ class ProducerStateTest : public ::testing::Test {
     return {c, *base};
   }
 
+  // As the produce handler does: checks a new batch, appends it and begin()s it; returns its
+  // base offset once the write is durable, before (and without) the handler's finish().
+  base::offset begin_until_durable(base::stream_id stream, const std::vector<uint8_t>& b) {
+    const auto h = header_of(b);
+    std::promise<void> durable;
+    base::offset at{-1};
+    {
+      std::lock_guard lock(state_->lock_for(stream));
+      EXPECT_EQ(state_->check(stream, h).v, verdict::append);
+      auto owner = std::make_shared<std::vector<uint8_t>>(b);
+      auto base = store_->append(stream, owner, *owner, [&](auto) { durable.set_value(); });
+      EXPECT_TRUE(base);
+      if (!base) return at;
+      at = *base;
+      state_->begin(stream, h, at);
+    }
+    durable.get_future().wait();
+    return at;
+  }
+
   storage::wal::testing::test_dir dir_;
   std::unique_ptr<storage::object_store> objects_;
   std::unique_ptr<storage::stream_store> store_;
@@ -277,17 +297,7 @@ TEST_F(ProducerStateTest,
   produce(sid(1), idempotent_batch(7, 0, 0, 2));
   const auto batch = idempotent_batch(7, 0, 2, 3);
   const auto h = header_of(batch);
-  std::promise<void> durable;
-  {
-    std::lock_guard lock(state_->lock_for(sid(1)));
-    ASSERT_EQ(state_->check(sid(1), h).v, verdict::append);
-    auto owner = std::make_shared<std::vector<uint8_t>>(batch);
-    auto base = store_->append(sid(1), owner, *owner, [&](auto) { durable.set_value(); });
-    ASSERT_TRUE(base);
-    ASSERT_EQ(*base, off(2));
-    state_->begin(sid(1), h, *base);
-  }
-  durable.get_future().wait();
+  ASSERT_EQ(begin_until_durable(sid(1), batch), off(2));
   ASSERT_EQ(store_->offsets(sid(1)).end_offset, off(5));
   ASSERT_TRUE(state_->snapshot());  // before the callback's finish()
   state_->finish(sid(1), h, off(2));
@@ -307,16 +317,7 @@ TEST_F(ProducerStateTest, ABatchDurableAfterItsStreamWasForgottenIsFoundByTheNex
   produce(sid(1), idempotent_batch(7, 0, 0, 2));
   const auto batch = idempotent_batch(7, 0, 2, 3);
   const auto h = header_of(batch);
-  std::promise<void> durable;
-  {
-    std::lock_guard lock(state_->lock_for(sid(1)));
-    ASSERT_EQ(state_->check(sid(1), h).v, verdict::append);
-    auto owner = std::make_shared<std::vector<uint8_t>>(batch);
-    auto base = store_->append(sid(1), owner, *owner, [&](auto) { durable.set_value(); });
-    ASSERT_TRUE(base);
-    state_->begin(sid(1), h, *base);
-  }
-  durable.get_future().wait();
+  ASSERT_EQ(begin_until_durable(sid(1), batch), off(2));
   state_->forget(sid(1));
   state_->finish(sid(1), h, off(2));
   EXPECT_FALSE(state_->loaded(sid(1)));
