@@ -28,6 +28,7 @@ thread (the store refuses them and logs it).
 import hashlib
 import os
 import shutil
+import random
 import signal
 import socket
 import subprocess
@@ -72,24 +73,38 @@ def azure_objects(uri):
             "&create_container=true")
 
 
+def listen_port_range():
+    """Ports for brokers: below the kernel's ephemeral range (ip_local_port_range), which the
+    local ends of outgoing connections take, so that no client connection holds a broker's port
+    while the broker restarts on it."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    return (10000, low) if low > 12000 else (low + 20000, 65000)
+
+
+_ports = random.SystemRandom()
+
+
 def free_port(count=1):
-    """A port p such that p..p+count-1 were all free a moment ago."""
-    for _ in range(100):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port + count > 65535:
-            continue
-        ok = True
-        for p in range(port + 1, port + count):
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", p))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
+    """A port p such that p..p+count-1 were all free a moment ago, outside the ephemeral
+    range (listen_port_range)."""
+    lo, hi = listen_port_range()
+    for _ in range(500):
+        port = _ports.randrange(lo, hi - count)
+        socks = []
+        try:
+            for p in range(port, port + count):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", p))
             return port
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
     raise RuntimeError("no free port")
 
 

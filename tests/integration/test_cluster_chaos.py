@@ -17,7 +17,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -44,21 +43,7 @@ TOPIC = "chaos"
 
 def free_base_port():
     """A port p with p .. p+3 free (brokers 1-4)."""
-    for _ in range(200):
-        base = random.randrange(20000, 60000)
-        socks = []
-        try:
-            for i in range(4):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", base + i))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    pytest.fail("no four free ports in a row")
+    return free_port(4)
 
 
 class Cluster:
