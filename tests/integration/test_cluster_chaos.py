@@ -13,6 +13,7 @@ share, and stops cleanly. A checker then proves that every acknowledged record i
 once, at the offset it was acknowledged at, that offsets are dense and each producer's records
 keep their order in every partition, and that both groups consumed every acknowledged record.
 The median and worst time of each kind of event are printed (docs/benchmarks.md)."""
+import collections
 import json
 import os
 import random
@@ -96,14 +97,19 @@ def cluster():
 
 
 class JavaTool:
-    """A Kafka tool in a JVM of its own whose JSON output lines are collected."""
+    """A Kafka tool in a JVM of its own whose JSON output lines are collected. Both its outputs
+    are read as it runs: the client's log on stderr (reconnections, retries) fills a pipe left
+    unread within a few minutes of chaos, and the JVM then blocks writing to it."""
 
     def __init__(self, cls, *args):
         self.proc = subprocess.Popen([str(KAFKA_REF), "tool", cls, *map(str, args)],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.events = []
+        self.stderr = collections.deque(maxlen=400)  # its last lines
         self.reader = threading.Thread(target=self.read, daemon=True)
         self.reader.start()
+        self.err_reader = threading.Thread(target=self.read_stderr, daemon=True)
+        self.err_reader.start()
 
     def read(self):
         for line in self.proc.stdout:
@@ -113,6 +119,10 @@ class JavaTool:
                     self.events.append(json.loads(line))
                 except ValueError:
                     pass
+
+    def read_stderr(self):
+        for line in self.proc.stderr:
+            self.stderr.append(line)
 
     def stop(self):
         if self.proc.poll() is None:
@@ -124,7 +134,8 @@ class JavaTool:
                 self.proc.wait()
                 pytest.fail("a Java tool did not stop within 120 s")
         self.reader.join(30)
-        return self.proc.stderr.read()
+        self.err_reader.join(30)
+        return "".join(self.stderr)
 
 
 class RdGroupConsumer:
