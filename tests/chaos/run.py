@@ -58,7 +58,11 @@ partitions = int(partitions)
 out = open(ackfile, "a")
 def done(err, msg):
     if err is None:
-        out.write("%d %d %s\n" % (msg.partition(), msg.offset(), msg.value().decode()))
+        # No offset (-1): acknowledged implicitly, a later batch of the producer having
+        # succeeded while this one's answer was an error.
+        o = msg.offset()
+        out.write("%d %d %s\n" % (msg.partition(), -1 if o is None or o < 0 else o,
+                                   msg.value().decode()))
         out.flush()
     else:
         sys.stderr.write("delivery failed: %s\n" % err)
@@ -260,11 +264,12 @@ def read_log(bootstrap):
     return out
 
 
-def check(acked, log, commits, failures):
-    """commits: (start, end, {partition: offset}): what the consumer had acknowledged as
-    committed, and what the group store answered after each restart, each with the time its
-    request was sent and the time its answer came. Each must be at least what every one that
-    ended before it started said."""
+def check(acked, log, commits, failures, implicit=()):
+    """acked: {(partition, offset): value}; implicit: [(partition, value)] acknowledged without
+    an offset, which must be in that partition. commits: (start, end, {partition: offset}):
+    what the consumer had acknowledged as committed, and what the group store answered after
+    each restart, each with the time its request was sent and the time its answer came. Each
+    must be at least what every one that ended before it started said."""
     by_value = {}
     for p, (lo, rows) in log.items():
         offsets = [o for o, _ in rows]
@@ -280,6 +285,7 @@ def check(acked, log, commits, failures):
                 failures.append(f"partition {p}: {v} at {o} after {name}-{last_seq[name]:09d}")
             last_seq[name] = int(seq)
     lost = [(k, v) for k, v in acked.items() if by_value.get(v) != k]
+    lost += [((p, None), v) for p, v in implicit if by_value.get(v, (None,))[0] != p]
     if lost:
         failures.append(f"{len(lost)} of {len(acked)} acknowledged records lost or moved, "
                         f"first {lost[:3]} (found at {[by_value.get(v) for _, v in lost[:3]]})")
@@ -300,14 +306,15 @@ def check(acked, log, commits, failures):
 
 
 def read_acks(path):
-    acks = {}
+    """[(partition, offset, value)] of a producer's acknowledgements (offset -1: implicit)."""
+    acks = []
     if not path.exists():
         return acks
     for line in path.read_text().splitlines(keepends=True):
         if not line.endswith("\n"):
             break
         p, o, v = line.split()
-        acks[(int(p), int(o))] = v
+        acks.append((int(p), int(o), v))
     return acks
 
 
@@ -351,9 +358,13 @@ def run(a, rng, work, target):
                 p.wait(150)
             except subprocess.TimeoutExpired:
                 p.kill()
-    acked = {}
+    acked, implicit = {}, []
     for i in range(PRODUCERS):
-        for key, v in read_acks(work / f"acks-{i}.txt").items():
+        for p, o, v in read_acks(work / f"acks-{i}.txt"):
+            if o < 0:
+                implicit.append((p, v))
+                continue
+            key = (p, o)
             if key in acked and acked[key] != v:
                 failures.append(f"offset {key} acknowledged for {acked[key]} and {v}")
             acked[key] = v
@@ -366,8 +377,9 @@ def run(a, rng, work, target):
     got = committed(target.bootstrap)
     commits.append((t, time.time(), got))
     log = read_log(target.bootstrap)
-    check(acked, log, commits, failures)
-    return {"acknowledged": len(acked), "records": sum(len(rows) for _, rows in log.values()),
+    check(acked, log, commits, failures, implicit)
+    return {"acknowledged": len(acked) + len(implicit),
+            "records": sum(len(rows) for _, rows in log.values()),
             "restart_s_median": sorted(restarts)[len(restarts) // 2] if restarts else None,
             "restart_s_max": max(restarts) if restarts else None}, failures
 
