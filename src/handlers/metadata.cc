@@ -95,7 +95,8 @@ asio::awaitable<metadata_response> handle_metadata(context& ctx, const net::requ
         t = *created;
       } else {
         t = ctx.topic(*rt.name);  // created by a concurrent request
-        if (!t && created.error().error_code != 36) {
+        if (!t &&
+            created.error().error_code != static_cast<int16_t>(error_code::topic_already_exists)) {
           SILT_LOG(warn, "silt: auto-creating topic %s failed: %s", rt.name->c_str(),
                    created.error().message.c_str());
         }

@@ -298,24 +298,14 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
     const auto& verdict = *checked_batch;
     switch (verdict.v) {
       case producer_state::verdict::reject:
-        if (verdict.error == error_code::out_of_order_sequence_number &&
-            ctx.producers.refused_before(c.stream_id, c.first)) {
-          // The gap is a batch refused here while the partition changed hands: its retry
-          // comes first.
+        if (ctx.producers.retry_to_come(c.stream_id, c.first, verdict)) {
+          // The gap is a batch refused (here, or by the previous leader) while the partition
+          // changed hands: its retry comes first. OUT_OF_ORDER_SEQUENCE_NUMBER would be fatal
+          // to librdkafka's producer, or make it bump its epoch and write its unacknowledged
+          // batches again.
           set_error(*c.out, error_code::not_leader_or_follower,
-                    "an earlier batch of this producer was refused while this partition "
-                    "changed hands; it must be retried first");
-          return attempt::done;
-        }
-        if (verdict.gap && ctx.producers.loaded_recently(c.stream_id, c.first)) {
-          // Served here for seconds only: the gap is most likely a batch that the previous
-          // leader (or this broker before its restart) refused, still to be retried here.
-          // OUT_OF_ORDER_SEQUENCE_NUMBER would be fatal to librdkafka's producer, or make it
-          // bump its epoch and write its unacknowledged batches again.
-          set_error(*c.out, error_code::not_leader_or_follower,
-                    "this broker took the partition moments ago and an earlier batch of this "
-                    "producer has not arrived yet; it must be retried first");
-          ctx.producers.note_refused(c.stream_id, c.first);
+                    "an earlier batch of this producer was refused, or has not arrived, since "
+                    "this partition changed hands; it must be retried first");
           return attempt::done;
         }
         set_error(*c.out, verdict.error);

@@ -99,8 +99,7 @@ producer_state::stream_producers& producer_state::stream_locked(base::stream_id 
   if (!sp->loaded.load(std::memory_order_acquire)) {
     if (load_locked(stream_id, *sp)) {
       sp->loaded_at = std::chrono::steady_clock::now();
-      sp->found.clear();
-      for (const auto& [id, e] : sp->producers) sp->found.insert(id);
+      for (auto& [id, e] : sp->producers) e.found_at_load = true;
       sp->loaded.store(true, std::memory_order_release);
     } else {
       sp->producers.clear();
@@ -170,21 +169,28 @@ bool producer_state::refused_before(base::stream_id stream_id, const record_batc
   });
 }
 
-bool producer_state::loaded_recently(base::stream_id stream_id, const record_batch_header& h) {
-  stream_producers* sp = nullptr;
-  {
-    base::lock_guard lock(map_mu_);
-    auto it = streams_.find(stream_id);
-    if (it == streams_.end()) return false;
-    sp = it->second.get();
+producer_state::stream_producers* producer_state::loaded_stream(base::stream_id stream_id) {
+  base::lock_guard lock(map_mu_);
+  auto it = streams_.find(stream_id);
+  if (it == streams_.end() || !it->second->loaded.load(std::memory_order_acquire)) {
+    return nullptr;
   }
-  // (Never loads: a network thread asks.)
-  if (!sp->loaded.load(std::memory_order_acquire)) return false;
-  if (std::chrono::steady_clock::now() - sp->loaded_at > refusal_window) {
-    sp->found.clear();
+  return it->second.get();
+}
+
+bool producer_state::loaded_recently(base::stream_id stream_id, const record_batch_header& h) {
+  const stream_producers* sp = loaded_stream(stream_id);  // (a network thread asks)
+  if (sp == nullptr || std::chrono::steady_clock::now() - sp->loaded_at > refusal_window) {
     return false;
   }
-  return sp->found.contains(base::producer_id(h.producer_id));
+  const auto it = sp->producers.find(base::producer_id(h.producer_id));
+  return it != sp->producers.end() && it->second.found_at_load;
+}
+
+bool producer_state::retry_to_come(base::stream_id stream_id, const record_batch_header& h,
+                                   const check_result& checked) {
+  return checked.error == error_code::out_of_order_sequence_number &&
+         (refused_before(stream_id, h) || (checked.gap && loaded_recently(stream_id, h)));
 }
 
 const std::unordered_map<base::producer_id, producer_state::producer_entry>&
@@ -194,15 +200,8 @@ producer_state::producers(base::stream_id stream_id) {
 
 std::optional<producer_state::check_result> producer_state::check_if_loaded(
     base::stream_id stream_id, const record_batch_header& h) {
-  const stream_producers* sp = nullptr;
-  {
-    base::lock_guard lock(map_mu_);
-    auto it = streams_.find(stream_id);
-    if (it == streams_.end() || !it->second->loaded.load(std::memory_order_acquire)) {
-      return std::nullopt;
-    }
-    sp = it->second.get();
-  }
+  const stream_producers* sp = loaded_stream(stream_id);
+  if (sp == nullptr) return std::nullopt;
   return check_on(*sp, h);
 }
 
@@ -280,18 +279,13 @@ void producer_state::finish(base::stream_id stream_id, const record_batch_header
                             std::optional<base::offset> durable_at) {
   const bool durable = durable_at.has_value();
   std::lock_guard lock(lock_for(stream_id));
-  stream_producers* found = nullptr;
-  {
-    base::lock_guard map_lock(map_mu_);
-    auto it = streams_.find(stream_id);
-    if (it != streams_.end()) found = it->second.get();
-  }
   // Forgotten while the write was in flight (the stream went to another broker, or was
   // handed back): nothing to record. The next load replays the stream, this batch included
   // if it is durable (the durable end moves before this callback runs); loading here instead
   // would read a stream that may be another broker's by now.
-  if (found == nullptr || !found->loaded.load(std::memory_order_acquire)) return;
-  auto& sp = *found;
+  stream_producers* loaded = loaded_stream(stream_id);
+  if (loaded == nullptr) return;
+  auto& sp = *loaded;
   auto fit = sp.in_flight.find(base::producer_id(h.producer_id));
   if (fit != sp.in_flight.end()) {
     auto& q = fit->second;

@@ -52,6 +52,9 @@ class producer_state {
     base::producer_epoch epoch{-1};
     std::deque<batch_meta> batches;  // the last five, oldest first
     int64_t last_timestamp = -1;     // of its last batch (expiration)
+    // In the stream's state when it was loaded: the producer wrote before this broker began
+    // serving the stream (elsewhere, or before a restart).
+    bool found_at_load = false;
   };
 
   enum class verdict : uint8_t { append, duplicate, in_flight, reject };
@@ -124,10 +127,17 @@ class producer_state {
   // refusal_window: this broker began serving the stream then (it started, took the stream
   // over or was handed it), and the producer's batches that the previous leader refused while
   // the stream changed hands are retried here. A batch that arrives ahead of such a retry
-  // finds a gap that this broker never saw refused; it is refused as with refused_before().
-  // Never loads. Caller holds lock_for().
+  // finds a gap that this broker never saw refused. Never loads. Caller holds lock_for().
   [[nodiscard]] bool loaded_recently(base::stream_id stream_id,
                                      const protocol::record_batch_header& h);
+  // Whether `checked`, OUT_OF_ORDER_SEQUENCE_NUMBER for h, is most likely a batch of h's
+  // producer that was refused while the stream changed hands and is still to be retried
+  // (refused_before(), or a gap ahead of a producer loaded_recently()): the caller refuses h
+  // as for leadership instead, so that the producer sends again in order. Caller holds
+  // lock_for().
+  [[nodiscard]] bool retry_to_come(base::stream_id stream_id,
+                                   const protocol::record_batch_header& h,
+                                   const check_result& checked);
 
   // Stores the durable state of every stream touched since the last snapshot.
   [[nodiscard]] tl::expected<void, std::string> snapshot();
@@ -144,16 +154,14 @@ class producer_state {
   };
   struct stream_producers {
     std::atomic<bool> loaded{false};
-    // When `loaded` last became true, and the producers the load found (written elsewhere or
-    // before a restart).
-    std::chrono::steady_clock::time_point loaded_at;
-    std::unordered_set<base::producer_id> found;
+    std::chrono::steady_clock::time_point loaded_at;  // when `loaded` last became true
     bool dirty = false;
     std::unordered_map<base::producer_id, producer_entry> producers;
     std::unordered_map<base::producer_id, std::deque<pending_batch>> in_flight;  // append order
   };
 
   stream_producers& stream_locked(base::stream_id stream_id);  // loads on first use
+  stream_producers* loaded_stream(base::stream_id stream_id);  // never loads; null if unloaded
   [[nodiscard]] check_result check_on(const stream_producers& sp,
                                       const protocol::record_batch_header& h);
   [[nodiscard]] bool load_locked(base::stream_id stream_id, stream_producers& sp);

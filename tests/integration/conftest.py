@@ -78,10 +78,12 @@ def listen_port_range():
     local ends of outgoing connections take, so that no client connection holds a broker's port
     while the broker restarts on it."""
     try:
-        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        low = 32768
-    return (10000, low) if low > 12000 else (low + 20000, 65000)
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999  # Linux's default
+    if low > 12000:
+        return 10000, low
+    return (high + 1, 65536) if high < 64000 else (10000, 65536)  # no room outside: any
 
 
 _ports = random.SystemRandom()

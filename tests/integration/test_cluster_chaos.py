@@ -42,15 +42,10 @@ PARTITIONS = 6
 TOPIC = "chaos"
 
 
-def free_base_port():
-    """A port p with p .. p+3 free (brokers 1-4)."""
-    return free_port(4)
-
-
 class Cluster:
     def __init__(self, workdir):
         self.env = dict(os.environ, CLUSTER_DIR=str(workdir), SILT=str(SILT_BIN),
-                        BASE_PORT=str(free_base_port()),
+                        BASE_PORT=str(free_port(4)),  # brokers 1-4
                         # Not the S3 server's default ports: other tests may run one.
                         S3_PORT=str(free_port()), S3_MON_PORT=str(free_port()),
                         CLUSTER_SETTINGS="replica.selector.class="

@@ -187,6 +187,24 @@ TEST_F(ProducerStateTest, AProducerFoundWhenTheStateIsLoadedIsLoadedRecently) {
   EXPECT_FALSE(state_->loaded_recently(sid(1), h8));
 }
 
+TEST_F(ProducerStateTest, AGapAheadOfAProducerLoadedRecentlyIsARetryToCome) {
+  open();
+  produce(sid(1), idempotent_batch(7, 0, 0, 3));
+  for (int i = 0; i < 5; ++i) produce(sid(1), idempotent_batch(7, 0, 3 + i, 1));
+  state_->forget(sid(1));  // another broker served it; it comes back
+  const auto ahead = header_of(idempotent_batch(7, 0, 12, 1));
+  const auto behind = header_of(idempotent_batch(7, 0, 1, 2));
+  std::lock_guard lock(state_->lock_for(sid(1)));
+  const auto a = state_->check(sid(1), ahead);  // loads the state
+  EXPECT_TRUE(state_->retry_to_come(sid(1), ahead, a));
+  const auto b = state_->check(sid(1), behind);
+  EXPECT_EQ(b.error, error_code::out_of_order_sequence_number);
+  EXPECT_FALSE(state_->retry_to_come(sid(1), behind, b));
+  // Not for a verdict other than OUT_OF_ORDER_SEQUENCE_NUMBER.
+  const auto next = header_of(idempotent_batch(7, 0, 8, 1));
+  EXPECT_FALSE(state_->retry_to_come(sid(1), next, state_->check(sid(1), next)));
+}
+
 TEST_F(ProducerStateTest, AGapAfterALeadershipRefusalOfTheSameProducerIsNoted) {
   open();
   produce(sid(1), idempotent_batch(7, 0, 0, 3));
