@@ -7,6 +7,9 @@
       Print the CPU seconds (utime + stime from /proc/PID/stat) the process has used.
   broker_stats.py hwm PID
       Print the process's peak resident set (VmHWM from /proc/PID/status) in KiB.
+  broker_stats.py procstat
+      Print the machine's CPU time so far, from the "cpu" line of /proc/stat, in clock ticks:
+      busy,idle,iowait (busy: user, nice, system, irq, softirq and steal).
   broker_stats.py record OUT.json key=value...
       Parse the final line of a ProducerPerformance log (perf_log=FILE) and, for Silt, its
       last Produce timing line (broker_log=FILE, "silt: requests: Produce ..."), and write one
@@ -34,6 +37,8 @@ FINAL_RE = re.compile(
 BROKER_RE = re.compile(r"silt: requests: Produce n=(\d+) (.*) ms$", re.M)
 # silt: wal: writes n=N avg KiB=K appends/write=A | batch wait p50=... | write p50=... ms
 WAL_RE = re.compile(r"silt: wal: writes n=(\d+) avg KiB=(\d+) appends/write=\d+ (.*) ms$", re.M)
+# Printed by the producer JVM after the measured run (see write_perf_wrapper).
+PRODUCER_CPU_RE = re.compile(r"^producer cpu seconds: ([\d.]+)$", re.M)
 PART_RE = re.compile(r"(\w+) p50=([\d.]+) p99=([\d.]+) max=([\d.]+)")
 
 
@@ -83,9 +88,41 @@ def status_kib(pid, key):
     raise SystemExit(f"broker_stats: no {key} in /proc/{pid}/status")
 
 
+def procstat():
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:9]]
+    user, nice, system, idle, iowait, irq, softirq, steal = fields
+    return f"{user + nice + system + irq + softirq + steal},{idle},{iowait}"
+
+
+def machine_cpu(run, stat):
+    """From two procstat samples ("busy,idle,iowait busy,idle,iowait") taken at the start and
+    the end of the measured run: the run's wall time, and the CPUs busy on average during it,
+    split into the broker, the producer and everything else (kernel threads, other
+    processes)."""
+    try:
+        (b0, i0, w0), (b1, i1, w1) = ([int(v) for v in s.split(",")] for s in stat.split())
+    except ValueError:
+        return
+    tck = os.sysconf("SC_CLK_TCK")
+    ncpu = os.cpu_count() or 1
+    wall = ((b1 - b0) + (i1 - i0) + (w1 - w0)) / tck / ncpu
+    if wall <= 0:
+        return
+    m = {"wall_s": wall, "cpus": ncpu, "busy_cpus": (b1 - b0) / tck / wall,
+         "iowait_cpus": (w1 - w0) / tck / wall}
+    if isinstance(run.get("cpu_seconds"), (int, float)):
+        m["broker_cpus"] = run["cpu_seconds"] / wall
+    if isinstance(run.get("producer_cpu_seconds"), (int, float)):
+        m["producer_cpus"] = run["producer_cpu_seconds"] / wall
+    m["other_cpus"] = m["busy_cpus"] - m.get("broker_cpus", 0) - m.get("producer_cpus", 0)
+    run["machine"] = m
+
+
 # Values that are text even when they look like numbers (a short commit hash such as
 # 6408e59 parses as a float).
-TEXT_KEYS = {"commit", "date", "machine", "producer_props", "java", "kafka_version", "silt_bin"}
+TEXT_KEYS = {"commit", "date", "machine", "producer_props", "java", "kafka_version", "silt_bin",
+             "procstat"}
 
 
 def parse_kv(args):
@@ -128,6 +165,9 @@ def record(out_path, args):
         for m in FINAL_RE.finditer(text):
             final = m
         run["exceptions_logged"] = text.count("Exception")
+        m = PRODUCER_CPU_RE.search(text)
+        if m:
+            run["producer_cpu_seconds"] = float(m.group(1))
     if final is None:
         run.setdefault("error", "no final ProducerPerformance line in " + str(log))
     else:
@@ -148,6 +188,11 @@ def record(out_path, args):
         })
         if "cpu_seconds" in run and n and size:
             run["cpu_s_per_gib"] = run["cpu_seconds"] / (n * size / GiB)
+        if "producer_cpu_seconds" in run and n and size:
+            run["producer_cpu_s_per_gib"] = run["producer_cpu_seconds"] / (n * size / GiB)
+    stat = run.pop("procstat", "")
+    if stat:
+        machine_cpu(run, stat)
         if "peak_rss_kib" in run:
             run["peak_rss_mib"] = run["peak_rss_kib"] / 1024.0
     with open(out_path, "w") as f:
@@ -176,6 +221,7 @@ COLUMNS = [  # (header, key, digits)
     ("p99", "p99_ms", 0),
     ("p99.9", "p999_ms", 0),
     ("CPU s/GiB", "cpu_s_per_gib", 2),
+    ("producer CPU s/GiB", "producer_cpu_s_per_gib", 2),
     ("peak RSS MiB", "peak_rss_mib", 0),
 ]
 
@@ -250,13 +296,22 @@ def report(runs_dir, out_path, args):
                     f"Its WAL: {bw['writes']:,} writes of {bw['avg_write_kib']} KiB on average; "
                     f"batch wait p99 {bw['wait_p99_ms']} ms (max {bw['wait_max_ms']}), "
                     f"write to durable p99 {bw['write_p99_ms']} ms (max {bw['write_max_ms']}).")
+            mc = r.get("machine") if r else None
+            if mc and "broker_cpus" in mc and "producer_cpus" in mc:
+                lines.append(
+                    f"The machine during {broker}'s measured run ({mc['wall_s']:.1f} s): "
+                    f"{mc['busy_cpus']:.2f} of its {mc['cpus']} CPUs busy on average: the "
+                    f"broker {mc['broker_cpus']:.2f}, the producer {mc['producer_cpus']:.2f}, "
+                    f"the rest (kernel threads, other processes) {mc['other_cpus']:.2f}; "
+                    f"{mc['iowait_cpus']:.2f} waiting for I/O.")
             if r and r.get("exceptions_logged"):
                 lines.append(f"\nNote: the {broker} run logged {r['exceptions_logged']} "
                              "exception line(s); see its perf log.")
     lines.append("")
     lines.append("Latencies are ProducerPerformance's send-to-acknowledgement times (its "
                  "percentiles are whole milliseconds). CPU s/GiB: the broker process's "
-                 "utime+stime over the run per GiB of record payload; peak RSS: its VmHWM "
+                 "utime+stime over the run per GiB of record payload (producer CPU: the same for "
+                 "the producer's JVM); peak RSS: its VmHWM "
                  "(for Kafka this includes the JVM heap it touched).")
     text = "\n".join(lines)
     print(text)
@@ -273,6 +328,8 @@ def main(argv):
         print(free_port())
     elif cmd == "cpu":
         print(f"{cpu_seconds(int(argv[2])):.2f}")
+    elif cmd == "procstat":
+        print(procstat())
     elif cmd == "hwm":
         print(status_kib(int(argv[2]), "VmHWM"))
     elif cmd == "record":

@@ -5,9 +5,11 @@
 #
 # Usage: bench/producer_perf_vs_kafka.sh [--silt-bin PATH] [--records N] [--large-records N]
 #          [--partitions N] [--only silt|kafka] [--workdir DIR] [--no-warmup] [--keep-data]
-#          [--silt-override KEY=VALUE]...
+#          [--silt-override KEY=VALUE]... [--producer-prop KEY=VALUE]...
 #   --silt-bin PATH      the Silt broker (default: build/silt)
 #   --silt-override K=V  a setting for Silt (repeatable), e.g. wal.io.engine=uring
+#   --producer-prop K=V  a producer setting for both workloads and brokers (repeatable),
+#                        added to (and overriding) acks=all linger.ms=3 batch.size=65536
 #   --records N          records of workload 1, 1 KiB unthrottled (default 6000000, ~30 s
 #                        on Kafka on the idle 2-core development machine; shorter runs
 #                        are dominated by the producer's first seconds)
@@ -23,14 +25,16 @@
 #                        figures)
 #   --keep-data          keep the brokers' data dirs (default: removed after each run)
 #
-# Workloads (both acks=all, linger.ms=3, batch.size=65536, one producer, no compression):
+# Workloads (by default both acks=all, linger.ms=3, batch.size=65536, one producer, no
+# compression):
 #   1. 1 KiB records, --throughput -1 (as fast as the producer goes)
 #   2. 64 KiB records, --throughput 800 (50 MiB/s); each record is a batch of its own
 # For every (broker, workload) the broker is started fresh on a free port with an empty data
 # dir, the topics are created with TopicCommand, ProducerPerformance runs twice in one JVM
 # (warm-up to another topic, then the measured run; see write_perf_wrapper), and the broker's
 # CPU (utime+stime) is sampled just before and after the measured run; its VmHWM (which
-# includes the warm-up) is read at the end. Silt is also sent SIGUSR1 at both points, so
+# includes the warm-up) is read at the end; so are the producer JVM's CPU and the machine's
+# (/proc/stat), to show which process the CPUs went to. Silt is also sent SIGUSR1 at both points, so
 # that its log holds its own Produce timing for exactly the measured run. Silt runs with its
 # defaults (the WAL makes every acknowledged batch durable); Kafka with its defaults (no
 # fsync per message: acknowledged = in the page cache). The producer runs on the same
@@ -64,6 +68,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --silt-bin) silt_bin=$2; shift 2 ;;
     --silt-override) silt_overrides+=(--override "$2"); shift 2 ;;
+    --producer-prop) producer_props+=" $2"; shift 2 ;;
     --records) records=$2; shift 2 ;;
     --large-records) large_records=$2; shift 2 ;;
     --partitions) partitions=$2; shift 2 ;;
@@ -194,17 +199,24 @@ create_topic() {
 }
 
 # ProducerPerformance, twice in one JVM: the warm-up run (to another topic), then a hook
-# command (which samples the broker's CPU), then the measured run. One JVM, so that the
-# producer's JIT warm-up stays out of the measured latencies too.
+# command (which samples the broker's and the machine's CPU), then the measured run, then a
+# second hook (the same samples again). One JVM, so that the producer's JIT warm-up stays out
+# of the measured latencies too. The JVM prints its own CPU time over the measured run.
 write_perf_wrapper() {
   cat >"$workdir/ProducerPerfWarm.java" <<'JAVA'
+import java.lang.management.ManagementFactory;
 import java.util.Arrays;
 import org.apache.kafka.tools.ProducerPerformance;
 
-// Args: WARMUP_TOPIC WARMUP_RECORDS HOOK PRODUCER_PERFORMANCE_ARGS...
+// Args: WARMUP_TOPIC WARMUP_RECORDS HOOK_BEFORE HOOK_AFTER PRODUCER_PERFORMANCE_ARGS...
 public class ProducerPerfWarm {
+    static void hook(String cmd) throws Exception {
+        int rc = new ProcessBuilder("/bin/sh", "-c", cmd).inheritIO().start().waitFor();
+        if (rc != 0) throw new RuntimeException("hook failed: " + cmd);
+    }
+
     public static void main(String[] a) throws Exception {
-        String[] perf = Arrays.copyOfRange(a, 3, a.length);
+        String[] perf = Arrays.copyOfRange(a, 4, a.length);
         if (Long.parseLong(a[1]) > 0) {
             String[] warm = perf.clone();
             for (int i = 0; i + 1 < warm.length; i++) {
@@ -214,24 +226,29 @@ public class ProducerPerfWarm {
             System.out.println("warm-up: " + a[1] + " records to " + a[0] + " (not measured)");
             ProducerPerformance.main(warm);
         }
-        int rc = new ProcessBuilder("/bin/sh", "-c", a[2]).inheritIO().start().waitFor();
-        if (rc != 0) throw new RuntimeException("hook failed: " + a[2]);
+        com.sun.management.OperatingSystemMXBean os =
+            (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+        hook(a[2]);
         System.out.println("measured run:");
         System.out.flush();
+        long cpu0 = os.getProcessCpuTime();
         ProducerPerformance.main(perf);
+        long cpu1 = os.getProcessCpuTime();
+        hook(a[3]);
+        System.out.printf("producer cpu seconds: %.2f%n", (cpu1 - cpu0) / 1e9);
     }
 }
 JAVA
 }
 
-# run_perf LOG PORT TOPIC RECORD_SIZE NUM_RECORDS THROUGHPUT WARMUP_RECORDS HOOK: the output in
-# LOG and (indented) on stderr; returns the exit status.
+# run_perf LOG PORT TOPIC RECORD_SIZE NUM_RECORDS THROUGHPUT WARMUP_RECORDS HOOK_BEFORE
+#   HOOK_AFTER: the output in LOG and (indented) on stderr; returns the exit status.
 run_perf() {
-  local out=$1 port=$2 t=$3 size=$4 n=$5 tput=$6 warm=$7 hook=$8 rc=0
+  local out=$1 port=$2 t=$3 size=$4 n=$5 tput=$6 warm=$7 before=$8 after=$9 rc=0
   : >"$out"
   # shellcheck disable=SC2086
   KAFKA_TOOL_HEAP_OPTS=${KAFKA_TOOL_HEAP_OPTS:--Xmx512m} "$kref" tool \
-    "$workdir/ProducerPerfWarm.java" "$t-warmup" "$warm" "$hook" \
+    "$workdir/ProducerPerfWarm.java" "$t-warmup" "$warm" "$before" "$after" \
     --topic "$t" --num-records "$n" --record-size "$size" --throughput "$tput" \
     --producer-props "bootstrap.servers=127.0.0.1:$port" $producer_props \
     >"$out" 2>&1 </dev/null &
@@ -266,23 +283,29 @@ run_one() {
   elif [[ $warm -gt 0 ]] && ! create_topic "$broker" "$dir" "$port" "$topic-warmup"; then
     err="TopicCommand --create failed (log: $dir/topic-$topic-warmup.log)"
   fi
-  local cpu0=0 cpu1=0 hwm=0
+  local cpu0=0 cpu1=0 hwm=0 stat=
   if [[ -z $err ]]; then
     log "$broker, $title: ProducerPerformance, $n records of $size bytes, throughput $tput" \
       "(after $warm warm-up records)"
-    local perf_rc=0 hook="python3 '$stats' cpu $broker_pid >'$dir/cpu0'"
+    local perf_rc=0
+    local before="python3 '$stats' cpu $broker_pid >'$dir/cpu0' && python3 '$stats' procstat >'$dir/stat0'"
+    local after="python3 '$stats' cpu $broker_pid >'$dir/cpu1' && python3 '$stats' procstat >'$dir/stat1'"
     # Silt logs its request timing on SIGUSR1: at the start and the end of the measured run.
-    [[ $broker != silt ]] || hook+=" && kill -USR1 $broker_pid"
-    run_perf "$dir/perf.log" "$port" "$topic" "$size" "$n" "$tput" "$warm" "$hook" ||
+    if [[ $broker == silt ]]; then
+      before+=" && kill -USR1 $broker_pid"
+      after+=" && kill -USR1 $broker_pid"
+    fi
+    run_perf "$dir/perf.log" "$port" "$topic" "$size" "$n" "$tput" "$warm" "$before" "$after" ||
       perf_rc=$?
-    if [[ $broker == silt ]] && kill -USR1 "$broker_pid" 2>/dev/null; then sleep 0.2; fi
+    if [[ $broker == silt ]]; then sleep 0.2; fi
     if kill -0 "$broker_pid" 2>/dev/null; then
-      cpu1=$(python3 "$stats" cpu "$broker_pid")
       hwm=$(python3 "$stats" hwm "$broker_pid")
     else
       err="the broker died during the run (logs in $dir)"
     fi
     [[ -s $dir/cpu0 ]] && cpu0=$(<"$dir/cpu0")
+    [[ -s $dir/cpu1 ]] && cpu1=$(<"$dir/cpu1")
+    [[ -s $dir/stat0 && -s $dir/stat1 ]] && stat="$(<"$dir/stat0") $(<"$dir/stat1")"
     [[ $perf_rc -eq 0 || -n $err ]] || err="ProducerPerformance exited with $perf_rc (log: $dir/perf.log)"
   fi
   stop_broker "$broker" || true
@@ -296,7 +319,8 @@ run_one() {
     record_size="$size" records="$n" throughput_limit="$tput" warmup_records="$warm" \
     topic_auto_created="$topic_auto" broker_log="$dir/silt.log" \
     port="$port" \
-    cpu_seconds="$cpu" peak_rss_kib="$hwm" perf_log="$dir/perf.log" "${extra[@]}"
+    cpu_seconds="$cpu" peak_rss_kib="$hwm" perf_log="$dir/perf.log" procstat="$stat" \
+    "${extra[@]}"
   [[ -z $err ]] || log "$broker, $title: FAILED: $err"
 }
 
