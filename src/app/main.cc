@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +18,7 @@
 
 #include "app/metrics_text.h"
 #include "base/log.h"
+#include "base/sched.h"
 #include "config/config.h"
 #include "handlers/broker.h"
 #include "metadata/sql.h"
@@ -38,6 +40,21 @@ void raise_fd_limit() {
     r.rlim_cur = r.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &r);
   }
+}
+
+// latency.threads.nice: whether the kernel lets a thread take that nice value, tried on a
+// thread of its own (threads created afterwards would inherit it from this one). Where it
+// does not, the setting becomes 0 (the process's value) and the broker says why, once.
+void check_thread_nice(silt::config::broker_config& cfg) {
+  if (cfg.latency_threads_nice == 0) return;
+  std::optional<std::string> refused;
+  std::thread([&] { refused = silt::base::set_thread_nice(cfg.latency_threads_nice); }).join();
+  if (!refused) return;
+  SILT_LOG(warn,
+           "silt: latency.threads.nice=%d not applied (%s; it needs root, CAP_SYS_NICE or "
+           "RLIMIT_NICE): the network and WAL threads keep the process's nice value",
+           cfg.latency_threads_nice, refused->c_str());
+  cfg.latency_threads_nice = 0;
 }
 
 }  // namespace
@@ -64,6 +81,7 @@ static int run(int argc, char** argv) {
   }
   silt::base::set_log_level(*silt::base::parse_log_level(cfg->log_level));  // validated
   raise_fd_limit();
+  check_thread_nice(*cfg);
   auto broker = silt::handlers::broker::open(*cfg);
   if (!broker) {
     SILT_LOG(error, "silt: %s", broker.error().c_str());
@@ -232,7 +250,10 @@ static int run(int argc, char** argv) {
 
   // The threads that serve connections never run a metadata statement (the store refuses
   // them there): a slow database must not stall a connection.
-  pool.run([] { silt::metadata::sql::mark_network_thread(true); });
+  pool.run([nice = cfg->latency_threads_nice] {
+    silt::metadata::sql::mark_network_thread(true);
+    if (nice != 0) (void)silt::base::set_thread_nice(nice);
+  });
   if (handing.joinable()) handing.join();
   silt::metadata::sql::mark_network_thread(false);
   if (const uint64_t n = silt::metadata::sql::network_thread_violations(); n > 0) {

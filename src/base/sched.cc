@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <system_error>
 
 #include <sched.h>
 #include <sys/resource.h>
@@ -39,6 +40,13 @@ bool set_scheduler_slice(std::chrono::nanoseconds slice) {
   attr.sched_nice = nice_now;
   attr.sched_runtime = static_cast<uint64_t>(slice.count());
   return ::syscall(SYS_sched_setattr, 0, &attr, 0) == 0;
+}
+
+std::optional<std::string> set_thread_nice(int nice) {
+  if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), nice) != 0) {
+    return std::error_code(errno, std::system_category()).message();
+  }
+  return std::nullopt;
 }
 
 }  // namespace silt::base

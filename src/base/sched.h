@@ -1,7 +1,9 @@
-// The scheduler's time slice of the calling thread.
+// The scheduler's time slice and the nice value of the calling thread.
 #pragma once
 
 #include <chrono>
+#include <optional>
+#include <string>
 
 namespace silt::base {
 
@@ -11,5 +13,11 @@ namespace silt::base {
 // running one's slice: for threads that sleep on the device and must run as soon as it
 // answers. Returns false where the kernel does not take it (the thread keeps its slice).
 bool set_scheduler_slice(std::chrono::nanoseconds slice);
+
+// Sets the nice value of the calling thread (not of the process: Linux keeps one per thread,
+// and threads it creates afterwards start with it). A value below the thread's current one
+// needs root, CAP_SYS_NICE or a high enough RLIMIT_NICE: returns the error (errno's text)
+// where the kernel refuses, and the thread keeps its value.
+[[nodiscard]] std::optional<std::string> set_thread_nice(int nice);
 
 }  // namespace silt::base

@@ -443,6 +443,14 @@ std::vector<setting> make_settings() {
                       "Threads that read requests from and write responses to the sockets."));
   t.push_back(integer("num.io.threads", &bc::num_io_threads, 1, 1024,
                       "Threads for blocking work such as object store reads of cold data."));
+  t.push_back(integer("latency.threads.nice", &bc::latency_threads_nice, -20, 19,
+                      "The nice value of the threads that an acknowledgement waits for: the "
+                      "network threads and the WAL's threads (uploads, compaction, cold reads "
+                      "and metadata work keep the process's). Lower runs sooner when the CPUs "
+                      "are busy, for instance beside clients on the same machine. A value below "
+                      "the process's needs root, CAP_SYS_NICE or a high enough RLIMIT_NICE; "
+                      "without them these threads keep the process's value and the broker logs "
+                      "a warning at start. 0: the process's value."));
   t.push_back(integer("socket.request.max.bytes", &bc::socket_request_max_bytes, 1024, INT32_MAX,
                       "The largest request the broker accepts, in bytes; a bigger one closes the "
                       "connection."));

@@ -50,6 +50,7 @@ struct broker_config {
   int64_t broker_session_timeout_ms = 3000;       // broker.session.timeout.ms
   uint32_t num_network_threads = 2;               // num.network.threads
   uint32_t num_io_threads = 2;                    // num.io.threads (blocking object reads)
+  int32_t latency_threads_nice = -10;             // latency.threads.nice
   int32_t socket_request_max_bytes = 104857600;   // socket.request.max.bytes
   int64_t queued_max_request_bytes = 268435456;   // queued.max.request.bytes (all conns)
   int64_t queued_max_response_bytes = 268435456;  // queued.max.response.bytes (all conns)

@@ -273,6 +273,7 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
                                                : storage::wal::sync_mode::dsync;
   so.wal.engine = config.wal_io_engine == "uring" ? storage::wal::io_engine::uring
                                                   : storage::wal::io_engine::threads;
+  so.wal.thread_nice = config.latency_threads_nice;
   if (object_wal) {
     storage::wal::object_wal_options ow;
     ow.prefix = wal_prefix;
@@ -280,6 +281,7 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
     ow.flush_bytes = config.wal_object_flush_bytes;
     ow.max_in_flight = std::min<uint32_t>(config.wal_iodepth, 64);
     ow.capacity = config.wal_capacity_bytes;
+    ow.thread_nice = config.latency_threads_nice;
     so.object_wal = ow;
   }
   so.metadata = *db;

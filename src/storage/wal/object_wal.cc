@@ -9,6 +9,7 @@
 #include "base/crc32c.h"
 #include "base/endian.h"
 #include "base/log.h"
+#include "base/sched.h"
 
 namespace silt::storage::wal {
 namespace {
@@ -197,9 +198,15 @@ object_wal::object_wal(object_wal_options options, object_wal_scan scan)
       outstanding_bytes_(scan.end - scan.trim_point) {
   // Everything above is set before the threads start.
   open_batch_.start = open_batch_.end = scan.end;
-  threads_.emplace_back([this] { flush_loop(); });
+  threads_.emplace_back([this] {
+    if (options_.thread_nice != 0) (void)base::set_thread_nice(options_.thread_nice);
+    flush_loop();
+  });
   for (uint32_t i = 0; i < options_.max_in_flight; ++i) {
-    threads_.emplace_back([this] { write_loop(); });
+    threads_.emplace_back([this] {
+      if (options_.thread_nice != 0) (void)base::set_thread_nice(options_.thread_nice);
+      write_loop();
+    });
   }
 }
 

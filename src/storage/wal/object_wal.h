@@ -42,6 +42,8 @@ struct object_wal_options {
   uint64_t capacity = 1ull << 30;
   // Waits between attempts of a failed object write.
   std::chrono::milliseconds retry_delay{200};
+  // The nice value of the WAL's threads, as wal_options::thread_nice.
+  int thread_nice = 0;
 };
 
 // The key of the WAL object that starts at `start`, and of the trim point, under `prefix`.

@@ -66,7 +66,10 @@ tl::expected<std::unique_ptr<uring_wal>, wal_error> uring_wal::start(ring_file f
   std::unique_ptr<uring_wal> w(new uring_wal(std::move(file), options, state));
   if (auto r = w->init_ring(); !r) return tl::unexpected(r.error());
   if (w->threaded_) w->start_writers();
-  w->thread_ = std::thread([p = w.get()] { p->run(); });
+  w->thread_ = std::thread([p = w.get(), nice = options.thread_nice] {
+    if (nice != 0) (void)base::set_thread_nice(nice);
+    p->run();
+  });
   return w;
 }
 
@@ -79,6 +82,7 @@ uring_wal::uring_wal(ring_file file, const wal_options& options, const initial_s
           std::min<uint64_t>(format::align_down(options.max_write_bytes), state.header.capacity)),
       fdatasync_(options.sync == sync_mode::fdatasync),
       threaded_(options.engine == io_engine::threads),
+      thread_nice_(options.thread_nice),
       wake_bytes_(std::min<uint64_t>(wake_batch_bytes, standard_buffer_)),
       commit_delay_(options.commit_delay),
       faults_(options.faults),
@@ -486,6 +490,7 @@ void uring_wal::start_writers() {
   writers_.reserve(iodepth_);  // one writer per write in flight
   for (uint32_t i = 0; i < iodepth_; ++i) {
     writers_.emplace_back([this] {
+      if (thread_nice_ != 0) (void)base::set_thread_nice(thread_nice_);
       (void)base::set_scheduler_slice(short_slice);
       writer_run();
     });

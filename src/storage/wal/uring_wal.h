@@ -186,7 +186,8 @@ class uring_wal final : public wal {
   const uint32_t iodepth_;
   const uint64_t standard_buffer_;
   const bool fdatasync_;
-  const bool threaded_;  // io_engine::threads
+  const bool threaded_;    // io_engine::threads
+  const int thread_nice_;  // of the writer threads (wal_options::thread_nice)
   const uint64_t wake_bytes_;
   const clock_type::duration commit_delay_;
   const std::shared_ptr<write_faults> faults_;

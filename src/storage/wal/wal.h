@@ -91,6 +91,9 @@ struct wal_options {
   // small appends come one at a time.
   std::chrono::microseconds commit_delay{0};
   bool direct = true;  // O_DIRECT (off only where the file system refuses it)
+  // The nice value of the WAL's threads (an acknowledgement waits for them); 0: the process's.
+  // Where the kernel refuses it they keep the process's (the broker checks and says so).
+  int thread_nice = 0;
   // Faults to inject into data writes (tests); none when null.
   std::shared_ptr<write_faults> faults;
 };
