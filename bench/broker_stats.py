@@ -238,15 +238,15 @@ def report(runs_dir, out_path, args):
         if w is None:
             w = {"name": run["workload"], "title": run.get("title", run["workload"]),
                  "record_size": run.get("record_size"), "records": run.get("records"),
-                 "throughput_limit": run.get("throughput_limit"), "results": {}}
+                 "throughput_limit": run.get("throughput_limit"),
+                 "producer_props": run.get("producer_props"), "results": {}}
             workloads.append(w)
         w["results"][run["broker"]] = run
 
     lines = []
     lines.append(f"Date {meta.get('date', '-')}, commit {meta.get('commit', '-')}, "
                  f"machine: {meta.get('machine', '-')}.")
-    lines.append(f"Producer: {meta.get('producer_props', '-')}; topic: "
-                 f"{meta.get('partitions', '-')} partition(s), replication factor 1. "
+    lines.append(f"Topic: {meta.get('partitions', '-')} partition(s), replication factor 1. "
                  "Each broker freshly started with an empty data dir per workload"
                  + (", then a warm-up run (a quarter of the records, from the same producer JVM, to another topic)."
                     if meta.get("warmup") == 1 else ", no warm-up."))
@@ -255,6 +255,9 @@ def report(runs_dir, out_path, args):
         lines.append("")
         lines.append(f"### {w['title']}")
         lines.append("")
+        if w.get("producer_props"):
+            lines.append(f"Producer: {w['producer_props']}.")
+            lines.append("")
         lines.append("| broker | " + " | ".join(c[0] for c in COLUMNS) + " |")
         lines.append("|---" * (len(COLUMNS) + 1) + "|")
         for broker in ("silt", "kafka"):
