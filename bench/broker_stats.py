@@ -305,7 +305,7 @@ def report(runs_dir, out_path, args):
                     f"The machine during {broker}'s measured run ({mc['wall_s']:.1f} s): "
                     f"{mc['busy_cpus']:.2f} of its {mc['cpus']} CPUs busy on average: the "
                     f"broker {mc['broker_cpus']:.2f}, the producer {mc['producer_cpus']:.2f}, "
-                    f"the rest (kernel threads, other processes) {mc['other_cpus']:.2f}; "
+                    f"the rest (kernel threads, other processes) {max(mc['other_cpus'], 0.0):.2f}; "
                     f"{mc['iowait_cpus']:.2f} waiting for I/O.")
             if r and r.get("exceptions_logged"):
                 lines.append(f"\nNote: the {broker} run logged {r['exceptions_logged']} "
