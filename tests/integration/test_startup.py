@@ -118,3 +118,54 @@ def test_kafka_stock_server_properties(tmp_path):
         assert (b.data_dir / "wal").exists(), "data.dir overrides the file's log.dirs"
     finally:
         assert b.stop() == 0
+
+
+def thread_nice_values(pid):
+    """The nice value of each of the process's threads (field 19 of /proc/PID/task/TID/stat)."""
+    values = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            stat = (task / "stat").read_text()
+        except FileNotFoundError:  # a thread that just ended
+            continue
+        values.append(int(stat[stat.rindex(")") + 2:].split()[16]))
+    return values
+
+
+def test_latency_threads_take_their_nice_value(tmp_path):
+    """The network and WAL threads run at latency.threads.nice; the background ones (uploads,
+    compaction, cold reads, the blocking pool) keep the process's."""
+    if os.geteuid() != 0:
+        import pytest
+        pytest.skip("lowering a thread's nice value needs root here")
+    b = SiltBroker(tmp_path, {"latency.threads.nice": "-7", "wal.iodepth": "4"})
+    b.start()
+    try:
+        values = thread_nice_values(b.proc.pid)
+        # The main thread, 2 network threads, the WAL's I/O thread and its 4 writers.
+        assert values.count(-7) >= 8, values
+        assert values.count(0) >= 2, values
+        assert set(values) <= {-7, 0}, values
+        assert "not applied" not in b.log_text()
+    finally:
+        assert b.stop() == 0
+
+
+def test_latency_threads_without_the_privilege_keep_the_process_value(tmp_path):
+    """Without CAP_SYS_NICE (and RLIMIT_NICE at 0) the broker says so once and runs with
+    every thread at the process's nice value."""
+    b = SiltBroker(tmp_path)
+    setpriv = ["setpriv", "--inh-caps=-sys_nice", "--bounding-set=-sys_nice"]
+    plain = b.command
+    b.command = lambda: setpriv + plain()
+    b.start()
+    try:
+        values = thread_nice_values(b.proc.pid)
+        assert set(values) == {os.getpriority(os.PRIO_PROCESS, 0)}, values
+        warnings = [l for l in b.log_text().splitlines() if "latency.threads.nice" in l]
+        assert len(warnings) == 1 and "-10 not applied" in warnings[0], warnings
+        with connect(b.bootstrap) as s:  # and it serves
+            s.sendall(metadata_request(5, topics=None, version=1))
+            assert read_response(s) is not None
+    finally:
+        assert b.stop() == 0
