@@ -66,8 +66,8 @@ tl::expected<std::unique_ptr<uring_wal>, wal_error> uring_wal::start(ring_file f
   std::unique_ptr<uring_wal> w(new uring_wal(std::move(file), options, state));
   if (auto r = w->init_ring(); !r) return tl::unexpected(r.error());
   if (w->threaded_) w->start_writers();
-  w->thread_ = std::thread([p = w.get(), nice = options.thread_nice] {
-    if (nice != 0) (void)base::set_thread_nice(nice);
+  w->thread_ = std::thread([p = w.get()] {
+    if (p->thread_nice_ != 0) (void)base::set_thread_nice(p->thread_nice_);
     p->run();
   });
   return w;

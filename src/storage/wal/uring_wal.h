@@ -187,7 +187,7 @@ class uring_wal final : public wal {
   const uint64_t standard_buffer_;
   const bool fdatasync_;
   const bool threaded_;    // io_engine::threads
-  const int thread_nice_;  // of the writer threads (wal_options::thread_nice)
+  const int thread_nice_;  // of the I/O and writer threads (wal_options::thread_nice)
   const uint64_t wake_bytes_;
   const clock_type::duration commit_delay_;
   const std::shared_ptr<write_faults> faults_;
