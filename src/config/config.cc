@@ -525,9 +525,11 @@ std::vector<setting> make_settings() {
   t.push_back(integer("wal.commit.delay.us", &bc::wal_commit_delay_us, 0, 100000,
                       "Group commit across requests: while the WAL's appends are small (under "
                       "24 KiB on average), a write waits up to this many microseconds after its "
-                      "first append for more appends to share it (up to 256 KiB; the "
-                      "acknowledgements wait with it), as long as such waits gather appends of "
-                      "later requests at least half the time; 0: written at once."));
+                      "first append for more appends to share it (up to 256 KiB); while they "
+                      "are bigger, up to 300 microseconds (or this, if less) for the first "
+                      "append of the next request. The acknowledgements wait with it; waits "
+                      "are kept as long as they gather appends of later requests at least half "
+                      "the time; 0: written at once."));
   t.push_back(text("wal.sync", &bc::wal_sync, "dsync",
                    "How WAL writes become durable: `dsync` opens the WAL with O_DSYNC, "
                    "`fdatasync` calls fdatasync after each group of writes.",

@@ -85,6 +85,7 @@ uring_wal::uring_wal(ring_file file, const wal_options& options, const initial_s
       thread_nice_(options.thread_nice),
       wake_bytes_(std::min<uint64_t>(wake_batch_bytes, standard_buffer_)),
       commit_delay_(options.commit_delay),
+      big_append_delay_(std::min<clock::duration>(options.commit_delay, options.big_append_delay)),
       faults_(options.faults),
       bucket_(options.iops, clock::now()),
       header_buf_(format::block_size),
@@ -242,7 +243,8 @@ tl::expected<void, wal_error> uring_wal::enqueue(base::stream_id stream_id, base
         wake = failed_;
         wake_writer = !failed_ && idle_writers_ > 0 && worth_waking_writer(*b);
       } else if (wake_on_ == wake_on::any_work ||
-                 (wake_on_ == wake_on::big_batch && b->used >= wake_bytes_)) {
+                 (wake_on_ == wake_on::big_batch &&
+                  (b->used >= wake_bytes_ || (b->held && hold_over(*b, clock::now()))))) {
         wake_on_ = wake_on::nothing;
         wake = true;
       }
@@ -386,7 +388,7 @@ uring_wal::front_state uring_wal::take_front(clock::time_point now) {
     if (f.delay > clock::duration::zero()) b.held_until = now + f.delay;
   }
   if (b.held_until > now) return {.wait = b.held_until - now};
-  if (hold(b, now)) return {.wait = b.opened + commit_delay_ - now, .held = true};
+  if (hold(b, now)) return {.wait = b.opened + hold_limit() - now, .held = true};
   const auto pace = bucket_.wait_time(now);
   if (pace > clock::duration::zero()) {
     paced_.fetch_add(1, std::memory_order_relaxed);
@@ -411,14 +413,27 @@ uring_wal::front_state uring_wal::take_front(clock::time_point now) {
 
 bool uring_wal::hold(batch& b, clock::time_point now) {
   if (commit_delay_ <= clock::duration::zero() || b.sealed || closing_ || b.appends.empty() ||
-      b.used >= wake_bytes_ || hold_suspended_ > 0 || now >= b.opened + commit_delay_) {
+      hold_suspended_ > 0 || hold_over(b, now)) {
     return false;
   }
-  // Small appends only: records or producer batches of commit_delay_bytes or more pay for their
-  // own writes.
-  if (append_bytes_avg_ >= static_cast<int64_t>(commit_delay_bytes)) return false;
   b.held = true;
   return true;
+}
+
+bool uring_wal::big_appends() const {
+  return append_bytes_avg_ >= static_cast<int64_t>(commit_delay_bytes);
+}
+
+clock::duration uring_wal::hold_limit() const {
+  return big_appends() ? big_append_delay_ : commit_delay_;
+}
+
+bool uring_wal::hold_over(const batch& b, clock::time_point now) const {
+  // Small appends gather until the batch is worth a write of its own; big ones (each worth
+  // one) until a later request's has joined: one write for two requests costs the first one
+  // the gap between them, at most big_append_delay_.
+  return b.used >= wake_bytes_ || now >= b.opened + hold_limit() ||
+         (b.arrivals > 0 && big_appends());
 }
 
 void uring_wal::batch_taken(const batch& b) {
@@ -514,10 +529,8 @@ bool uring_wal::worth_waking_writer(const batch& b) const {
   // append is written at once; with more in flight, a small batch waits for the next
   // completion, which takes it grown.
   if (closing_ || b.sealed || b.used >= wake_bytes_) return true;
-  // A held batch waits out its commit delay (a writer sleeps until then).
-  if (b.held && clock::now() < b.opened + commit_delay_) {
-    return false;
-  }
+  // A held batch waits until its hold is over (a writer sleeps until its time limit).
+  if (b.held && !hold_over(b, clock::now())) return false;
   return inflight < eager_writes;
 }
 

@@ -154,6 +154,12 @@ class uring_wal final : public wal {
   [[nodiscard]] front_state take_front(clock_type::time_point now) REQUIRES(mu_);
   // Whether the unsealed batch `b` waits for more appends now (the commit delay).
   [[nodiscard]] bool hold(batch& b, clock_type::time_point now) REQUIRES(mu_);
+  // The appends are big for the commit delay (commit_delay_bytes and more on average).
+  [[nodiscard]] bool big_appends() const REQUIRES(mu_);
+  // How long a batch may be held after its first append.
+  [[nodiscard]] clock_type::duration hold_limit() const REQUIRES(mu_);
+  // A held batch has gathered enough, or waited long enough, to be written.
+  [[nodiscard]] bool hold_over(const batch& b, clock_type::time_point now) const REQUIRES(mu_);
   // A batch is written (commit delay only): a held one's wait paid or not, which decides on
   // the next ones; another one counts down a suspension.
   void batch_taken(const batch& b) REQUIRES(mu_);
@@ -190,6 +196,7 @@ class uring_wal final : public wal {
   const int thread_nice_;  // of the I/O and writer threads (wal_options::thread_nice)
   const uint64_t wake_bytes_;
   const clock_type::duration commit_delay_;
+  const clock_type::duration big_append_delay_;  // at most commit_delay_
   const std::shared_ptr<write_faults> faults_;
   std::function<void()> room_callback_;  // set before the first append
 

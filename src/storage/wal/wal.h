@@ -85,11 +85,16 @@ struct wal_options {
   io_engine engine = io_engine::threads;
   // Group commit across requests: while appends are small (their running average under
   // commit_delay_bytes), a batch waits up to this long after its first append for more appends
-  // to share its write (until it holds 256 KiB), for as long as such waits gather appends of
-  // later requests at least half the time (suspended while they do not); zero: written at once.
-  // Acknowledgements wait with it: this trades their latency for fewer, larger writes when many
-  // small appends come one at a time.
+  // to share its write (until it holds 256 KiB); while they are big, it waits up to
+  // big_append_delay (at most this long) for the first append of a later request. Either only
+  // for as long as such waits gather appends of later requests at least half the time
+  // (suspended while they do not); zero: written at once. Acknowledgements wait with it: this
+  // trades their latency for fewer, larger writes when requests come one at a time.
   std::chrono::microseconds commit_delay{0};
+  // How long a batch of big appends waits for the next request's (see commit_delay): about the
+  // gap between the Produce requests of a producer that keeps several in flight, so that two
+  // share one write, while a lone request that waits in vain pays a fraction of a write.
+  std::chrono::microseconds big_append_delay{300};
   bool direct = true;  // O_DIRECT (off only where the file system refuses it)
   // The nice value of the WAL's threads (an acknowledgement waits for them); 0: the process's.
   // Where the kernel refuses it they keep the process's (the broker checks and says so).
@@ -98,10 +103,10 @@ struct wal_options {
   std::shared_ptr<write_faults> faults;
 };
 
-// Appends smaller than this on average may wait for the commit delay
-// (wal_options::commit_delay): the CPU a write costs is then more than twice that of the bytes
-// it carries; 64 KiB records, full 64 KiB producer batches or Produce requests of a few dozen
-// KiB are written at once.
+// Appends smaller than this on average wait for the commit delay (wal_options::commit_delay)
+// to gather: the CPU a write costs is then more than twice that of the bytes it carries. Bigger
+// ones (64 KiB records, full 64 KiB producer batches, Produce requests of a few dozen KiB) wait
+// only for the next request's append (wal_options::big_append_delay).
 constexpr uint64_t commit_delay_bytes = 24u << 10;
 
 // What happens to one data write when faults are injected.

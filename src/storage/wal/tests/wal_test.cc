@@ -264,19 +264,49 @@ TEST_P(Wal, CommitDelayHoldsASmallAppendForMoreAndA256KiBBatchEndsTheWait) {
   EXPECT_EQ(s.held_gathered, 1u);
 }
 
-TEST_P(Wal, CommitDelayDoesNotHoldAppendsOfCommitDelayBytesOrMore) {
+TEST_P(Wal, CommitDelayHoldsBigAppendsOnlyForTheBigAppendDelay) {
   test_dir dir;
   auto o = open_wal(commit_delay_options(dir.path("wal"), std::chrono::seconds(10)));
   ASSERT_TRUE(o.log);
   wal& w = **o.log;
   const auto start = std::chrono::steady_clock::now();
+  // One request at a time: each waits in vain for a next one, but not for the commit delay.
   for (int i = 0; i < 4; ++i) {
     ASSERT_TRUE(append_and_wait(w, 4, i, payload_for(4, i, 64u << 10)));
   }
   // A small one after them: the average is still large.
   ASSERT_TRUE(append_and_wait(w, 4, 4, payload_for(4, 4, 100)));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
-  EXPECT_EQ(w.stats().held, 0u);
+  const auto s = w.stats();
+  EXPECT_EQ(s.writes, 5u);
+  EXPECT_GT(s.held, 0u);
+  EXPECT_EQ(s.held_gathered, 0u);
+}
+
+TEST_P(Wal, CommitDelayWritesBigAppendsOfTwoRequestsTogetherWhenTheSecondArrives) {
+  test_dir dir;
+  wal_options options = commit_delay_options(dir.path("wal"), std::chrono::seconds(10));
+  options.big_append_delay = std::chrono::seconds(10);
+  auto o = open_wal(options);
+  ASSERT_TRUE(o.log);
+  wal& w = **o.log;
+  callback_counter counter;
+  const auto start = std::chrono::steady_clock::now();
+  for (int request = 0; request < 2; ++request) {
+    w.append(base::stream_id(4), off(request), payload_for(4, request, 64u << 10), [&](auto r) {
+      EXPECT_TRUE(r);
+      counter.add();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  // The second request's append ends the wait: neither waits out the delay.
+  ASSERT_TRUE(counter.wait_for(2));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  const auto s = w.stats();
+  EXPECT_EQ(s.appends, 2u);
+  EXPECT_EQ(s.writes, 1u);
+  EXPECT_EQ(s.held, 1u);
+  EXPECT_EQ(s.held_gathered, 1u);
 }
 
 TEST_P(Wal, CommitDelayWritesAHeldBatchWhenTheDelayEndsWithWhatArrivedMeanwhile) {
