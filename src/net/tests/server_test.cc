@@ -2,6 +2,7 @@
 // limits, idle reaping, and a stop that answers what is in flight.
 #include "net/server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -13,6 +14,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -108,6 +110,29 @@ TEST_F(ServerTest, ConcurrentRequestsAreAnsweredInOrder) {
   // They ran concurrently: far less than the sum of the delays (275 ms).
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(250));
   ::close(fd);
+}
+
+TEST_F(ServerTest, FramesArrivingInPiecesAreReadWhole) {
+  start();
+  std::vector<uint8_t> all;
+  for (int i = 0; i < 10; ++i) {
+    auto f = frame(i);
+    all.insert(all.end(), f.begin(), f.end());
+  }
+  // Pieces of 1 to 6 bytes, each its own segment: frames and their sizes split at every
+  // offset, and a piece that ends one frame carries part of the next one's size.
+  for (size_t piece = 1; piece <= 6; ++piece) {
+    const int fd = connect_client();
+    const int one = 1;
+    ASSERT_EQ(::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one), 0);
+    for (size_t at = 0; at < all.size(); at += piece) {
+      const size_t n = std::min(piece, all.size() - at);
+      ASSERT_EQ(::send(fd, all.data() + at, n, MSG_NOSIGNAL), static_cast<ssize_t>(n));
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(read_response(fd), i) << "pieces of " << piece;
+    ::close(fd);
+  }
 }
 
 TEST_F(ServerTest, RequestTimingIsRecordedPerApi) {
