@@ -171,8 +171,8 @@ struct connection : std::enable_shared_from_this<connection> {
   asio::awaitable<void> reader(std::shared_ptr<connection> self) {
     const auto& opt = srv->options;
     // The next frame's size; its first `size_have` bytes came with the frame before it (a
-    // client with several requests in flight has the next one waiting, and one receive less
-    // per request is a tenth of the CPU of the network thread).
+    // client with several requests in flight has the next one waiting: one receive per
+    // request instead of two).
     uint8_t size_buf[4];
     size_t size_have = 0;
     while (!read_stopped) {
