@@ -36,7 +36,7 @@ FINAL_RE = re.compile(
 # send p50=... ms
 BROKER_RE = re.compile(r"silt: requests: Produce n=(\d+) (.*) ms$", re.M)
 # silt: wal: writes n=N avg KiB=K appends/write=A | batch wait p50=... | write p50=... ms
-WAL_RE = re.compile(r"silt: wal: writes n=(\d+) avg KiB=(\d+) appends/write=\d+ (.*) ms$", re.M)
+WAL_RE = re.compile(r"silt: wal: writes n=(\d+) avg KiB=(\d+) appends/write=[\d.]+ (.*) ms$", re.M)
 # Printed by the producer JVM after the measured run (see write_perf_wrapper).
 PRODUCER_CPU_RE = re.compile(r"^producer cpu seconds: ([\d.]+)$", re.M)
 PART_RE = re.compile(r"(\w+) p50=([\d.]+) p99=([\d.]+) max=([\d.]+)")

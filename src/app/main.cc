@@ -42,6 +42,13 @@ void raise_fd_limit() {
   }
 }
 
+// A ratio for the periodic report, e.g. "1.9" (a whole number would read 1.9 as 1).
+std::string one_decimal(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
 // latency.threads.nice: whether the kernel lets a thread take that nice value, tried on a
 // thread of its own (threads created afterwards would inherit it from this one). Where it
 // does not, the setting becomes 0 (the process's value) and the broker says why, once.
@@ -152,7 +159,8 @@ static int run(int argc, char** argv) {
         text += "silt: wal: writes n=" + std::to_string(writes.count()) + " avg KiB=" +
                 std::to_string((wal.write_bytes - wal_before.write_bytes) / writes.count() / 1024) +
                 " appends/write=" +
-                std::to_string((wal.appends - wal_before.appends) / writes.count()) +
+                one_decimal(static_cast<double>(wal.appends - wal_before.appends) /
+                            static_cast<double>(writes.count())) +
                 " held=" + std::to_string(wal.held - wal_before.held) + " (gathered " +
                 std::to_string(wal.held_gathered - wal_before.held_gathered) + ")" +
                 " | batch wait " + waits.percentiles_ms() + " | write " + writes.percentiles_ms() +
