@@ -93,7 +93,8 @@ struct wal_options {
   std::chrono::microseconds commit_delay{0};
   // How long a batch of big appends waits for the next request's (see commit_delay): about the
   // gap between the Produce requests of a producer that keeps several in flight, so that two
-  // share one write, while a lone request that waits in vain pays a fraction of a write.
+  // share one write, while a lone request that waits in vain pays at most this long (and only
+  // until such misses suspend the waits).
   std::chrono::microseconds big_append_delay{300};
   bool direct = true;  // O_DIRECT (off only where the file system refuses it)
   // The nice value of the WAL's threads (an acknowledgement waits for them); 0: the process's.
