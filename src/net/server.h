@@ -35,31 +35,15 @@
 #include <boost/asio/io_context.hpp>
 #include <tl/expected.hpp>
 
+#include "net/frame_arena.h"
 #include "net/request_metrics.h"
 #include "protocol/request_header.h"
 #include "protocol/writer.h"
 
 namespace silt::net {
 
-// Leaves new elements uninitialised: a request buffer is filled from the socket at once, so
-// zeroing it first would only cost a memset (and page faults) per request.
-template <typename T>
-struct default_init_allocator : std::allocator<T> {
-  template <typename U>
-  struct rebind {
-    using other = default_init_allocator<U>;
-  };
-  using std::allocator<T>::allocator;
-  template <typename U>
-  void construct(U* p) noexcept {
-    ::new (static_cast<void*>(p)) U;
-  }
-  template <typename U, typename... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-  }
-};
-using frame_bytes = std::vector<uint8_t, default_init_allocator<uint8_t>>;
+// The bytes of one request, small ones from the frame arena (frame_arena.h).
+using frame_bytes = std::vector<uint8_t, frame_allocator<uint8_t>>;
 
 // One request as a handler sees it. The frame is the request without its 4-byte size; the
 // handler may modify it (a produce rewrites base offsets in place) and may keep it alive past

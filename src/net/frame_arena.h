@@ -1,0 +1,86 @@
+// Memory for request frames up to frame_arena::max_frame bytes.
+//
+// A broker under many partitions receives many small Produce requests (a librdkafka producer
+// over 10,000 partitions sends about 17 KB each), and the log cache keeps each one alive until
+// its records are evicted, oldest first. From malloc, each such frame grew a thread's heap by
+// a system call (`mprotect`) and first-touch page faults. Here a network thread carves its
+// frames out of a chunk of its own (a bump pointer, no lock); the chunk is mapped once and
+// populated in one call, and it is freed, by whichever thread drops its last frame, into a
+// small list of chunks that are reused whole (already mapped and touched), or unmapped beyond
+// that list. Frames die roughly in the order they were made (the log cache evicts in WAL
+// order), so chunks empty in turn; a chunk stays mapped while any of its frames lives.
+//
+// Larger frames (and every frame in AddressSanitizer builds, so that it checks their bounds)
+// come from operator new.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <utility>
+
+namespace silt::net::frame_arena {
+
+inline constexpr size_t chunk_size = size_t{1} << 20;  // aligned to its size
+inline constexpr size_t max_frame = chunk_size / 4;
+
+// Returns `n` bytes (16-byte aligned), n <= max_frame; throws std::bad_alloc when no chunk
+// can be mapped.
+[[nodiscard]] void* allocate(size_t n);
+// Frees what allocate() returned, from any thread.
+void deallocate(void* p) noexcept;
+// Whether frames of `n` bytes come from chunks (false: from operator new).
+[[nodiscard]] bool serves(size_t n) noexcept;
+
+struct arena_stats {
+  uint64_t chunks_mapped = 0;    // chunks mapped so far
+  uint64_t chunks_reused = 0;    // chunks taken again from the free list
+  uint64_t chunks_unmapped = 0;  // chunks returned to the system
+  uint64_t chunks_free = 0;      // chunks on the free list now
+};
+[[nodiscard]] arena_stats stats();
+
+// The chunk a thread is carving is released when the thread ends; this releases it now (a
+// test's way to see a chunk emptied).
+void release_thread_chunk() noexcept;
+
+}  // namespace silt::net::frame_arena
+
+namespace silt::net {
+
+// Leaves new elements uninitialised (a request buffer is filled from the socket at once, so
+// zeroing it would cost a memset) and takes small frames from the frame arena.
+template <typename T>
+struct frame_allocator {
+  using value_type = T;
+  frame_allocator() noexcept = default;
+  template <typename U>
+  frame_allocator(const frame_allocator<U>&) noexcept {}  // NOLINT(google-explicit-constructor)
+
+  [[nodiscard]] T* allocate(size_t n) {
+    const size_t bytes = n * sizeof(T);
+    if (frame_arena::serves(bytes)) return static_cast<T*>(frame_arena::allocate(bytes));
+    return static_cast<T*>(::operator new(bytes));
+  }
+  void deallocate(T* p, size_t n) noexcept {
+    if (frame_arena::serves(n * sizeof(T))) {
+      frame_arena::deallocate(p);
+    } else {
+      ::operator delete(p);
+    }
+  }
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+  template <typename U>
+  bool operator==(const frame_allocator<U>&) const noexcept {
+    return true;
+  }
+};
+
+}  // namespace silt::net
