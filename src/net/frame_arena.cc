@@ -23,9 +23,6 @@ constexpr bool use_chunks = true;
 constexpr bool use_chunks = true;
 #endif
 
-// Chunks kept mapped for reuse once empty: enough for the frames that die between two
-// evictions of the log cache, little memory when the broker is idle.
-constexpr size_t kept_chunks = 32;
 constexpr size_t alignment = 16;
 
 // At the start of each chunk. `refs`: the frames carved from it and not yet freed, plus one

@@ -6,9 +6,11 @@
 // a system call (`mprotect`) and first-touch page faults. Here a network thread carves its
 // frames out of a chunk of its own (a bump pointer, no lock); the chunk is mapped once and
 // populated in one call, and it is freed, by whichever thread drops its last frame, into a
-// small list of chunks that are reused whole (already mapped and touched), or unmapped beyond
-// that list. Frames die roughly in the order they were made (the log cache evicts in WAL
-// order), so chunks empty in turn; a chunk stays mapped while any of its frames lives.
+// list of chunks that are reused whole (already mapped and touched), or unmapped beyond that
+// list. Frames die roughly in the order they were made (the log cache evicts in WAL
+// order), so chunks empty in turn; a chunk stays mapped while any of its frames lives, and
+// an idle broker keeps up to kept_chunks of them (128 MiB) mapped, as malloc keeps the freed
+// memory of its heaps.
 //
 // Larger frames (and every frame in AddressSanitizer builds, so that it checks their bounds)
 // come from operator new.
@@ -23,6 +25,10 @@ namespace silt::net::frame_arena {
 
 inline constexpr size_t chunk_size = size_t{1} << 20;  // aligned to its size
 inline constexpr size_t max_frame = chunk_size / 4;
+// Empty chunks kept mapped for reuse. The log cache frees what an upload made evictable at
+// once (upload.threshold.bytes, 64 MiB by default): a list shorter than that would unmap
+// chunks only to map new ones for the frames that follow.
+inline constexpr size_t kept_chunks = 128;
 
 // Returns `n` bytes (16-byte aligned), n <= max_frame; throws std::bad_alloc when no chunk
 // can be mapped.
