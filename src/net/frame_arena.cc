@@ -1,6 +1,7 @@
 #include "net/frame_arena.h"
 
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 #include <vector>
 
@@ -132,6 +133,7 @@ bool serves(size_t n) noexcept {
 }
 
 void* allocate(size_t n) {
+  assert(serves(n) && "a frame the arena does not serve");
   const size_t size = (n + alignment - 1) & ~(alignment - 1);
   thread_chunk& t = carving;
   if (t.current == nullptr || t.used + size > chunk_size) {

