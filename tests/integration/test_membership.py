@@ -114,6 +114,12 @@ def shared_brokers(tmp_path, settings=None):
         brokers.append(SiltBroker(d, {**common, "node.id": str(node), "broker.rack": rack}))
     for b in brokers:
         start_silt(b)
+    # Each lists the other once it has read the other's registration (a heartbeat later): a
+    # test that moves a partition to the other broker before that is refused (not live).
+    both = {node: ("127.0.0.1", b.port, rack)
+            for (node, rack), b in zip(((1, "zone-a"), (2, "zone-b")), brokers)}
+    for b in brokers:
+        wait_listed(b.bootstrap, both)
     yield brokers, common
     for b in brokers:
         if b.alive():
