@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <system_error>
 
+#include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -47,6 +48,12 @@ std::optional<std::string> set_thread_nice(int nice) {
     return std::error_code(errno, std::system_category()).message();
   }
   return std::nullopt;
+}
+
+void set_thread_name(std::string_view name) {
+  constexpr size_t kernel_limit = 15;  // TASK_COMM_LEN less the terminating zero
+  const std::string cut(name.substr(0, kernel_limit));
+  (void)::pthread_setname_np(::pthread_self(), cut.c_str());
 }
 
 }  // namespace silt::base

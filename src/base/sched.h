@@ -1,9 +1,10 @@
-// The scheduler's time slice and the nice value of the calling thread.
+// The scheduler's time slice, the nice value and the name of the calling thread.
 #pragma once
 
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace silt::base {
 
@@ -19,5 +20,9 @@ bool set_scheduler_slice(std::chrono::nanoseconds slice);
 // needs root, CAP_SYS_NICE or a high enough RLIMIT_NICE: returns the error (errno's text)
 // where the kernel refuses, and the thread keeps its value.
 [[nodiscard]] std::optional<std::string> set_thread_nice(int nice);
+
+// Names the calling thread (`top -H`, `ps -L`, /proc/PID/task/TID/comm, debuggers); the
+// kernel keeps 15 bytes, so longer names are cut there.
+void set_thread_name(std::string_view name);
 
 }  // namespace silt::base

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "base/sched.h"
 
 namespace silt::cluster {
 
@@ -244,7 +245,10 @@ tl::expected<std::unique_ptr<controller>, std::string> controller::start(
   std::unique_ptr<controller> c(new controller(std::move(*registry), std::move(*catalog),
                                                std::move(*shards), members, std::move(options)));
   c->round();
-  c->thread_ = std::thread([p = c.get()] { p->run(); });
+  c->thread_ = std::thread([p = c.get()] {
+    base::set_thread_name("silt-controller");
+    p->run();
+  });
   return c;
 }
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/log.h"
+#include "base/sched.h"
 
 namespace silt::cluster {
 
@@ -93,7 +94,10 @@ tl::expected<std::unique_ptr<membership>, std::string> membership::start(
     }
   }
   m->refresh_list();
-  m->thread_ = std::thread([p = m.get()] { p->run(); });
+  m->thread_ = std::thread([p = m.get()] {
+    base::set_thread_name("silt-membership");
+    p->run();
+  });
   return m;
 }
 

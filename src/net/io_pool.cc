@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "base/log.h"
+#include "base/sched.h"
 
 namespace silt::net {
 
@@ -35,7 +36,8 @@ std::vector<asio::io_context*> io_pool::workers() const {
 void io_pool::run(const std::function<void()>& on_thread) {
   threads_.reserve(workers_.size());
   for (auto& w : workers_) {
-    threads_.emplace_back([this, ctx = w.get(), &on_thread] {
+    threads_.emplace_back([this, ctx = w.get(), &on_thread, n = threads_.size()] {
+      base::set_thread_name("silt-net-" + std::to_string(n));
       on_thread();
       ctx->run();
       base::lock_guard lock(mu_);
@@ -58,7 +60,10 @@ void io_pool::run(const std::function<void()>& on_thread) {
 void io_pool::finish(std::chrono::milliseconds grace) {
   // Releasing a guard only counts the work down (thread-safe); each guard is touched here only.
   worker_guards_.clear();
-  watchdog_ = std::thread([this, grace] { watch(grace); });
+  watchdog_ = std::thread([this, grace] {
+    base::set_thread_name("silt-net-drain");
+    watch(grace);
+  });
 }
 
 void io_pool::watch(std::chrono::milliseconds grace) {

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <string>
+
+#include "base/sched.h"
 
 namespace silt::storage {
 
@@ -25,7 +28,10 @@ cold_reader::cold_reader(metadata::stream_catalog& catalog, object_store& store,
       read_ahead_blocks_(read_ahead_blocks) {
   if (read_ahead_blocks_ == 0) return;
   for (uint32_t i = 0; i < read_ahead_threads; ++i) {
-    threads_.emplace_back([this] { read_ahead_loop(); });
+    threads_.emplace_back([this, i] {
+      base::set_thread_name("silt-readahead" + std::to_string(i));
+      read_ahead_loop();
+    });
   }
 }
 

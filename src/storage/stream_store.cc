@@ -11,6 +11,7 @@
 
 #include "base/endian.h"
 #include "base/log.h"
+#include "base/sched.h"
 #include "storage/wal/recovery.h"
 
 namespace silt::storage {
@@ -110,7 +111,11 @@ tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
     }
     if (listener) listener();
   });
-  if (options.background) s->background_ = std::thread([p = s.get()] { p->background_loop(); });
+  if (options.background)
+    s->background_ = std::thread([p = s.get()] {
+      base::set_thread_name("silt-store-bg");
+      p->background_loop();
+    });
   return s;
 }
 

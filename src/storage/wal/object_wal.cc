@@ -199,11 +199,13 @@ object_wal::object_wal(object_wal_options options, object_wal_scan scan)
   // Everything above is set before the threads start.
   open_batch_.start = open_batch_.end = scan.end;
   threads_.emplace_back([this] {
+    base::set_thread_name("silt-wal-flush");
     if (options_.thread_nice != 0) (void)base::set_thread_nice(options_.thread_nice);
     flush_loop();
   });
   for (uint32_t i = 0; i < options_.max_in_flight; ++i) {
-    threads_.emplace_back([this] {
+    threads_.emplace_back([this, i] {
+      base::set_thread_name("silt-wal-put" + std::to_string(i));
       if (options_.thread_nice != 0) (void)base::set_thread_nice(options_.thread_nice);
       write_loop();
     });

@@ -67,6 +67,7 @@ tl::expected<std::unique_ptr<uring_wal>, wal_error> uring_wal::start(ring_file f
   if (auto r = w->init_ring(); !r) return tl::unexpected(r.error());
   if (w->threaded_) w->start_writers();
   w->thread_ = std::thread([p = w.get()] {
+    base::set_thread_name("silt-wal-io");
     if (p->thread_nice_ != 0) (void)base::set_thread_nice(p->thread_nice_);
     p->run();
   });
@@ -504,7 +505,8 @@ void uring_wal::submit_batch(batch& b) {
 void uring_wal::start_writers() {
   writers_.reserve(iodepth_);  // one writer per write in flight
   for (uint32_t i = 0; i < iodepth_; ++i) {
-    writers_.emplace_back([this] {
+    writers_.emplace_back([this, i] {
+      base::set_thread_name("silt-wal-w" + std::to_string(i));
       if (thread_nice_ != 0) (void)base::set_thread_nice(thread_nice_);
       (void)base::set_scheduler_slice(short_slice);
       writer_run();
