@@ -95,7 +95,7 @@ bool log_cache::durable(const std::shared_ptr<entry>& e, wal::wal_position end,
   }
   const uint64_t pending =
       pending_bytes_.fetch_add(e->data.size(), std::memory_order_relaxed) + e->data.size();
-  return pending >= upload_threshold || bytes() >= capacity_;
+  return pending >= upload_threshold;
 }
 
 void log_cache::replayed(std::shared_ptr<entry> e) {

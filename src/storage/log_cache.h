@@ -100,7 +100,9 @@ class log_cache {
   // (every append after a failed one fails too).
   void forget_locked(cached_stream& st, const std::shared_ptr<entry>& e) REQUIRES(st.mu);
   // Marks an entry durable at WAL position `end` and queues it for upload. Called in WAL
-  // order. Returns true when an upload is due (enough bytes wait, or the cache is full).
+  // order. Returns true when an upload is due: `upload_threshold` bytes or more wait for one
+  // (the condition the background thread waits for; a full cache alone is not one: the
+  // cache is evicted after each upload, so it holds its capacity plus what waits).
   bool durable(const std::shared_ptr<entry>& e, wal::wal_position end, uint64_t upload_threshold);
   // A durable entry replayed from the WAL at open.
   void replayed(std::shared_ptr<entry> e);
