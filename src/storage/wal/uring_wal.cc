@@ -235,6 +235,7 @@ tl::expected<void, wal_error> uring_wal::enqueue(base::stream_id stream_id, base
   format::encode_record(h, payload, b->buf.data() + (pos - b->start));
   bool wake = false;
   bool wake_writer = false;
+  bool wake_holder = false;
   {
     base::lock_guard lock(mu_);
     --b->copies;
@@ -243,6 +244,8 @@ tl::expected<void, wal_error> uring_wal::enqueue(base::stream_id stream_id, base
         // A failed WAL's I/O thread may be waiting for these copies to fail the batch.
         wake = failed_;
         wake_writer = !failed_ && idle_writers_ > 0 && worth_waking_writer(*b);
+        // The held front batch is the holder's to write.
+        wake_holder = wake_writer && holder_asleep_ && queue_.front().get() == b;
       } else if (wake_on_ == wake_on::any_work ||
                  (wake_on_ == wake_on::big_batch &&
                   (b->used >= wake_bytes_ || (b->held && hold_over(*b, clock::now()))))) {
@@ -252,7 +255,11 @@ tl::expected<void, wal_error> uring_wal::enqueue(base::stream_id stream_id, base
     }
   }
   // Outside the lock, which the woken thread takes first.
-  if (wake_writer) writers_cv_.notify_one();
+  if (wake_holder) {
+    holder_cv_.notify_one();
+  } else if (wake_writer) {
+    writers_cv_.notify_one();
+  }
   if (wake) signal();
   return {};
 }
@@ -319,6 +326,7 @@ void uring_wal::close() {
   }
   // Writers write what is queued, whatever its size, before the I/O thread exits.
   writers_cv_.notify_all();
+  holder_cv_.notify_all();
   if (wake) signal();
   if (thread_.joinable()) thread_.join();
   stop_writers();
@@ -520,6 +528,7 @@ void uring_wal::stop_writers() {
     writers_stop_ = true;
   }
   writers_cv_.notify_all();
+  holder_cv_.notify_all();
   for (auto& t : writers_) t.join();
   writers_.clear();
 }
@@ -557,9 +566,11 @@ uring_wal::batch* uring_wal::writer_take(bool just_wrote) {
     for (;;) {
       if (writers_stop_) return nullptr;
       clock::time_point until{};
+      bool holds = false;
       // A writer that has just written takes whatever queued behind its write; one that was
       // asleep, only what it would have been woken for, and a held batch once its commit delay
-      // is over (until then it sleeps until that time). A failure is the I/O thread's.
+      // is over (until then one writer sleeps until that time, the others until woken). A
+      // failure is the I/O thread's.
       if (!failed_ && inflight_count_.load(std::memory_order_acquire) < iodepth_ &&
           !queue_.empty() && !queue_.front()->appends.empty() &&
           (just_wrote || queue_.front()->held || worth_waking_writer(*queue_.front()))) {
@@ -571,10 +582,15 @@ uring_wal::batch* uring_wal::writer_take(bool just_wrote) {
         }
         // Otherwise the last appender still copying wakes a writer.
         if (f.wait > clock::duration::zero()) until = now + f.wait;
+        holds = f.held;
       }
       just_wrote = false;
       ++idle_writers_;
-      if (until != clock::time_point{}) {
+      if (holds && !holder_asleep_) {
+        holder_asleep_ = true;
+        lock.wait_until(holder_cv_, until);
+        holder_asleep_ = false;
+      } else if (until != clock::time_point{} && !holds) {
         lock.wait_until(writers_cv_, until);
       } else {
         lock.wait(writers_cv_);
@@ -793,6 +809,7 @@ void uring_wal::finish_recovery() {
     if (room_waiters_ > 0) room_cv_.notify_all();
   }
   writers_cv_.notify_all();
+  holder_cv_.notify_all();
   if (callback) callback();
 }
 

@@ -247,6 +247,11 @@ class uring_wal final : public wal {
   // Writer threads (io_engine::threads): those asleep, waiting for a batch worth writing.
   std::condition_variable writers_cv_;
   uint32_t idle_writers_ GUARDED_BY(mu_) = 0;
+  // The writer (one at most) asleep until the front batch's hold is over; an append that ends
+  // the hold wakes it, not another writer (which would leave it to wake at its time for
+  // nothing). Counted in idle_writers_.
+  std::condition_variable holder_cv_;
+  bool holder_asleep_ GUARDED_BY(mu_) = false;
   bool writers_stop_ GUARDED_BY(mu_) = false;
   // Where writing resumes after a failure: the first failed batch's start, with the rewritten
   // tail it began with (if any), which the first write of the new epoch must carry again.
