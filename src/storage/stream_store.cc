@@ -111,11 +111,12 @@ tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
     }
     if (listener) listener();
   });
-  if (options.background)
+  if (options.background) {
     s->background_ = std::thread([p = s.get()] {
       base::set_thread_name("silt-store-bg");
       p->background_loop();
     });
+  }
   return s;
 }
 

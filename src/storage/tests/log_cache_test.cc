@@ -35,7 +35,7 @@ TEST(LogCache, AWriteMadeStaleByTheStoresOwnTakeIsNotAFence) {
   EXPECT_TRUE(cache.fenced_by(sid(8), std::nullopt));
 }
 
-// An entry of `bytes` bytes appended to stream `id` (offsets are not checked here).
+// An entry holding `data`, appended to stream `id` (offsets are not checked here).
 std::shared_ptr<entry> append(log_cache& cache, base::stream_id id,
                               const std::vector<uint8_t>& data) {
   auto e = std::make_shared<entry>();
