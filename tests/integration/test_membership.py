@@ -107,8 +107,9 @@ def shared_brokers(tmp_path, settings=None):
               "object.store.uri": f"file://{tmp_path}/objects",
               "broker.heartbeat.interval.ms": str(HEARTBEAT_MS),
               "broker.session.timeout.ms": str(SESSION_MS), **(settings or {})}
+    nodes = ((1, "zone-a"), (2, "zone-b"))
     brokers = []
-    for node, rack in ((1, "zone-a"), (2, "zone-b")):
+    for node, rack in nodes:
         d = tmp_path / f"broker{node}"
         d.mkdir()
         brokers.append(SiltBroker(d, {**common, "node.id": str(node), "broker.rack": rack}))
@@ -116,8 +117,7 @@ def shared_brokers(tmp_path, settings=None):
         start_silt(b)
     # Each lists the other once it has read the other's registration (a heartbeat later): a
     # test that moves a partition to the other broker before that is refused (not live).
-    both = {node: ("127.0.0.1", b.port, rack)
-            for (node, rack), b in zip(((1, "zone-a"), (2, "zone-b")), brokers)}
+    both = {node: ("127.0.0.1", b.port, rack) for (node, rack), b in zip(nodes, brokers)}
     for b in brokers:
         wait_listed(b.bootstrap, both)
     yield brokers, common

@@ -244,8 +244,10 @@ tl::expected<void, wal_error> uring_wal::enqueue(base::stream_id stream_id, base
         // A failed WAL's I/O thread may be waiting for these copies to fail the batch.
         wake = failed_;
         wake_writer = !failed_ && idle_writers_ > 0 && worth_waking_writer(*b);
-        // The held front batch is the holder's to write.
-        wake_holder = wake_writer && holder_asleep_ && queue_.front().get() == b;
+        // The held front batch is the holder's to write: when this append joined it, or went
+        // to a new batch because it sealed the front (full), which the holder takes first.
+        wake_holder =
+            wake_writer && holder_asleep_ && (queue_.front().get() == b || queue_.front()->sealed);
       } else if (wake_on_ == wake_on::any_work ||
                  (wake_on_ == wake_on::big_batch &&
                   (b->used >= wake_bytes_ || (b->held && hold_over(*b, clock::now()))))) {
