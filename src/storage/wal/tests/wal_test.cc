@@ -264,6 +264,33 @@ TEST_P(Wal, CommitDelayHoldsASmallAppendForMoreAndA256KiBBatchEndsTheWait) {
   EXPECT_EQ(s.held_gathered, 1u);
 }
 
+TEST_P(Wal, CommitDelayWritesAHeldBatchAtOnceWhenAnAppendThatDoesNotFitSealsIt) {
+  test_dir dir;
+  auto options = commit_delay_options(dir.path("wal"), std::chrono::seconds(10));
+  options.iodepth = 1;                  // one writer: the one holding the batch
+  options.max_write_bytes = 16u << 10;  // batches of 16 KiB
+  auto o = open_wal(options);
+  ASSERT_TRUE(o.log);
+  wal& w = **o.log;
+  callback_counter counter;
+  const auto start = std::chrono::steady_clock::now();
+  w.append(base::stream_id(4), off(0), payload_for(4, 0, 200), [&](auto r) {
+    EXPECT_TRUE(r);
+    counter.add();
+  });
+  EXPECT_FALSE(counter.wait_for(1, 300));  // held for the commit delay
+  // Too big for the held batch: it is sealed, and the append opens a batch of its own, big
+  // enough to be written at once. The held batch is written first, without waiting out the
+  // delay.
+  w.append(base::stream_id(4), off(1), payload_for(4, 1, 20u << 10), [&](auto r) {
+    EXPECT_TRUE(r);
+    counter.add();
+  });
+  ASSERT_TRUE(counter.wait_for(2));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(w.stats().writes, 2u);
+}
+
 TEST_P(Wal, CommitDelayHoldsBigAppendsOnlyForTheBigAppendDelay) {
   test_dir dir;
   auto o = open_wal(commit_delay_options(dir.path("wal"), std::chrono::seconds(10)));
