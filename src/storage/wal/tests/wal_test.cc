@@ -65,6 +65,14 @@ wal_options commit_delay_options(const std::string& path, std::chrono::microseco
   return o;
 }
 
+// Appends `bytes` to stream 4 at offset `i`; its callback must succeed, and counts in `counter`.
+void append_counted(wal& w, int i, size_t bytes, callback_counter& counter) {
+  w.append(base::stream_id(4), off(i), payload_for(4, i, bytes), [&counter](auto r) {
+    EXPECT_TRUE(r);
+    counter.add();
+  });
+}
+
 // The open flags of the descriptor this process holds on `path` (from /proc/self/fdinfo).
 int open_flags_of(const std::string& path) {
   const auto target = std::filesystem::canonical(path);
@@ -245,17 +253,11 @@ TEST_P(Wal, CommitDelayHoldsASmallAppendForMoreAndA256KiBBatchEndsTheWait) {
   wal& w = **o.log;
   callback_counter counter;
   const auto start = std::chrono::steady_clock::now();
-  w.append(base::stream_id(4), off(0), payload_for(4, 0, 200), [&](auto r) {
-    EXPECT_TRUE(r);
-    counter.add();
-  });
+  append_counted(w, 0, 200, counter);
   // Without the delay this append is durable in well under a second.
   EXPECT_FALSE(counter.wait_for(1, 300));
   // A second one that takes the batch to 256 KiB: both are written at once.
-  w.append(base::stream_id(4), off(1), payload_for(4, 1, 256u << 10), [&](auto r) {
-    EXPECT_TRUE(r);
-    counter.add();
-  });
+  append_counted(w, 1, 256u << 10, counter);
   ASSERT_TRUE(counter.wait_for(2));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   const auto s = w.stats();
@@ -274,18 +276,12 @@ TEST_P(Wal, CommitDelayWritesAHeldBatchAtOnceWhenAnAppendThatDoesNotFitSealsIt) 
   wal& w = **o.log;
   callback_counter counter;
   const auto start = std::chrono::steady_clock::now();
-  w.append(base::stream_id(4), off(0), payload_for(4, 0, 200), [&](auto r) {
-    EXPECT_TRUE(r);
-    counter.add();
-  });
+  append_counted(w, 0, 200, counter);
   EXPECT_FALSE(counter.wait_for(1, 300));  // held for the commit delay
   // Too big for the held batch: it is sealed, and the append opens a batch of its own, big
   // enough to be written at once. The held batch is written first, without waiting out the
   // delay.
-  w.append(base::stream_id(4), off(1), payload_for(4, 1, 20u << 10), [&](auto r) {
-    EXPECT_TRUE(r);
-    counter.add();
-  });
+  append_counted(w, 1, 20u << 10, counter);
   ASSERT_TRUE(counter.wait_for(2));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_EQ(w.stats().writes, 2u);
