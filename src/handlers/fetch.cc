@@ -55,10 +55,16 @@ error_code read_error(storage::stream_error e) {
                                                          : error_code::kafka_storage_error;
 }
 
-// The records read for a partition go into its answer; their bytes are taken from `budget`.
-void add_records(gathered& g, storage::read_result r, size_t& budget, size_t& total) {
+// The records read for a partition, with at most `max` bytes, go into its answer; their bytes
+// are taken from `budget`. A read gives at least one batch, which may exceed `max`: only the
+// first partition with data may answer more than its limit (KIP-74, as Kafka's minOneMessage),
+// so that a consumer always progresses and no response exceeds max_bytes for another reason.
+// Any other partition whose first batch does not fit answers no records: the client asks again,
+// and that partition comes first in a later fetch (the rotation of sessions and clients).
+void add_records(gathered& g, storage::read_result r, size_t max, size_t& budget, size_t& total) {
   if (r.chunks.empty()) return;
   const size_t n = r.bytes();
+  if (total > 0 && n > max) return;
   // Batches from several buffers (log cache entries, object blocks) are sent from there, one
   // piece after the other.
   g.data.records = protocol::records_view(std::move(r.chunks));
@@ -68,7 +74,7 @@ void add_records(gathered& g, storage::read_result r, size_t& budget, size_t& to
 }
 
 // The bytes one partition may take: its own limit within what is left of the response's,
-// but at least one batch for the first partition with data (KIP-74). 0: none.
+// but at least one batch for the first partition with data (KIP-74, add_records()). 0: none.
 size_t partition_limit(const wanted& w, size_t budget, size_t total) {
   const size_t limit = std::min(static_cast<size_t>(std::max(w.max_bytes, 0)), budget);
   if (limit == 0 && total > 0) return 0;
@@ -115,7 +121,7 @@ bool gather_elsewhere(context& ctx, const wanted& w, const storage::stream_offse
   if (n == 0) return true;
   ctx.read_for_owner.fetch_add(1, std::memory_order_relaxed);
   ctx.read_for_owner_bytes.fetch_add(n, std::memory_order_relaxed);
-  add_records(g, std::move(r->data), budget, total);
+  add_records(g, std::move(r->data), max, budget, total);
   return true;
 }
 
@@ -178,7 +184,7 @@ bool gather_one(context& ctx, const wanted& w, const fetcher& who, gathered& g, 
     g.data.error_code = static_cast<int16_t>(read_error(r.error()));
     return true;
   }
-  add_records(g, std::move(*r), budget, total);
+  add_records(g, std::move(*r), max, budget, total);
   return true;
 }
 
