@@ -345,8 +345,9 @@ const std::vector<topic_setting>& topic_settings() {
        1048576,
        INT_MAX,
        {},
-       effect::none,
-       "Segment file size; Silt has no segment files."},
+       effect::honoured,
+       "Silt has no segment files; its active segment is a partition's newest `segment.bytes`, "
+       "which time retention never removes while they were written within `segment.ms`."},
       {"segment.index.bytes",
        ct::int_,
        "10485760",
@@ -375,8 +376,9 @@ const std::vector<topic_setting>& topic_settings() {
        1,
        LLONG_MAX,
        {},
-       effect::none,
-       "Time after which a segment is rolled."},
+       effect::honoured,
+       "How long a partition's newest `segment.bytes` are kept from time retention after they "
+       "were written (Kafka's segment roll time)."},
       {"unclean.leader.election.enable",
        ct::boolean,
        "false",
@@ -550,6 +552,8 @@ topic_config effective_topic_config(const broker_config& broker,
   if (const auto v = get_int("retention.ms")) t.retention_ms = *v;
   if (const auto v = get_int("retention.bytes")) t.retention_bytes = *v < 0 ? -1 : *v;
   if (const auto v = get_int("max.message.bytes")) t.max_message_bytes = static_cast<int32_t>(*v);
+  if (const auto v = get_int("segment.ms")) t.segment_ms = *v;
+  if (const auto v = get_int("segment.bytes")) t.segment_bytes = *v;
   if (const auto v = get_int("message.timestamp.before.max.ms")) {
     t.message_timestamp_before_max_ms = *v;
   }

@@ -23,6 +23,10 @@ struct topic_config {
   int64_t message_timestamp_before_max_ms = INT64_MAX;
   int64_t message_timestamp_after_max_ms = 3600000;
   int32_t min_insync_replicas = 1;
+  // The active segment's bounds: time retention never removes a partition's newest
+  // segment_bytes written within segment_ms (storage::stream_store_options::segment_ms).
+  int64_t segment_ms = 604800000;
+  int64_t segment_bytes = 1073741824;
 };
 
 // Why a topic config was refused, with the Kafka error code to return. Always INVALID_CONFIG

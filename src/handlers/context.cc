@@ -62,8 +62,10 @@ topic_entry_ptr context::refresh(const metadata::topic_ptr& info) {
   auto e = std::make_shared<topic_entry>();
   e->info = info;
   e->cfg = config::effective_topic_config(config, info->configs);
-  for (base::stream_id s : info->streams)
+  for (base::stream_id s : info->streams) {
     store.set_retention(s, e->cfg.retention_ms, e->cfg.retention_bytes);
+    store.set_active_segment(s, e->cfg.segment_ms, e->cfg.segment_bytes);
+  }
   base::lock_guard lock(mu_);
   auto& slot = by_name_[info->name];
   e->counters =

@@ -384,12 +384,16 @@ tl::expected<std::vector<located_range>, catalog_error> stream_catalog::ranges(
 tl::expected<std::vector<stream_range>, catalog_error> stream_catalog::all_ranges() {
   base::lock_guard lock(mu_);
   auto r = c_->query(
-      "SELECT stream_id, start_offset, end_offset, max_timestamp, size FROM ranges "
-      "ORDER BY stream_id, start_offset");
+      "SELECT r.stream_id, r.start_offset, r.end_offset, r.max_timestamp, r.size, o.created_ms "
+      "FROM ranges r JOIN objects o ON o.object_id = r.object_id "
+      "ORDER BY r.stream_id, r.start_offset");
   if (!r) return fail(catalog_error::io);
   std::vector<stream_range> out;
   out.reserve(r->rows.size());
-  for (const row& s : r->rows) out.push_back(range_row(s));
+  for (const row& s : r->rows) {
+    out.push_back(range_row(s));
+    out.back().written_ms = s.integer(5);
+  }
   return out;
 }
 

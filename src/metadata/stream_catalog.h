@@ -55,6 +55,9 @@ struct stream_range {
   // The owner and epoch the committing writer holds the stream at (not stored with the range).
   base::node_id owner{-1};
   base::leader_epoch epoch{};
+  // When the object holding the range was written (its created_ms; filled by all_ranges()
+  // only): no earlier than the range's records were appended.
+  int64_t written_ms = 0;
   bool operator==(const stream_range&) const = default;
 };
 
@@ -153,7 +156,8 @@ class stream_catalog {
   // Every range of a stream, in offset order.
   [[nodiscard]] tl::expected<std::vector<located_range>, catalog_error> ranges(
       base::stream_id stream_id);
-  // Every range of every stream, by stream and offset (retention reads them in one go).
+  // Every range of every stream, by stream and offset, with written_ms (retention reads them
+  // in one go).
   [[nodiscard]] tl::expected<std::vector<stream_range>, catalog_error> all_ranges();
   // The ranges held by one object.
   [[nodiscard]] tl::expected<std::vector<stream_range>, catalog_error> object_ranges(

@@ -271,15 +271,27 @@ tl::expected<void, std::string> compactor::apply_retention() {
     auto& st = cache_.stream(id);
     int64_t ms;
     int64_t max_bytes;
+    int64_t segment_ms;
+    int64_t segment_bytes;
     {
       base::lock_guard lock(st.mu);
       ms = st.retention_ms == -2 ? options_.retention_ms : st.retention_ms;
       max_bytes = st.retention_bytes == -2 ? options_.retention_bytes : st.retention_bytes;
+      segment_ms = st.segment_ms == -2 ? options_.segment_ms : st.segment_ms;
+      segment_bytes = st.segment_bytes == -2 ? options_.segment_bytes : st.segment_bytes;
     }
     if (ms < 0 && max_bytes < 0) continue;
     std::optional<base::offset> new_start;
     for (const auto& r : ranges) {
-      const bool expired = ms >= 0 && r.max_timestamp >= 0 && r.max_timestamp < now - ms;
+      // Kafka never deletes the segment it appends to for its age, whatever its records'
+      // timestamps (a replay, a mirror, a producer that stamps records in the past): here the
+      // active segment is the stream's newest segment.bytes, for as long as they were written
+      // within segment.ms. `total` is what this range and the ones after it hold.
+      const uint64_t newer = total - r.size;
+      const bool active = newer < static_cast<uint64_t>(std::max<int64_t>(segment_bytes, 0)) &&
+                          r.written_ms > now - segment_ms;
+      const bool expired =
+          ms >= 0 && r.max_timestamp >= 0 && r.max_timestamp < now - ms && !active;
       // As Kafka's size retention: a range goes only if what remains is still at least
       // retention.bytes.
       const bool too_big =

@@ -29,6 +29,10 @@ struct compactor_options {
   std::chrono::milliseconds sweep_grace{3600000};
   int64_t retention_ms = -1;     // default per stream; -1: keep forever
   int64_t retention_bytes = -1;  // default per stream; -1: no size limit
+  // The active segment's bounds, per stream by default (segment.ms, segment.bytes): time
+  // retention never removes a stream's newest segment_bytes written within segment_ms.
+  int64_t segment_ms = 604800000;
+  int64_t segment_bytes = 1073741824;
   base::node_id node{-1};        // the compacting node (its lease is checked at each commit)
 };
 

@@ -57,6 +57,8 @@ struct cached_stream {
   std::deque<std::shared_ptr<entry>> cache;  // offset order; everything above committed_end
   int64_t retention_ms = -2;                 // -2: the store's default
   int64_t retention_bytes = -2;
+  int64_t segment_ms = -2;  // the active segment's bounds (-2: the store's default)
+  int64_t segment_bytes = -2;
   // Cold read-ahead (cold_reader): where the window read ahead ends, the offset whose read
   // queues the next window, and whether one is queued or running.
   std::optional<base::offset> read_ahead_end;

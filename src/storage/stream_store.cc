@@ -28,7 +28,8 @@ stream_store::stream_store(const stream_store_options& options, object_store& st
       compactor_(compactor_options{options.object_block_size, options.stream_object_bytes,
                                    options.compaction_max_object_bytes, options.delete_delay,
                                    options.sweep_grace, options.retention_ms,
-                                   options.retention_bytes, options.node_id},
+                                   options.retention_bytes, options.segment_ms,
+                                   options.segment_bytes, options.node_id},
                  *catalog_, store, cache_, cold_) {}
 
 tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
@@ -667,6 +668,14 @@ void stream_store::set_retention(base::stream_id stream_id, int64_t retention_ms
   base::lock_guard lock(st.mu);
   st.retention_ms = retention_ms;
   st.retention_bytes = retention_bytes;
+}
+
+void stream_store::set_active_segment(base::stream_id stream_id, int64_t segment_ms,
+                                      int64_t segment_bytes) {
+  auto& st = cache_.stream(stream_id);
+  base::lock_guard lock(st.mu);
+  st.segment_ms = segment_ms;
+  st.segment_bytes = segment_bytes;
 }
 
 tl::expected<void, std::string> stream_store::run_upload_once() {

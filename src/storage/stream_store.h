@@ -106,6 +106,11 @@ struct stream_store_options {
   std::chrono::milliseconds sweep_grace{3600000};
   int64_t retention_ms = -1;     // default per stream; -1: keep forever
   int64_t retention_bytes = -1;  // default per stream; -1: no size limit
+  // The active segment's bounds by default (Kafka's segment.ms and segment.bytes): time
+  // retention never removes a stream's newest segment_bytes written within segment_ms, whatever
+  // their timestamps, as Kafka never deletes the segment it appends to for its age.
+  int64_t segment_ms = 604800000;
+  int64_t segment_bytes = 1073741824;
   // Blocks of a cold-reading stream read ahead of it, and the threads that read them (see
   // cold_reader.h; 0 of either: no read-ahead).
   uint32_t read_ahead_blocks = 4;
@@ -269,6 +274,9 @@ class stream_store {
       base::stream_id stream_id, const std::vector<uint8_t>& data);
   // Per-stream retention, overriding the defaults (-1: unlimited).
   void set_retention(base::stream_id stream_id, int64_t retention_ms, int64_t retention_bytes);
+  // The bounds of a stream's active segment (-2: the store's default): see
+  // stream_store_options::segment_ms.
+  void set_active_segment(base::stream_id stream_id, int64_t segment_ms, int64_t segment_bytes);
 
   // One round of each background task.
   [[nodiscard]] tl::expected<void, std::string> run_upload_once();

@@ -100,12 +100,15 @@ TEST_F(StreamStoreStress, ReadersNeverSeeAnInRangeOffsetRefusedAcrossBackgroundT
 
   // Stream 1: by time (its records expire 300 ms after they are written); 2: by size;
   // 3: kept; 4: old timestamps and a one-hour retention, so whatever is uploaded goes at the
-  // next retention round (as records a producer stamped in the past).
+  // next retention round (as records a producer stamped in the past). Streams 1 and 4 have
+  // no active segment, which time retention would otherwise leave alone.
   constexpr uint64_t streams = 4;
   s.set_retention(sid(1), 300, -1);
   s.set_retention(sid(2), -1, 48 << 10);
   s.set_retention(sid(3), -1, -1);
   s.set_retention(sid(4), 3600 * 1000, -1);
+  s.set_active_segment(sid(1), 0, 0);
+  s.set_active_segment(sid(4), 0, 0);
 
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> appends{0};

@@ -454,7 +454,10 @@ TEST_F(StreamStore, RetentionBySizeAndTimeRemovesWholeRanges) {
     append(*s, sid(1), batch(1, round * 10, 10, round < 2 ? now - 48 * hour : now));
     ASSERT_TRUE(s->run_upload_once());
   }
-  s->set_retention(sid(1), 24 * hour, -1);  // by time: the two ranges of two days ago go
+  const auto range_bytes = s->read(sid(1), off(40), 1 << 20)->bytes();
+  // by time: the two ranges of two days ago go, the active segment being the newest three
+  s->set_active_segment(sid(1), 24 * hour, static_cast<int64_t>(3 * range_bytes));
+  s->set_retention(sid(1), 24 * hour, -1);
   ASSERT_TRUE(s->run_retention_once());
   EXPECT_EQ(s->offsets(sid(1)).start_offset, off(20));
   EXPECT_EQ(s->read(sid(1), off(5), 100).error(), stream_error::offset_out_of_range);
@@ -466,6 +469,36 @@ TEST_F(StreamStore, RetentionBySizeAndTimeRemovesWholeRanges) {
   ASSERT_TRUE(s->run_deletions_once());
   EXPECT_EQ(s->stats().deleted_objects, 4u);
   EXPECT_EQ(read_all(*s, sid(1), off(40)), expected(1, 40, 50));
+}
+
+TEST_F(StreamStore, TimeRetentionKeepsTheActiveSegmentWhateverItsTimestamps) {
+  auto o = options();
+  o.log_cache_bytes = 0;
+  auto s = open(o);
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const int64_t year = 365LL * 24 * 3600 * 1000;
+  // Records stamped years ago (a replay), just written: the newest segment.bytes are the
+  // active segment, which time retention never removes while written within segment.ms.
+  for (int round = 0; round < 4; ++round) {
+    append(*s, sid(1), batch(1, round * 10, 10, now - 5 * year));
+    ASSERT_TRUE(s->run_upload_once());
+  }
+  const auto range_bytes = s->read(sid(1), off(30), 1 << 20)->bytes();
+  s->set_retention(sid(1), 3600 * 1000, -1);
+  ASSERT_TRUE(s->run_retention_once());  // the defaults: 1 GiB within 7 days
+  EXPECT_EQ(s->offsets(sid(1)).start_offset, off(0));
+  // An active segment of two ranges: the two older ones go, the newest two stay.
+  s->set_active_segment(sid(1), 3600 * 1000, static_cast<int64_t>(2 * range_bytes));
+  ASSERT_TRUE(s->run_retention_once());
+  EXPECT_EQ(s->offsets(sid(1)).start_offset, off(20));
+  EXPECT_EQ(read_all(*s, sid(1), off(20)), expected(1, 20, 40));
+  // Once segment.ms has passed since they were written, they go too (up to the end).
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  s->set_active_segment(sid(1), 10, static_cast<int64_t>(2 * range_bytes));
+  ASSERT_TRUE(s->run_retention_once());
+  EXPECT_EQ(s->offsets(sid(1)).start_offset, off(40));
 }
 
 TEST_F(StreamStore, TrimMovesTheStartForward) {
