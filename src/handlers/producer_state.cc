@@ -88,24 +88,11 @@ std::mutex& producer_state::lock_for(base::stream_id stream_id) {
   return stripe_mu_[stream_id.value() % stripes];
 }
 
-producer_state::stream_producers& producer_state::stream_locked(base::stream_id stream_id) {
-  stream_producers* sp;
-  {
-    base::lock_guard lock(map_mu_);
-    auto& slot = streams_[stream_id];
-    if (!slot) slot = std::make_unique<stream_producers>();
-    sp = slot.get();
-  }
-  if (!sp->loaded.load(std::memory_order_acquire)) {
-    if (load_locked(stream_id, *sp)) {
-      sp->loaded_at = std::chrono::steady_clock::now();
-      for (auto& [id, e] : sp->producers) e.found_at_load = true;
-      sp->loaded.store(true, std::memory_order_release);
-    } else {
-      sp->producers.clear();
-    }
-  }
-  return *sp;
+std::shared_ptr<producer_state::stream_producers> producer_state::slot(base::stream_id stream_id) {
+  base::lock_guard lock(map_mu_);
+  auto& slot = streams_[stream_id];
+  if (!slot) slot = std::make_shared<stream_producers>();
+  return slot;
 }
 
 bool producer_state::loaded(base::stream_id stream_id) {
@@ -115,8 +102,40 @@ bool producer_state::loaded(base::stream_id stream_id) {
 }
 
 bool producer_state::load(base::stream_id stream_id) {
-  std::lock_guard lock(lock_for(stream_id));
-  return stream_locked(stream_id).loaded.load(std::memory_order_acquire);
+  // A forget() while the state is read (the stream changed hands) makes what was read stale:
+  // read again, a few times at most.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::shared_ptr<stream_producers> sp;
+    uint64_t generation;
+    {
+      std::lock_guard lock(lock_for(stream_id));
+      sp = slot(stream_id);
+      if (sp->loaded.load(std::memory_order_acquire)) return true;
+      generation = sp->generation;
+    }
+    // Read without the stripe: appends of the streams that share it go on meanwhile. Nothing
+    // of this stream's producers changes while it is not loaded (its idempotent batches wait
+    // for the load; finish() records nothing), so what is read is whole when installed.
+    std::unordered_map<base::producer_id, producer_entry> producers;
+    const bool whole = read_state(stream_id, producers);
+    std::lock_guard lock(lock_for(stream_id));
+    if (sp->loaded.load(std::memory_order_acquire)) return true;  // another load installed
+    if (sp->generation != generation) continue;
+    {
+      // Erased meanwhile (its topic deleted): nothing to install.
+      base::lock_guard map_lock(map_mu_);
+      const auto it = streams_.find(stream_id);
+      if (it == streams_.end() || it->second != sp) return false;
+    }
+    if (!whole) return false;
+    sp->producers = std::move(producers);
+    sp->in_flight.clear();
+    sp->loaded_at = std::chrono::steady_clock::now();
+    for (auto& [id, e] : sp->producers) e.found_at_load = true;
+    sp->loaded.store(true, std::memory_order_release);
+    return true;
+  }
+  return false;
 }
 
 void producer_state::forget(base::stream_id stream_id) {
@@ -126,9 +145,29 @@ void producer_state::forget(base::stream_id stream_id) {
   if (it == streams_.end()) return;
   auto& sp = *it->second;
   sp.loaded.store(false, std::memory_order_release);
+  ++sp.generation;
   sp.dirty = false;
   sp.producers.clear();
   sp.in_flight.clear();
+}
+
+void producer_state::erase(const std::vector<base::stream_id>& stream_ids) {
+  for (const base::stream_id id : stream_ids) {
+    std::lock_guard lock(lock_for(id));
+    base::lock_guard map_lock(map_mu_);
+    auto it = streams_.find(id);
+    if (it == streams_.end()) continue;
+    it->second->loaded.store(false, std::memory_order_release);
+    ++it->second->generation;
+    streams_.erase(it);
+  }
+  base::lock_guard lock(refusals_mu_);
+  for (const base::stream_id id : stream_ids) refusals_.erase(id);
+}
+
+size_t producer_state::stream_count() {
+  base::lock_guard lock(map_mu_);
+  return streams_.size();
 }
 
 void producer_state::note_refused(base::stream_id stream_id, const record_batch_header& h) {
@@ -195,7 +234,9 @@ bool producer_state::retry_to_come(base::stream_id stream_id, const record_batch
 
 const std::unordered_map<base::producer_id, producer_state::producer_entry>&
 producer_state::producers(base::stream_id stream_id) {
-  return stream_locked(stream_id).producers;
+  static const std::unordered_map<base::producer_id, producer_entry> none;
+  const stream_producers* sp = loaded_stream(stream_id);
+  return sp == nullptr ? none : sp->producers;
 }
 
 std::optional<producer_state::check_result> producer_state::check_if_loaded(
@@ -207,7 +248,8 @@ std::optional<producer_state::check_result> producer_state::check_if_loaded(
 
 producer_state::check_result producer_state::check(base::stream_id stream_id,
                                                    const record_batch_header& h) {
-  return check_on(stream_locked(stream_id), h);
+  if (auto c = check_if_loaded(stream_id, h)) return *c;
+  return {verdict::reject, error_code::not_leader_or_follower, {}};
 }
 
 producer_state::check_result producer_state::check_on(const stream_producers& sp,
@@ -269,7 +311,9 @@ producer_state::check_result producer_state::check_on(const stream_producers& sp
 
 void producer_state::begin(base::stream_id stream_id, const record_batch_header& h,
                            base::offset base_offset) {
-  auto& sp = stream_locked(stream_id);
+  stream_producers* loaded = loaded_stream(stream_id);
+  if (loaded == nullptr) return;  // not checked here: cannot happen under the caller's lock
+  auto& sp = *loaded;
   sp.in_flight[base::producer_id(h.producer_id)].push_back(
       {base::producer_epoch(h.producer_epoch),
        {h.base_sequence, last_sequence(h), base_offset, base_offset + h.last_offset_delta}});
@@ -323,12 +367,14 @@ void producer_state::apply(std::unordered_map<base::producer_id, producer_entry>
 
 void producer_state::record(base::stream_id stream_id, const record_batch_header& h,
                             base::offset base_offset) {
-  auto& sp = stream_locked(stream_id);
-  apply(sp.producers, h, base_offset);
-  sp.dirty = true;
+  stream_producers* loaded = loaded_stream(stream_id);
+  if (loaded == nullptr) return;
+  apply(loaded->producers, h, base_offset);
+  loaded->dirty = true;
 }
 
-bool producer_state::load_locked(base::stream_id stream_id, stream_producers& sp) {
+bool producer_state::read_state(base::stream_id stream_id,
+                                std::unordered_map<base::producer_id, producer_entry>& producers) {
   const auto offsets = store_.offsets(stream_id);
   base::offset from = offsets.start_offset;
   auto blob = store_.producer_state(stream_id);
@@ -355,7 +401,7 @@ bool producer_state::load_locked(base::stream_id stream_id, stream_producers& sp
       if (ok) m[base::producer_id(id)] = std::move(e);
     }
     if (ok && c.done() && covered >= from) {
-      sp.producers = std::move(m);
+      producers = std::move(m);
       from = covered;
     } else if (!ok || !c.done()) {
       SILT_LOG(warn, "producer state: snapshot of stream %llu is corrupt; rebuilding it",
@@ -365,7 +411,7 @@ bool producer_state::load_locked(base::stream_id stream_id, stream_producers& sp
   // Replay the batch headers written after the snapshot.
   const bool whole = scan_batches(store_, stream_id, from, [&](const protocol::record_batch& b) {
     if (b.header.producer_id >= 0) {
-      apply(sp.producers, b.header, base::offset(b.header.base_offset));
+      apply(producers, b.header, base::offset(b.header.base_offset));
     }
     return true;
   });
@@ -392,7 +438,9 @@ tl::expected<void, std::string> producer_state::snapshot() {
       stream_producers* sp;
       {
         base::lock_guard map_lock(map_mu_);
-        sp = streams_[stream_id].get();
+        const auto it = streams_.find(stream_id);
+        if (it == streams_.end()) continue;  // erased meanwhile (its topic deleted)
+        sp = it->second.get();
       }
       if (!sp->loaded.load(std::memory_order_acquire) || !sp->dirty) continue;
       // Covered: up to the durable end, but not past a batch whose write is in flight. The

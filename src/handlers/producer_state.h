@@ -15,6 +15,11 @@
 // registry's blob table); the first use of a stream after a restart loads that snapshot and
 // replays the batch headers written after it from the stream store, as Kafka rebuilds producer
 // state from its log. Snapshots are taken periodically and at shutdown.
+//
+// Locking: each stream's state is guarded by one of 64 stripe mutexes (lock_for()), which the
+// produce path holds for check, append and begin; the map of streams by its own mutex. A load
+// (a catalog read and a replay that may read objects) holds neither while it reads: it installs
+// what it read under the stripe, unless the stream was loaded or forgotten meanwhile.
 #pragma once
 
 #include <array>
@@ -79,29 +84,40 @@ class producer_state {
   // Whether the stream's state is in memory. Before that, the first check() loads it: a
   // snapshot from the registry and a replay of the stream, which may read the object store.
   [[nodiscard]] bool loaded(base::stream_id stream_id);
-  // Loads the stream's state (on a thread that may block). Takes lock_for(). False when the
-  // stream could not be read to its end (the object store failing): nothing is loaded, and
-  // the stream's idempotent batches must be refused (retriably) until a load succeeds, as
-  // they would be judged against a state that misses the producers' last batches.
-  [[nodiscard]] bool load(base::stream_id stream_id);
+  // Loads the stream's state (on a thread that may block), reading it without lock_for() and
+  // installing it under it. False when the stream could not be read to its end (the object
+  // store failing): nothing is loaded, and the stream's idempotent batches must be refused
+  // (retriably) until a load succeeds, as they would be judged against a state that misses the
+  // producers' last batches. Also false when the stream was forgotten on every try while it
+  // was read (it kept changing hands).
+  [[nodiscard]] bool load(base::stream_id stream_id) EXCLUDES(map_mu_);
   // Forgets the stream's state: the next use loads it again (another broker served the stream
   // meanwhile and stored its state). Takes lock_for().
-  void forget(base::stream_id stream_id);
+  void forget(base::stream_id stream_id) EXCLUDES(map_mu_);
+  // Forgets streams for good (their topic was deleted): their state leaves memory.
+  void erase(const std::vector<base::stream_id>& stream_ids) EXCLUDES(map_mu_, refusals_mu_);
+  // How many streams have state in memory (tests, and what a deleted topic leaves).
+  [[nodiscard]] size_t stream_count() EXCLUDES(map_mu_);
 
   // The lock that makes check(), the append and record() one step for a stream.
   [[nodiscard]] std::mutex& lock_for(base::stream_id stream_id);
 
-  // Checks an idempotent batch against the stream's producer state. Caller holds lock_for().
-  // check() when the stream's state is in memory; nullopt (nothing read) when it is not. For
-  // network threads, which must not load it. Caller holds lock_for().
+  // Checks an idempotent batch against the stream's producer state when it is in memory;
+  // nullopt (nothing read) when it is not: the caller load()s it without the lock and tries
+  // again. Caller holds lock_for().
   [[nodiscard]] std::optional<check_result> check_if_loaded(base::stream_id stream_id,
                                                             const protocol::record_batch_header& h);
+  // check_if_loaded() of a stream that is loaded: one not in memory gets a retriable
+  // NOT_LEADER_OR_FOLLOWER rejection (it is never loaded under the lock). Caller holds
+  // lock_for().
   [[nodiscard]] check_result check(base::stream_id stream_id,
                                    const protocol::record_batch_header& h);
-  // Records a durable batch at its assigned base offset. Caller holds lock_for().
+  // Records a durable batch at its assigned base offset; nothing when the stream's state is
+  // not in memory. Caller holds lock_for().
   void record(base::stream_id stream_id, const protocol::record_batch_header& h,
               base::offset base_offset);
-  // Notes a batch appended at `base_offset` whose write is in flight. Caller holds lock_for().
+  // Notes a batch appended at `base_offset` whose write is in flight (the caller found the
+  // state in memory with check_if_loaded()). Caller holds lock_for().
   void begin(base::stream_id stream_id, const protocol::record_batch_header& h,
              base::offset base_offset);
   // The write of a begun batch ended: durable at `durable_at`, it is recorded; failed (none),
@@ -142,7 +158,8 @@ class producer_state {
   // Stores the durable state of every stream touched since the last snapshot.
   [[nodiscard]] tl::expected<void, std::string> snapshot();
 
-  // Producer entries of a stream (tests, DescribeProducers later). Caller holds lock_for().
+  // Producer entries of a stream (tests, DescribeProducers later); empty when its state is not
+  // in memory. Caller holds lock_for().
   [[nodiscard]] const std::unordered_map<base::producer_id, producer_entry>& producers(
       base::stream_id stream_id);
 
@@ -155,16 +172,22 @@ class producer_state {
   struct stream_producers {
     std::atomic<bool> loaded{false};
     std::chrono::steady_clock::time_point loaded_at;  // when `loaded` last became true
+    // Moves at every forget(): a load that read the state before it does not install it.
+    uint64_t generation = 0;
     bool dirty = false;
     std::unordered_map<base::producer_id, producer_entry> producers;
     std::unordered_map<base::producer_id, std::deque<pending_batch>> in_flight;  // append order
   };
 
-  stream_producers& stream_locked(base::stream_id stream_id);  // loads on first use
-  stream_producers* loaded_stream(base::stream_id stream_id);  // never loads; null if unloaded
+  // The stream's entry, created (not loaded) when missing.
+  std::shared_ptr<stream_producers> slot(base::stream_id stream_id) EXCLUDES(map_mu_);
+  stream_producers* loaded_stream(base::stream_id stream_id)  // never loads; null if unloaded
+      EXCLUDES(map_mu_);
   [[nodiscard]] check_result check_on(const stream_producers& sp,
                                       const protocol::record_batch_header& h);
-  [[nodiscard]] bool load_locked(base::stream_id stream_id, stream_producers& sp);
+  // Reads the stream's state: its snapshot and the batches written after it. No lock held.
+  [[nodiscard]] bool read_state(base::stream_id stream_id,
+                                std::unordered_map<base::producer_id, producer_entry>& producers);
   static void apply(std::unordered_map<base::producer_id, producer_entry>& m,
                     const protocol::record_batch_header& h, base::offset base_offset);
 
@@ -177,7 +200,7 @@ class producer_state {
   // thread-safety analysis cannot follow); the map itself by map_mu_.
   std::array<std::mutex, stripes> stripe_mu_;
   base::mutex map_mu_;
-  std::unordered_map<base::stream_id, std::unique_ptr<stream_producers>> streams_
+  std::unordered_map<base::stream_id, std::shared_ptr<stream_producers>> streams_
       GUARDED_BY(map_mu_);
 
   // note_refused(): per stream, the lowest sequence refused per producer and epoch, and when.

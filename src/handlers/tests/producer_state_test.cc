@@ -9,6 +9,7 @@
 #include "metadata/stream_catalog.h"
 #include "metadata/topic_registry.h"
 #include "protocol/record_batch.h"
+#include "storage/object/faulty_store.h"
 #include "storage/object/local_store.h"
 #include "storage/wal/tests/test_util.h"
 
@@ -46,16 +47,26 @@ protocol::record_batch_header header_of(const std::vector<uint8_t>& batch) {
 
 class ProducerStateTest : public ::testing::Test {
  protected:
-  void open() {
+  // With `on_call`, the store's objects are read and written through a faulty_store that
+  // calls it after every call (and injects nothing), and the log cache keeps nothing uploaded.
+  void open(std::function<void(storage::store_operation, std::string_view)> on_call = {}) {
     auto objects = storage::local_store::open(dir_.path("objects"));
     ASSERT_TRUE(objects);
     objects_ = std::move(*objects);
+    storage::object_store* used = objects_.get();
     storage::stream_store_options o;
+    if (on_call) {
+      storage::faulty_store_options fo;
+      fo.after_inner_call = std::move(on_call);
+      faulty_ = std::make_unique<storage::faulty_store>(*objects_, fo);
+      used = faulty_.get();
+      o.log_cache_bytes = 0;
+    }
     o.wal.path = dir_.path("wal");
     o.wal.capacity = 16u << 20;
     o.metadata_uri = dir_.path("meta.db");
     o.background = false;
-    auto s = storage::stream_store::open(o, *objects_);
+    auto s = storage::stream_store::open(o, *used);
     ASSERT_TRUE(s) << s.error();
     store_ = std::move(*s);
     auto r = metadata::topic_registry::open(dir_.path("meta.db"));
@@ -75,6 +86,7 @@ class ProducerStateTest : public ::testing::Test {
   std::pair<producer_state::check_result, base::offset> produce(base::stream_id stream,
                                                                 std::vector<uint8_t> b) {
     const auto h = header_of(b);
+    EXPECT_TRUE(state_->load(stream));  // as the handler: loaded without the lock
     std::lock_guard lock(state_->lock_for(stream));
     auto c = state_->check(stream, h);
     if (c.v != verdict::append) return {c, off(-1)};
@@ -93,6 +105,7 @@ class ProducerStateTest : public ::testing::Test {
     const auto h = header_of(b);
     std::promise<void> durable;
     base::offset at{-1};
+    EXPECT_TRUE(state_->load(stream));
     {
       std::lock_guard lock(state_->lock_for(stream));
       EXPECT_EQ(state_->check(stream, h).v, verdict::append);
@@ -109,6 +122,7 @@ class ProducerStateTest : public ::testing::Test {
 
   storage::wal::testing::test_dir dir_;
   std::unique_ptr<storage::object_store> objects_;
+  std::unique_ptr<storage::faulty_store> faulty_;
   std::unique_ptr<storage::stream_store> store_;
   std::unique_ptr<metadata::topic_registry> registry_;
   std::unique_ptr<producer_state> state_;
@@ -194,8 +208,9 @@ TEST_F(ProducerStateTest, AGapAheadOfAProducerLoadedRecentlyIsARetryToCome) {
   state_->forget(sid(1));  // another broker served it; it comes back
   const auto ahead = header_of(idempotent_batch(7, 0, 12, 1));
   const auto behind = header_of(idempotent_batch(7, 0, 1, 2));
+  ASSERT_TRUE(state_->load(sid(1)));
   std::lock_guard lock(state_->lock_for(sid(1)));
-  const auto a = state_->check(sid(1), ahead);  // loads the state
+  const auto a = state_->check(sid(1), ahead);
   EXPECT_TRUE(state_->retry_to_come(sid(1), ahead, a));
   const auto b = state_->check(sid(1), behind);
   EXPECT_EQ(b.error, error_code::out_of_order_sequence_number);
@@ -284,6 +299,7 @@ TEST_F(ProducerStateTest, ABatchInFlightIsNotProducerStateUntilItIsDurable) {
   open();
   const auto b0 = header_of(idempotent_batch(7, 0, 0, 3));
   const auto b1 = header_of(idempotent_batch(7, 0, 3, 2));
+  ASSERT_TRUE(state_->load(sid(1)));
   std::unique_lock lock(state_->lock_for(sid(1)));
   ASSERT_EQ(state_->check(sid(1), b0).v, verdict::append);
   state_->begin(sid(1), b0, off(0));
@@ -357,6 +373,7 @@ TEST_F(ProducerStateTest, AFailedWriteLeavesNoTraceAndItsRetryIsAppended) {
   const auto b0 = header_of(idempotent_batch(7, 0, 0, 3));
   const auto b1 = header_of(idempotent_batch(7, 0, 3, 2));
   const auto b2 = header_of(idempotent_batch(7, 0, 5, 1));
+  ASSERT_TRUE(state_->load(sid(1)));
   std::unique_lock lock(state_->lock_for(sid(1)));
   ASSERT_EQ(state_->check(sid(1), b0).v, verdict::append);
   state_->begin(sid(1), b0, off(0));
@@ -398,6 +415,81 @@ TEST_F(ProducerStateTest, ProducerIdsAreNeverHandedOutTwiceAcrossRestarts) {
   EXPECT_EQ(bumped->first, c->first);
   EXPECT_EQ(bumped->second, base::producer_epoch(1));
   close();
+}
+
+}  // namespace
+}  // namespace silt::handlers
+
+namespace silt::handlers {
+namespace {
+
+// A load reads the snapshot and replays the stream (here from objects) without the stream's
+// stripe: appends of idempotent batches to the 1/64 of streams that share it go on meanwhile.
+TEST_F(ProducerStateTest, ALoadReadsTheStreamWithoutHoldingItsStripe) {
+  std::atomic<int> gets{0};
+  std::atomic<int> stripe_taken{0};
+  std::atomic<bool> watch{false};
+  open([&](storage::store_operation op, std::string_view) {
+    if (op != storage::store_operation::get || !watch) return;
+    ++gets;
+    // From another thread: is the stripe free while the load reads?
+    const bool free = std::async(std::launch::async, [&] {
+                        auto& m = state_->lock_for(sid(1));
+                        if (!m.try_lock()) return false;
+                        m.unlock();
+                        return true;
+                      }).get();
+    if (!free) ++stripe_taken;
+  });
+  produce(sid(1), idempotent_batch(7, 0, 0, 3));
+  produce(sid(1), idempotent_batch(7, 0, 3, 2));
+  ASSERT_TRUE(store_->run_upload_once());  // to an object, and out of the log cache
+  state_->forget(sid(1));
+  watch = true;
+  ASSERT_TRUE(state_->load(sid(1)));
+  watch = false;
+  EXPECT_GT(gets.load(), 0);
+  EXPECT_EQ(stripe_taken.load(), 0);
+  // What it read was installed: a retry is a duplicate, the next batch follows.
+  auto [retry, at] = produce(sid(1), idempotent_batch(7, 0, 3, 2));
+  EXPECT_EQ(retry.v, verdict::duplicate);
+  EXPECT_EQ(retry.duplicate.first_offset, off(3));
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 5, 1)).second, off(5));
+}
+
+// A stream forgotten while its state is read (it changed hands) is read again: what was read
+// before the forget is not installed.
+TEST_F(ProducerStateTest, AStreamForgottenWhileItsStateIsReadIsReadAgain) {
+  std::atomic<int> forgets{0};
+  open([&](storage::store_operation op, std::string_view) {
+    if (op == storage::store_operation::get && forgets.fetch_add(1) == 0) {
+      std::async(std::launch::async, [&] { state_->forget(sid(1)); }).get();
+    }
+  });
+  produce(sid(1), idempotent_batch(7, 0, 0, 3));
+  ASSERT_TRUE(store_->run_upload_once());
+  state_->forget(sid(1));
+  forgets = 0;
+  ASSERT_TRUE(state_->load(sid(1)));
+  EXPECT_GE(forgets.load(), 2);  // read twice
+  EXPECT_EQ(produce(sid(1), idempotent_batch(7, 0, 0, 3)).first.v, verdict::duplicate);
+}
+
+// A deleted topic's streams leave the producer state: nothing of them stays in memory.
+TEST_F(ProducerStateTest, ErasedStreamsLeaveNothingInMemory) {
+  open();
+  for (uint64_t s = 1; s <= 3; ++s) produce(sid(s), idempotent_batch(7, 0, 0, 3));
+  const auto h = header_of(idempotent_batch(7, 0, 3, 1));
+  state_->note_refused(sid(2), h);
+  EXPECT_EQ(state_->stream_count(), 3u);
+  state_->erase({sid(1), sid(2)});
+  EXPECT_EQ(state_->stream_count(), 1u);
+  EXPECT_FALSE(state_->loaded(sid(1)));
+  EXPECT_FALSE(state_->refused_before(sid(2), header_of(idempotent_batch(7, 0, 4, 1))));
+  EXPECT_TRUE(state_->loaded(sid(3)));
+  // A write in flight when its stream was erased records nothing, and creates nothing.
+  state_->finish(sid(1), h, off(3));
+  EXPECT_EQ(state_->stream_count(), 1u);
 }
 
 }  // namespace
