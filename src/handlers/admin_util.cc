@@ -4,6 +4,8 @@
 #include <charconv>
 #include <set>
 
+#include "base/log.h"
+
 namespace silt::handlers::admin {
 
 using protocol::error_code;
@@ -152,11 +154,14 @@ api_error delete_topic(context& ctx, const std::string& name, metadata::topic_pt
   }
   deleted = *removed;
   ctx.forget(deleted);
-  // Free the data: trim every stream to its end (its objects are deleted later; a stream id is
-  // never reused).
-  for (const base::stream_id stream : deleted->streams) {
-    (void)ctx.store.trim(stream, ctx.store.offsets(stream).end_offset);
-    (void)ctx.store.put_producer_state(stream, {});
+  // Free the data: the streams leave the catalog (ranges, epochs, producer state), and the
+  // objects left without ranges are deleted later. A stream id is never reused. Another broker
+  // that owns one of them forgets it when it sees the topic gone; an upload of it that it
+  // commits meanwhile is refused, the stream having no row.
+  if (auto r = ctx.store.drop(deleted->streams); !r) {
+    SILT_LOG(warn, "silt: topic %s deleted, but its %zu stream(s) stay in the catalog: %s",
+             name.c_str(), deleted->streams.size(),
+             std::string(storage::stream_error_name(r.error())).c_str());
   }
   return {};
 }

@@ -19,6 +19,7 @@
 
 #include "base/endian.h"
 #include "base/log.h"
+#include "base/memory.h"
 #include "handlers/handlers.h"
 #include "protocol/request_header.h"
 
@@ -463,6 +464,7 @@ void broker::refresh_topics() {
     // the store).
     groups_->forget_topic(t->name, false);
   }
+  if (!changes->removed.empty()) base::release_free_memory();
   std::vector<base::stream_id> fresh;
   fresh.swap(unsettled_);
   for (const auto& t : changes->changed) {

@@ -88,6 +88,9 @@ void context::forget(const metadata::topic_ptr& info) {
   // Only the deleted topic's entry: a topic created again under the name stays.
   auto it = by_name_.find(info->name);
   if (it != by_name_.end() && it->second->info->id == info->id) by_name_.erase(it);
+  // Nothing of it stays in memory: its streams' state and cached batches, and their producers.
+  store.forget(info->streams);
+  producers.erase(info->streams);
 }
 
 rack_view::rack_view(const context& ctx) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <set>
 
+#include "base/memory.h"
 #include "handlers/admin_util.h"
 #include "handlers/handlers.h"
 
@@ -134,6 +135,8 @@ asio::awaitable<delete_topics_response> handle_delete_topics(context& ctx, const
     ctx.groups().forget_topic(t.name);
     resp.responses.push_back(result(t.name, admin::to_uuid(deleted->id), {}));
   }
+  // What the deleted topics' partitions held in memory goes back to the system.
+  if (!to_delete.empty()) base::release_free_memory();
   co_return resp;
 }
 

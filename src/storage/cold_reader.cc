@@ -200,7 +200,8 @@ tl::expected<read_result, stream_error> cold_reader::read(base::stream_id stream
 void cold_reader::maybe_read_ahead(base::stream_id stream_id, base::offset block_end,
                                    base::offset next_offset) {
   if (threads_.empty()) return;
-  auto& st = cache_.stream(stream_id);
+  const stream_ref ref = cache_.stream(stream_id);
+  auto& st = *ref;
   base::offset from;
   {
     base::lock_guard lock(st.mu);
@@ -267,7 +268,9 @@ void cold_reader::read_ahead(const read_ahead_job& job) {
       pos = b.end_offset;
     }
   }
-  auto& st = cache_.stream(job.stream_id);
+  const stream_ref ref = cache_.find(job.stream_id);
+  if (!ref) return;  // dropped meanwhile (its topic deleted)
+  auto& st = *ref;
   base::lock_guard lock(st.mu);
   st.read_ahead_pending = false;
   if (count > 0) {

@@ -268,7 +268,8 @@ tl::expected<void, std::string> compactor::apply_retention() {
     while (end < all->size() && (*all)[end].stream_id == id) total += (*all)[end++].size;
     const std::span<const metadata::stream_range> ranges(all->data() + first, end - first);
     first = end;
-    auto& st = cache_.stream(id);
+    const stream_ref ref = cache_.stream(id);
+    auto& st = *ref;
     int64_t ms;
     int64_t max_bytes;
     int64_t segment_ms;

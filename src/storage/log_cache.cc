@@ -7,19 +7,67 @@
 
 namespace silt::storage {
 
-cached_stream& log_cache::stream(base::stream_id stream_id) {
+stream_ref log_cache::stream(base::stream_id stream_id) {
   {
     base::shared_lock lock(table_mu_);
-    if (auto it = streams_.find(stream_id); it != streams_.end()) return *it->second;
+    if (auto it = streams_.find(stream_id); it != streams_.end()) return it->second;
   }
   base::exclusive_lock lock(table_mu_);
   auto& slot = streams_[stream_id];
-  if (!slot) slot = std::make_unique<cached_stream>();
-  return *slot;
+  if (!slot) slot = std::make_shared<cached_stream>();
+  return slot;
+}
+
+stream_ref log_cache::find(base::stream_id stream_id) {
+  base::shared_lock lock(table_mu_);
+  auto it = streams_.find(stream_id);
+  return it == streams_.end() ? nullptr : it->second;
+}
+
+size_t log_cache::drop(base::stream_id stream_id) {
+  stream_ref ref;
+  {
+    base::exclusive_lock lock(table_mu_);
+    auto it = streams_.find(stream_id);
+    if (it == streams_.end()) return 0;
+    ref = std::move(it->second);
+    streams_.erase(it);
+  }
+  auto& st = *ref;
+  size_t freed = 0;
+  {
+    base::lock_guard lock(st.mu);
+    for (const auto& e : st.cache) {
+      // An entry still queued for upload leaves the queue's count, and one whose write is in
+      // flight is not queued when it becomes durable.
+      if (!e->uploaded.exchange(true, std::memory_order_relaxed) && e->durable) {
+        pending_bytes_.fetch_sub(e->data.size(), std::memory_order_relaxed);
+      }
+      bytes_.fetch_sub(e->data.size(), std::memory_order_relaxed);
+      freed += e->data.size();
+    }
+    st.cache.clear();
+    st.fenced = true;
+  }
+  // Its entries leave the queues too: the eviction queue drains only while the cache is over
+  // its capacity, and would keep them (and the request buffers they hold) until then.
+  const auto of_stream = [stream_id](const std::shared_ptr<entry>& e) {
+    return e->stream_id == stream_id;
+  };
+  base::lock_guard lock(queue_mu_);
+  std::erase_if(upload_queue_, of_stream);
+  std::erase_if(evict_queue_, of_stream);
+  return freed;
+}
+
+size_t log_cache::stream_count() {
+  base::shared_lock lock(table_mu_);
+  return streams_.size();
 }
 
 void log_cache::load(base::stream_id stream_id, const metadata::stream_state& s, bool ours) {
-  auto& st = stream(stream_id);
+  const stream_ref ref = stream(stream_id);
+  auto& st = *ref;
   base::lock_guard lock(st.mu);
   st.fenced = !ours;
   st.recovering = ours && s.taken_from != base::node_id(-1);
@@ -30,13 +78,15 @@ void log_cache::load(base::stream_id stream_id, const metadata::stream_state& s,
 }
 
 bool log_cache::adoptable(base::stream_id stream_id, const metadata::stream_state& s) {
-  auto& st = stream(stream_id);
+  const stream_ref ref = stream(stream_id);
+  auto& st = *ref;
   base::lock_guard lock(st.mu);
   return s.epoch > st.epoch || (s.epoch == st.epoch && st.fenced);
 }
 
 bool log_cache::adopt(base::stream_id stream_id, const metadata::stream_state& s) {
-  auto& st = stream(stream_id);
+  const stream_ref ref = stream(stream_id);
+  auto& st = *ref;
   base::lock_guard lock(st.mu);
   // (Fenced at the same epoch: a refused write already read the catalog's new state.)
   const bool newer = s.epoch > st.epoch || (s.epoch == st.epoch && st.fenced);
@@ -78,28 +128,36 @@ void log_cache::forget_locked(cached_stream& st, const std::shared_ptr<entry>& e
 
 bool log_cache::durable(const std::shared_ptr<entry>& e, wal::wal_position end,
                         uint64_t upload_threshold) {
-  auto& st = stream(e->stream_id);
-  {
+  // (A stream dropped while the write was in flight: the entry was let go, uploaded already.)
+  if (const stream_ref ref = find(e->stream_id)) {
+    auto& st = *ref;
     base::lock_guard lock(st.mu);
     e->durable = true;
     e->wal_end = end;
     e->durable_at = std::chrono::steady_clock::now();
     st.durable_end = std::max(st.durable_end, e->end_offset);
+  } else {
+    e->durable = true;
+    e->wal_end = end;
+    e->durable_at = std::chrono::steady_clock::now();
   }
-  {
+  // (An entry of a stream dropped while its write was in flight is let go.)
+  if (!e->uploaded.load(std::memory_order_relaxed)) {
     base::lock_guard lock(queue_mu_);
     upload_queue_.push_back(e);
   }
   auto prev = durable_wal_end_.load(std::memory_order_relaxed);
   while (prev < end && !durable_wal_end_.compare_exchange_weak(prev, end)) {
   }
+  const size_t counted = e->uploaded.load(std::memory_order_relaxed) ? 0 : e->data.size();
   const uint64_t pending =
-      pending_bytes_.fetch_add(e->data.size(), std::memory_order_relaxed) + e->data.size();
+      pending_bytes_.fetch_add(counted, std::memory_order_relaxed) + counted;
   return pending >= upload_threshold;
 }
 
 void log_cache::replayed(std::shared_ptr<entry> e) {
-  auto& st = stream(e->stream_id);
+  const stream_ref ref = stream(e->stream_id);
+  auto& st = *ref;
   e->durable_at = std::chrono::steady_clock::now();
   {
     base::lock_guard lock(st.mu);
@@ -139,11 +197,20 @@ std::vector<std::shared_ptr<entry>> log_cache::pending(wal::wal_position upto) {
 
 void log_cache::uploaded(const std::vector<std::shared_ptr<entry>>& entries) {
   for (const auto& e : entries) {
-    auto& st = stream(e->stream_id);
+    const stream_ref ref = find(e->stream_id);
+    if (!ref) {
+      // Dropped meanwhile: it let its entries go.
+      if (!e->uploaded.exchange(true, std::memory_order_relaxed)) {
+        pending_bytes_.fetch_sub(e->data.size(), std::memory_order_relaxed);
+      }
+      continue;
+    }
+    auto& st = *ref;
     base::lock_guard lock(st.mu);
     st.committed_end = std::max(st.committed_end, e->end_offset);
-    e->uploaded.store(true, std::memory_order_relaxed);
-    pending_bytes_.fetch_sub(e->data.size(), std::memory_order_relaxed);
+    if (!e->uploaded.exchange(true, std::memory_order_relaxed)) {
+      pending_bytes_.fetch_sub(e->data.size(), std::memory_order_relaxed);
+    }
   }
   base::lock_guard lock(queue_mu_);
   while (!upload_queue_.empty() && upload_queue_.front()->uploaded.load()) {
@@ -164,7 +231,9 @@ void log_cache::evict() {
       e = std::move(evict_queue_.front());
       evict_queue_.pop_front();
     }
-    auto& st = stream(e->stream_id);
+    const stream_ref ref = find(e->stream_id);
+    if (!ref) continue;  // dropped: it let its entries go
+    auto& st = *ref;
     base::lock_guard lock(st.mu);
     auto it = std::find(st.cache.begin(), st.cache.end(), e);
     if (it == st.cache.end()) continue;
@@ -176,7 +245,8 @@ void log_cache::evict() {
 std::optional<tl::expected<read_result, stream_error>> log_cache::read(base::stream_id stream_id,
                                                                        base::offset offset,
                                                                        size_t max_bytes) {
-  auto& st = stream(stream_id);
+  const stream_ref ref = stream(stream_id);
+  auto& st = *ref;
   base::lock_guard lock(st.mu);
   if (st.fenced) return fail(stream_error::fenced);
   if (offset < st.start_offset || offset > st.durable_end) {
@@ -206,7 +276,8 @@ std::optional<tl::expected<read_result, stream_error>> log_cache::read(base::str
 
 bool log_cache::fenced_by(base::stream_id stream_id,
                           const std::optional<metadata::stream_state>& now) {
-  auto& st = stream(stream_id);
+  const stream_ref ref = stream(stream_id);
+  auto& st = *ref;
   base::lock_guard lock(st.mu);
   const base::node_id owner = now ? now->owner : base::node_id(-1);
   const base::leader_epoch epoch = now ? now->epoch : base::leader_epoch();
@@ -231,7 +302,8 @@ void log_cache::observe_owner(base::stream_id stream_id, const metadata::stream_
     base::shared_lock lock(table_mu_);
     if (!streams_.contains(stream_id)) return;  // a stream this store does not serve or know
   }
-  auto& st = stream(stream_id);
+  const stream_ref ref = stream(stream_id);
+  auto& st = *ref;
   {
     base::lock_guard lock(st.mu);
     // Epochs only grow: an older state (read before a take this store made since) is stale.
@@ -246,7 +318,8 @@ void log_cache::observe_owner(base::stream_id stream_id, const metadata::stream_
 }
 
 stream_offsets log_cache::offsets(base::stream_id stream_id) {
-  auto& st = stream(stream_id);
+  const stream_ref ref = stream(stream_id);
+  auto& st = *ref;
   base::lock_guard lock(st.mu);
   return {st.start_offset, st.durable_end, st.epoch,
           st.fenced,       st.owner,       st.releasing || st.recovering};

@@ -4,8 +4,9 @@
 // uploaded data that may be evicted, oldest first. No I/O.
 //
 // Locking: each stream has its own mutex (cached_stream::mu) over its fields and cache; the
-// table of streams a shared mutex (streams are added, never removed, so a reference stays
-// valid); the two queues one mutex. No call holds two of these at once, except that callers
+// table of streams a shared mutex (a stream is held by a shared pointer, so that one dropped
+// from the table, its topic deleted, stays valid for whoever still works on it); the two
+// queues one mutex. No call holds two of these at once, except that callers
 // of the *_locked functions hold the stream's mutex. Byte counts are atomics.
 //
 // Costs grow with the data that moves, not with the number of streams: upload takes a prefix
@@ -72,6 +73,8 @@ struct cached_stream {
   bool recovering = false;
 };
 
+using stream_ref = std::shared_ptr<cached_stream>;
+
 class log_cache {
  public:
   explicit log_cache(size_t capacity_bytes) : capacity_(capacity_bytes) {}
@@ -79,7 +82,15 @@ class log_cache {
   log_cache& operator=(const log_cache&) = delete;
 
   // A stream's state, created empty (at offset 0) on first use.
-  [[nodiscard]] cached_stream& stream(base::stream_id stream_id);
+  [[nodiscard]] stream_ref stream(base::stream_id stream_id);
+  // A stream's state if this cache has it (null otherwise); creates nothing.
+  [[nodiscard]] stream_ref find(base::stream_id stream_id);
+  // Forgets a stream (its topic was deleted): its cached entries are let go (never uploaded;
+  // a write still in flight is dropped when it ends), appends and reads of it refused, and its
+  // state leaves the table. Returns the bytes let go.
+  size_t drop(base::stream_id stream_id);
+  // How many streams the table holds (tests, and the memory a deleted topic leaves).
+  [[nodiscard]] size_t stream_count();
   // What the catalog says of a stream owned by another node than `self` (refresh_owners()):
   // at a newer epoch than this store knows, a stream served here is fenced, and one fenced
   // already follows its owner and epoch.
@@ -146,8 +157,7 @@ class log_cache {
  private:
   const size_t capacity_;
   base::shared_mutex table_mu_;
-  std::unordered_map<base::stream_id, std::unique_ptr<cached_stream>> streams_
-      GUARDED_BY(table_mu_);
+  std::unordered_map<base::stream_id, stream_ref> streams_ GUARDED_BY(table_mu_);
 
   base::mutex queue_mu_;
   std::deque<std::shared_ptr<entry>> upload_queue_ GUARDED_BY(queue_mu_);  // durable, WAL order

@@ -49,7 +49,8 @@ tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
   }
   std::string replay_error;
   auto replay = [&](const wal::replayed_record& rec) {
-    auto& st = s->cache_.stream(rec.stream_id);
+    const stream_ref ref = s->cache_.stream(rec.stream_id);
+    auto& st = *ref;
     base::offset next;
     {
       base::lock_guard lock(st.mu);
@@ -160,7 +161,8 @@ tl::expected<base::offset, stream_error> stream_store::append_impl(
     base::stream_id stream_id, std::shared_ptr<const void> owner, std::span<uint8_t> batches,
     append_callback done, bool recovery) {
   auto e = std::make_shared<entry>();
-  auto& st = cache_.stream(stream_id);
+  const stream_ref ref = cache_.stream(stream_id);
+  auto& st = *ref;
   // The stream's mutex is held until the WAL has the batches: offsets of a stream are
   // assigned in its WAL order. Appends of other streams go on meanwhile.
   base::lock_guard lock(st.mu);
@@ -216,7 +218,8 @@ void stream_store::on_durable(const std::shared_ptr<entry>& e,
   if (!r) {
     // A failed write: the entry goes, and its offsets with it (the WAL fails every write
     // after it too, and refuses appends until it has recovered).
-    auto& st = cache_.stream(e->stream_id);
+    const stream_ref ref = cache_.stream(e->stream_id);
+    auto& st = *ref;
     base::lock_guard lock(st.mu);
     cache_.forget_locked(st, e);
   } else {
@@ -287,7 +290,8 @@ tl::expected<void, stream_error> stream_store::trim(base::stream_id stream_id,
   {
     // The start moves first, as retention does: a reader never passes the start check and
     // then finds the catalog already trimmed.
-    auto& st = cache_.stream(stream_id);
+    const stream_ref ref = cache_.stream(stream_id);
+    auto& st = *ref;
     base::lock_guard lock(st.mu);
     if (st.fenced) return fail(stream_error::fenced);
     if (offset > st.durable_end) return fail(stream_error::offset_out_of_range);
@@ -303,6 +307,17 @@ tl::expected<void, stream_error> stream_store::trim(base::stream_id stream_id,
   return {};
 }
 
+void stream_store::forget(const std::vector<base::stream_id>& stream_ids) {
+  for (const base::stream_id id : stream_ids) (void)cache_.drop(id);
+}
+
+tl::expected<void, stream_error> stream_store::drop(const std::vector<base::stream_id>& stream_ids) {
+  forget(stream_ids);
+  if (stream_ids.empty()) return {};
+  if (auto r = catalog_->drop_streams(stream_ids); !r) return fail(stream_error::catalog);
+  return {};
+}
+
 stream_error stream_store::catalog_failure(metadata::catalog_error e, base::stream_id stream_id) {
   if (e != metadata::catalog_error::fenced) return stream_error::catalog;
   // A write made stale by this store's own take() meanwhile is not a fence: try again.
@@ -315,7 +330,8 @@ tl::expected<void, stream_error> stream_store::take(
   std::vector<metadata::stream_take> takes;
   takes.reserve(stream_ids.size());
   for (base::stream_id id : stream_ids) {
-    auto& st = cache_.stream(id);
+    const stream_ref ref = cache_.stream(id);
+    auto& st = *ref;
     base::lock_guard lock(st.mu);
     takes.push_back({id, st.next_offset});
   }
@@ -323,7 +339,8 @@ tl::expected<void, stream_error> stream_store::take(
   auto epochs = catalog_->take(options_.node_id, takes);
   if (!epochs) return fail(stream_error::catalog);
   for (size_t i = 0; i < stream_ids.size(); ++i) {
-    auto& st = cache_.stream(stream_ids[i]);
+    const stream_ref ref = cache_.stream(stream_ids[i]);
+    auto& st = *ref;
     base::lock_guard lock(st.mu);
     st.owner = options_.node_id;
     st.epoch = (*epochs)[i];
@@ -424,7 +441,8 @@ tl::expected<std::vector<base::stream_id>, stream_error> stream_store::prepare_r
   const base::node_id self = options_.node_id;
   std::vector<base::stream_id> held;
   for (const base::stream_id id : stream_ids) {
-    auto& st = cache_.stream(id);
+    const stream_ref ref = cache_.stream(id);
+    auto& st = *ref;
     base::lock_guard lock(st.mu);
     if (st.fenced || st.owner != self || st.recovering) continue;
     st.releasing = true;
@@ -432,7 +450,8 @@ tl::expected<std::vector<base::stream_id>, stream_error> stream_store::prepare_r
   }
   auto resume = [&](const std::vector<base::stream_id>& ids) {
     for (const base::stream_id id : ids) {
-      auto& st = cache_.stream(id);
+      const stream_ref ref = cache_.stream(id);
+      auto& st = *ref;
       base::lock_guard lock(st.mu);
       st.releasing = false;
     }
@@ -442,7 +461,8 @@ tl::expected<std::vector<base::stream_id>, stream_error> stream_store::prepare_r
   for (;;) {
     bool settled = true;
     for (const base::stream_id id : held) {
-      auto& st = cache_.stream(id);
+      const stream_ref ref = cache_.stream(id);
+      auto& st = *ref;
       base::lock_guard lock(st.mu);
       settled = settled && st.durable_end == st.next_offset;
     }
@@ -461,7 +481,8 @@ tl::expected<std::vector<base::stream_id>, stream_error> stream_store::prepare_r
   std::vector<base::stream_id> ready;
   std::vector<base::stream_id> not_ready;
   for (const base::stream_id id : held) {
-    auto& st = cache_.stream(id);
+    const stream_ref ref = cache_.stream(id);
+    auto& st = *ref;
     base::lock_guard lock(st.mu);
     (st.committed_end == st.next_offset && !st.fenced ? ready : not_ready).push_back(id);
   }
@@ -475,7 +496,8 @@ tl::expected<void, stream_error> stream_store::handover(base::stream_id stream_i
   base::leader_epoch epoch;
   base::offset end;
   {
-    auto& st = cache_.stream(stream_id);
+    const stream_ref ref = cache_.stream(stream_id);
+    auto& st = *ref;
     base::lock_guard lock(st.mu);
     if (st.fenced) return fail(stream_error::fenced);
     owner = st.owner;
@@ -483,7 +505,8 @@ tl::expected<void, stream_error> stream_store::handover(base::stream_id stream_i
     end = st.next_offset;
   }
   auto next = catalog_->handover(stream_id, owner, epoch, to, end);
-  auto& st = cache_.stream(stream_id);
+  const stream_ref ref = cache_.stream(stream_id);
+  auto& st = *ref;
   if (!next) {
     const auto e = catalog_failure(next.error(), stream_id);
     base::lock_guard lock(st.mu);
@@ -517,7 +540,8 @@ tl::expected<std::vector<base::stream_id>, std::string> stream_store::take_over(
     }
     for (const auto& [id, s] : *states) {
       (void)cache_.adopt(id, s);
-      auto& st = cache_.stream(id);
+      const stream_ref ref = cache_.stream(id);
+      auto& st = *ref;
       base::lock_guard lock(st.mu);
       st.recovering = true;
       taken.insert(id);
@@ -543,7 +567,8 @@ tl::expected<std::vector<base::stream_id>, std::string> stream_store::take_over(
               " holds no whole record batches";
       return;
     }
-    auto& st = cache_.stream(rec.stream_id);
+    const stream_ref ref = cache_.stream(rec.stream_id);
+    auto& st = *ref;
     base::offset next;
     {
       base::lock_guard lock(st.mu);
@@ -620,7 +645,8 @@ tl::expected<std::vector<base::stream_id>, std::string> stream_store::take_over(
   std::vector<base::stream_id> out(taken.begin(), taken.end());
   if (before_serving) before_serving(out);
   for (const base::stream_id id : out) {
-    auto& st = cache_.stream(id);
+    const stream_ref ref = cache_.stream(id);
+    auto& st = *ref;
     base::lock_guard lock(st.mu);
     st.recovering = false;
   }
@@ -650,7 +676,8 @@ tl::expected<void, stream_error> stream_store::put_producer_state(
   base::node_id owner;
   base::leader_epoch epoch;
   {
-    auto& st = cache_.stream(stream_id);
+    const stream_ref ref = cache_.stream(stream_id);
+    auto& st = *ref;
     base::lock_guard lock(st.mu);
     if (st.fenced) return fail(stream_error::fenced);
     owner = st.owner;
@@ -664,7 +691,8 @@ tl::expected<void, stream_error> stream_store::put_producer_state(
 
 void stream_store::set_retention(base::stream_id stream_id, int64_t retention_ms,
                                  int64_t retention_bytes) {
-  auto& st = cache_.stream(stream_id);
+  const stream_ref ref = cache_.stream(stream_id);
+  auto& st = *ref;
   base::lock_guard lock(st.mu);
   st.retention_ms = retention_ms;
   st.retention_bytes = retention_bytes;
@@ -672,7 +700,8 @@ void stream_store::set_retention(base::stream_id stream_id, int64_t retention_ms
 
 void stream_store::set_active_segment(base::stream_id stream_id, int64_t segment_ms,
                                       int64_t segment_bytes) {
-  auto& st = cache_.stream(stream_id);
+  const stream_ref ref = cache_.stream(stream_id);
+  auto& st = *ref;
   base::lock_guard lock(st.mu);
   st.segment_ms = segment_ms;
   st.segment_bytes = segment_bytes;

@@ -202,6 +202,15 @@ class stream_store {
   // Moves a stream's start offset forward (DeleteRecords); whole objects are freed later.
   [[nodiscard]] tl::expected<void, stream_error> trim(base::stream_id stream_id,
                                                       base::offset offset);
+  // Forgets streams whose topic was deleted: their state and cached batches leave memory (what
+  // waits for upload is never uploaded), and appends and reads of them are refused. No I/O.
+  void forget(const std::vector<base::stream_id>& stream_ids);
+  // forget(), and the streams leave the catalog too: their rows, epochs, producer state and
+  // ranges; objects left with no ranges are deleted later. A catalog transaction on the calling
+  // thread.
+  [[nodiscard]] tl::expected<void, stream_error> drop(const std::vector<base::stream_id>& stream_ids);
+  // How many streams the store holds in memory.
+  [[nodiscard]] size_t stream_count() { return cache_.stream_count(); }
   // Takes streams for this node (options.node_id) at their next epoch, each beginning at the
   // stream's current end. A catalog transaction on the calling thread; appends go on.
   [[nodiscard]] tl::expected<void, stream_error> take(

@@ -35,7 +35,8 @@ tl::expected<void, std::string> uploader::upload_object(
   }
   // Each stream is committed at the owner and epoch this store holds it at.
   for (auto& r : ranges) {
-    auto& st = cache_.stream(r.stream_id);
+    const stream_ref ref = cache_.stream(r.stream_id);
+    auto& st = *ref;
     base::lock_guard lock(st.mu);
     r.owner = st.owner;
     r.epoch = st.epoch;
@@ -91,7 +92,8 @@ tl::expected<void, std::string> uploader::run_once(wal::wal& wal) {
   std::map<base::stream_id, std::vector<std::shared_ptr<entry>>> by_stream;
   std::vector<std::shared_ptr<entry>> dropped;
   for (auto& e : queued) {
-    auto& st = cache_.stream(e->stream_id);
+    const stream_ref ref = cache_.stream(e->stream_id);
+    auto& st = *ref;
     bool fenced;
     {
       base::lock_guard lock(st.mu);

@@ -41,7 +41,8 @@ std::shared_ptr<entry> append(log_cache& cache, base::stream_id id,
   auto e = std::make_shared<entry>();
   e->stream_id = id;
   e->data = data;
-  auto& st = cache.stream(id);
+  auto held = cache.stream(id);
+  auto& st = *held;
   base::lock_guard lock(st.mu);
   cache.push_locked(st, e);
   return e;

@@ -501,6 +501,39 @@ TEST_F(StreamStore, TimeRetentionKeepsTheActiveSegmentWhateverItsTimestamps) {
   EXPECT_EQ(s->offsets(sid(1)).start_offset, off(40));
 }
 
+// A deleted topic's streams: their state and cached batches leave memory, what waits for
+// upload is never uploaded, and the catalog forgets them; the objects left with nothing else
+// go with the next deletions.
+TEST_F(StreamStore, ADroppedStreamLeavesMemoryTheCatalogAndTheObjects) {
+  auto o = options();
+  o.log_cache_bytes = 0;
+  auto s = open(o);
+  ASSERT_TRUE(s->take({sid(1), sid(2)}));
+  append(*s, sid(1), batch(1, 0, 10));
+  ASSERT_TRUE(s->run_upload_once());  // one object of stream 1 alone
+  append(*s, sid(1), batch(1, 10, 10));
+  append(*s, sid(2), batch(2, 0, 10));
+  const size_t before = s->stream_count();
+  ASSERT_TRUE(s->drop({sid(1)}));
+  EXPECT_EQ(s->stream_count(), before - 1);
+  // Stream 1's pending batches are not uploaded; stream 2's are, alone.
+  ASSERT_TRUE(s->run_upload_once());
+  auto catalog = metadata::stream_catalog::open(o.metadata_uri);
+  ASSERT_TRUE(catalog);
+  auto gone = (*catalog)->stream(sid(1));
+  ASSERT_TRUE(gone);
+  EXPECT_FALSE(gone->has_value());
+  auto ranges = (*catalog)->ranges(sid(1));
+  ASSERT_TRUE(ranges);
+  EXPECT_TRUE(ranges->empty());
+  EXPECT_EQ(read_all(*s, sid(2), off(0)), expected(2, 0, 10));
+  ASSERT_TRUE(s->run_deletions_once());
+  EXPECT_EQ(s->stats().deleted_objects, 1u);
+  EXPECT_EQ(s->stats().log_cache_bytes, 0u);
+  EXPECT_EQ(s->stats().not_uploaded_bytes, 0u);
+  EXPECT_EQ(s->stream_count(), before - 1);  // nothing recreated it
+}
+
 TEST_F(StreamStore, TrimMovesTheStartForward) {
   auto s = open(options());
   append(*s, sid(1), batch(1, 0, 10));

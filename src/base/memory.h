@@ -1,0 +1,12 @@
+// Giving memory the process freed back to the system.
+#pragma once
+
+namespace silt::base {
+
+// Returns the memory free in the allocator's arenas to the system (glibc's malloc_trim): after
+// a burst of work frees much at once, such as a topic's deletion forgetting the state of its
+// partitions, the arenas of the threads that did it would otherwise keep it resident. Scans
+// every arena, so it is for rare events, on a thread that may take a few milliseconds.
+void release_free_memory();
+
+}  // namespace silt::base

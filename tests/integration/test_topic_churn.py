@@ -1,0 +1,27 @@
+"""Nothing outlives its topic: after rounds of creating, filling and deleting topics, the
+broker's memory, its metadata tables and its object keys are back within 5% of where they were
+after a warm-up round (bench/topic_churn.py, smaller here; docs/benchmarks.md has the full run).
+Silt only, on its default stores (SQLite, a local directory), whose rows and keys it counts."""
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import AZURE_ENDPOINT, POSTGRES_URI, SILT_BIN, selected_brokers
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import topic_churn  # noqa: E402
+
+
+def test_deleted_topics_leave_no_memory_rows_or_objects(tmp_path):
+    if "silt" not in selected_brokers():
+        pytest.skip("Silt not selected (SILT_TEST_BROKERS)")
+    if POSTGRES_URI or AZURE_ENDPOINT:
+        pytest.skip("counts rows and keys of the default stores (SQLite, a directory)")
+    result = topic_churn.run(SILT_BIN, tmp_path / "churn", rounds=4, topics=30, partitions=10,
+                             records=1, settle_s=35, log=lambda _: None)
+    before, after = result["before"], result["after"]
+    assert not result["grew"], result
+    # The deleted topics' rows are gone: only the kept topic's remain.
+    assert after["rows"]["topics"] == before["rows"]["topics"] == 1
+    assert after["rows"]["streams"] == before["rows"]["streams"] == 10
