@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "base/memory.h"
 #include "base/prometheus.h"
 #include "protocol/generated/api_table.h"
 #include "storage/object/metered_store.h"
@@ -229,6 +230,9 @@ void process(prometheus_writer& w) {
            static_cast<double>(utime + stime) / ticks);
   w.single("process_resident_memory_bytes", kind::gauge, "Resident memory size.",
            static_cast<double>(rss) * static_cast<double>(::sysconf(_SC_PAGESIZE)));
+  w.single("silt_heap_allocated_bytes", kind::gauge,
+           "Heap memory allocated and not freed (without what the allocator keeps free).",
+           static_cast<double>(base::heap_allocated_bytes()));
 }
 
 }  // namespace

@@ -100,6 +100,7 @@ def test_a_scrape_shows_what_clients_did(metrics_broker):
     assert value(got, "kafka_coordinator_group_groupmetadatamanager_numgroups") == 1
     assert value(got, "kafka_server_socketservermetrics_connections") >= 1
     assert value(got, "process_resident_memory_bytes") > 1 << 20
+    assert 1 << 20 < value(got, "silt_heap_allocated_bytes") < value(got, "process_resident_memory_bytes")
     assert types["silt_object_store_requests"] == "counter"
 
     # Other paths are not found.

@@ -1,7 +1,8 @@
 """Nothing outlives its topic: after rounds of creating, filling and deleting topics, the
-broker's memory, its metadata tables and its object keys are back within 5% of where they were
-after a warm-up round (bench/topic_churn.py, smaller here; docs/benchmarks.md has the full run).
-Silt only, on its default stores (SQLite, a local directory), whose rows and keys it counts."""
+broker's heap in use, its metadata tables and its object keys are back within 5% of where they
+were after the warm-up rounds (bench/topic_churn.py, smaller here; docs/benchmarks.md has the
+full run). Silt only, on its default stores (SQLite, a local directory), whose rows and keys it
+counts."""
 import sys
 from pathlib import Path
 
