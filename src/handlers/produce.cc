@@ -260,8 +260,11 @@ void note_arrival(context& ctx, checked& c) {
   c.arrival_epoch = offs.epoch;
 }
 
-attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pending>& p, size_t i,
-                   checked& c) {
+// Appends the batch of `c` to its stream: its base offset, or what the attempt came to
+// (wait: no room in the WAL; done: refused, with the error set).
+tl::expected<base::offset, attempt> append_batch(context& ctx, net::request& raw,
+                                                 const std::shared_ptr<pending>& p, size_t i,
+                                                 checked& c) {
   auto on_durable = [p, &ctx, i, stream = c.stream_id, idempotent = c.idempotent,
                      h = c.first](tl::expected<base::offset, storage::stream_error> r) {
     if (idempotent) {
@@ -272,9 +275,46 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
     ctx.waiters.notify(stream);
     p->finish_one();
   };
-  std::unique_lock<std::mutex> lock;
-  if (c.idempotent) {
-    lock = std::unique_lock(ctx.producers.lock_for(c.stream_id));
+  p->remaining.fetch_add(1, std::memory_order_relaxed);
+  // Before the append: its callback may run before append() returns.
+  p->outcomes[i].store(outcome::appended, std::memory_order_relaxed);
+  auto base = ctx.store.append(c.stream_id, raw.frame, c.records, on_durable);
+  if (!base) {
+    p->outcomes[i].store(outcome::settled, std::memory_order_relaxed);
+    p->finish_one();
+    switch (base.error()) {
+      case storage::stream_error::wal_full:
+        return tl::make_unexpected(attempt::wait);
+      case storage::stream_error::too_large:
+        set_error(*c.out, error_code::message_too_large,
+                  "the record batch is larger than the WAL (wal.capacity.bytes) can hold");
+        return tl::make_unexpected(attempt::done);
+      case storage::stream_error::fenced:
+        set_error(*c.out, error_code::not_leader_or_follower,
+                  "another broker has taken this partition");
+        if (c.idempotent) ctx.producers.note_refused(c.stream_id, c.first);
+        return tl::make_unexpected(attempt::done);
+      default:
+        set_error(*c.out, error_code::kafka_storage_error);
+        return tl::make_unexpected(attempt::done);
+    }
+  }
+  c.out->base_offset = base->value();
+  auto& counters = *c.topic->counters;
+  counters.bytes_in.fetch_add(c.records.size(), std::memory_order_relaxed);
+  counters.messages_in.fetch_add(static_cast<uint64_t>(c.record_count), std::memory_order_relaxed);
+  return *base;
+}
+
+attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pending>& p, size_t i,
+                   checked& c) {
+  if (!c.idempotent) {
+    const auto appended = append_batch(ctx, raw, p, i, c);
+    return appended ? attempt::done : appended.error();
+  }
+  {
+    // The producer state's check, the append and begin() are one step for the stream.
+    base::lock_guard lock(ctx.producers.lock_for(c.stream_id));
     // Leadership before sequences, as Kafka: a batch refused while the partition moves leaves
     // a gap that the next batch must not be judged against (OUT_OF_ORDER_SEQUENCE_NUMBER).
     // Judged as of the request's arrival too: a producer pipelines, and of two requests that
@@ -319,36 +359,10 @@ attempt try_append(context& ctx, net::request& raw, const std::shared_ptr<pendin
       case producer_state::verdict::append:
         break;
     }
+    const auto appended = append_batch(ctx, raw, p, i, c);
+    if (!appended) return appended.error();
+    ctx.producers.begin(c.stream_id, c.first, *appended);
   }
-  p->remaining.fetch_add(1, std::memory_order_relaxed);
-  // Before the append: its callback may run before append() returns.
-  p->outcomes[i].store(outcome::appended, std::memory_order_relaxed);
-  auto base = ctx.store.append(c.stream_id, raw.frame, c.records, on_durable);
-  if (!base) {
-    p->outcomes[i].store(outcome::settled, std::memory_order_relaxed);
-    p->finish_one();
-    switch (base.error()) {
-      case storage::stream_error::wal_full:
-        return attempt::wait;
-      case storage::stream_error::too_large:
-        set_error(*c.out, error_code::message_too_large,
-                  "the record batch is larger than the WAL (wal.capacity.bytes) can hold");
-        return attempt::done;
-      case storage::stream_error::fenced:
-        set_error(*c.out, error_code::not_leader_or_follower,
-                  "another broker has taken this partition");
-        if (c.idempotent) ctx.producers.note_refused(c.stream_id, c.first);
-        return attempt::done;
-      default:
-        set_error(*c.out, error_code::kafka_storage_error);
-        return attempt::done;
-    }
-  }
-  if (c.idempotent) ctx.producers.begin(c.stream_id, c.first, *base);
-  c.out->base_offset = base->value();
-  auto& counters = *c.topic->counters;
-  counters.bytes_in.fetch_add(c.records.size(), std::memory_order_relaxed);
-  counters.messages_in.fetch_add(static_cast<uint64_t>(c.record_count), std::memory_order_relaxed);
   return attempt::done;
 }
 

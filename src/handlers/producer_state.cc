@@ -84,10 +84,6 @@ producer_state::init_producer(base::producer_id producer_id, base::producer_epoc
   return std::pair{base::producer_id(next_id_++), base::producer_epoch(0)};
 }
 
-std::mutex& producer_state::lock_for(base::stream_id stream_id) {
-  return stripe_mu_[stream_id.value() % stripes];
-}
-
 std::shared_ptr<producer_state::stream_producers> producer_state::slot(base::stream_id stream_id) {
   base::lock_guard lock(map_mu_);
   auto& slot = streams_[stream_id];
@@ -108,7 +104,7 @@ bool producer_state::load(base::stream_id stream_id) {
     std::shared_ptr<stream_producers> sp;
     uint64_t generation;
     {
-      std::lock_guard lock(lock_for(stream_id));
+      base::lock_guard lock(lock_for(stream_id));
       sp = slot(stream_id);
       if (sp->loaded.load(std::memory_order_acquire)) return true;
       generation = sp->generation;
@@ -118,7 +114,7 @@ bool producer_state::load(base::stream_id stream_id) {
     // for the load; finish() records nothing), so what is read is whole when installed.
     std::unordered_map<base::producer_id, producer_entry> producers;
     const bool whole = read_state(stream_id, producers);
-    std::lock_guard lock(lock_for(stream_id));
+    base::lock_guard lock(lock_for(stream_id));
     if (sp->loaded.load(std::memory_order_acquire)) return true;  // another load installed
     if (sp->generation != generation) continue;
     {
@@ -139,7 +135,7 @@ bool producer_state::load(base::stream_id stream_id) {
 }
 
 void producer_state::forget(base::stream_id stream_id) {
-  std::lock_guard lock(lock_for(stream_id));
+  base::lock_guard lock(lock_for(stream_id));
   base::lock_guard map_lock(map_mu_);
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return;
@@ -153,7 +149,7 @@ void producer_state::forget(base::stream_id stream_id) {
 
 void producer_state::erase(const std::vector<base::stream_id>& stream_ids) {
   for (const base::stream_id id : stream_ids) {
-    std::lock_guard lock(lock_for(id));
+    base::lock_guard lock(lock_for(id));
     base::lock_guard map_lock(map_mu_);
     auto it = streams_.find(id);
     if (it == streams_.end()) continue;
@@ -322,7 +318,7 @@ void producer_state::begin(base::stream_id stream_id, const record_batch_header&
 void producer_state::finish(base::stream_id stream_id, const record_batch_header& h,
                             std::optional<base::offset> durable_at) {
   const bool durable = durable_at.has_value();
-  std::lock_guard lock(lock_for(stream_id));
+  base::lock_guard lock(lock_for(stream_id));
   // Forgotten while the write was in flight (the stream went to another broker, or was
   // handed back): nothing to record. The next load replays the stream, this batch included
   // if it is durable (the durable end moves before this callback runs); loading here instead
@@ -434,7 +430,7 @@ tl::expected<void, std::string> producer_state::snapshot() {
   for (base::stream_id stream_id : ids) {
     std::vector<uint8_t> out;
     {
-      std::lock_guard lock(lock_for(stream_id));
+      base::lock_guard lock(lock_for(stream_id));
       stream_producers* sp;
       {
         base::lock_guard map_lock(map_mu_);

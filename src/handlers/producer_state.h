@@ -90,41 +90,46 @@ class producer_state {
   // (retriably) until a load succeeds, as they would be judged against a state that misses the
   // producers' last batches. Also false when the stream was forgotten on every try while it
   // was read (it kept changing hands).
-  [[nodiscard]] bool load(base::stream_id stream_id) EXCLUDES(map_mu_);
+  [[nodiscard]] bool load(base::stream_id stream_id) EXCLUDES(map_mu_, lock_for(stream_id));
   // Forgets the stream's state: the next use loads it again (another broker served the stream
   // meanwhile and stored its state). Takes lock_for().
-  void forget(base::stream_id stream_id) EXCLUDES(map_mu_);
+  void forget(base::stream_id stream_id) EXCLUDES(map_mu_, lock_for(stream_id));
   // Forgets streams for good (their topic was deleted): their state leaves memory.
   void erase(const std::vector<base::stream_id>& stream_ids) EXCLUDES(map_mu_, refusals_mu_);
   // How many streams have state in memory (tests, and what a deleted topic leaves).
   [[nodiscard]] size_t stream_count() EXCLUDES(map_mu_);
 
-  // The lock that makes check(), the append and record() one step for a stream.
-  [[nodiscard]] std::mutex& lock_for(base::stream_id stream_id);
+  // The lock that makes check(), the append and record() one step for a stream: one of 64
+  // stripes. The thread-safety analysis follows it by expression (lock_for(id) of the same id).
+  [[nodiscard]] base::mutex& lock_for(base::stream_id stream_id) {
+    return stripe_mu_[stream_id.value() % stripes];
+  }
 
   // Checks an idempotent batch against the stream's producer state when it is in memory;
   // nullopt (nothing read) when it is not: the caller load()s it without the lock and tries
   // again. Caller holds lock_for().
   [[nodiscard]] std::optional<check_result> check_if_loaded(base::stream_id stream_id,
-                                                            const protocol::record_batch_header& h);
+                                                            const protocol::record_batch_header& h)
+      REQUIRES(lock_for(stream_id));
   // check_if_loaded() of a stream that is loaded: one not in memory gets a retriable
   // NOT_LEADER_OR_FOLLOWER rejection (it is never loaded under the lock). Caller holds
   // lock_for().
   [[nodiscard]] check_result check(base::stream_id stream_id,
-                                   const protocol::record_batch_header& h);
+                                   const protocol::record_batch_header& h)
+      REQUIRES(lock_for(stream_id));
   // Records a durable batch at its assigned base offset; nothing when the stream's state is
   // not in memory. Caller holds lock_for().
   void record(base::stream_id stream_id, const protocol::record_batch_header& h,
-              base::offset base_offset);
+              base::offset base_offset) REQUIRES(lock_for(stream_id));
   // Notes a batch appended at `base_offset` whose write is in flight (the caller found the
   // state in memory with check_if_loaded()). Caller holds lock_for().
   void begin(base::stream_id stream_id, const protocol::record_batch_header& h,
-             base::offset base_offset);
+             base::offset base_offset) REQUIRES(lock_for(stream_id));
   // The write of a begun batch ended: durable at `durable_at`, it is recorded; failed (none),
   // it is forgotten with every batch of its producer begun after it (their writes fail too).
   // Nothing happens when the stream's state was forgotten meanwhile. Takes lock_for().
   void finish(base::stream_id stream_id, const protocol::record_batch_header& h,
-              std::optional<base::offset> durable_at);
+              std::optional<base::offset> durable_at) EXCLUDES(lock_for(stream_id));
 
   // Leadership refusals. A producer pipelines: when its batch is refused with
   // NOT_LEADER_OR_FOLLOWER because the partition is changing hands here, its next batch may
@@ -145,7 +150,8 @@ class producer_state {
   // the stream changed hands are retried here. A batch that arrives ahead of such a retry
   // finds a gap that this broker never saw refused. Never loads. Caller holds lock_for().
   [[nodiscard]] bool loaded_recently(base::stream_id stream_id,
-                                     const protocol::record_batch_header& h);
+                                     const protocol::record_batch_header& h)
+      REQUIRES(lock_for(stream_id));
   // Whether `checked`, OUT_OF_ORDER_SEQUENCE_NUMBER for h, is most likely a batch of h's
   // producer that was refused while the stream changed hands and is still to be retried
   // (refused_before(), or a gap ahead of a producer loaded_recently()): the caller refuses h
@@ -153,7 +159,7 @@ class producer_state {
   // lock_for().
   [[nodiscard]] bool retry_to_come(base::stream_id stream_id,
                                    const protocol::record_batch_header& h,
-                                   const check_result& checked);
+                                   const check_result& checked) REQUIRES(lock_for(stream_id));
 
   // Stores the durable state of every stream touched since the last snapshot.
   [[nodiscard]] tl::expected<void, std::string> snapshot();
@@ -161,7 +167,7 @@ class producer_state {
   // Producer entries of a stream (tests, DescribeProducers later); empty when its state is not
   // in memory. Caller holds lock_for().
   [[nodiscard]] const std::unordered_map<base::producer_id, producer_entry>& producers(
-      base::stream_id stream_id);
+      base::stream_id stream_id) REQUIRES(lock_for(stream_id));
 
  private:
   // A batch whose write is in flight.
@@ -196,9 +202,9 @@ class producer_state {
   const int64_t expiration_ms_;
 
   static constexpr size_t stripes = 64;
-  // Each stream's entry is guarded by its stripe (lock_for(): chosen at run time, which the
-  // thread-safety analysis cannot follow); the map itself by map_mu_.
-  std::array<std::mutex, stripes> stripe_mu_;
+  // Each stream's entry is guarded by its stripe, lock_for(): the functions that read or change
+  // it require lock_for(stream_id); the map itself by map_mu_.
+  std::array<base::mutex, stripes> stripe_mu_;
   base::mutex map_mu_;
   std::unordered_map<base::stream_id, std::shared_ptr<stream_producers>> streams_
       GUARDED_BY(map_mu_);
