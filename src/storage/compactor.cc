@@ -291,8 +291,7 @@ tl::expected<void, std::string> compactor::apply_retention() {
       const uint64_t newer = total - r.size;
       const bool active = newer < static_cast<uint64_t>(std::max<int64_t>(segment_bytes, 0)) &&
                           r.written_ms > now - segment_ms;
-      const bool expired =
-          ms >= 0 && r.max_timestamp >= 0 && r.max_timestamp < now - ms && !active;
+      const bool expired = ms >= 0 && r.max_timestamp >= 0 && r.max_timestamp < now - ms && !active;
       // As Kafka's size retention: a range goes only if what remains is still at least
       // retention.bytes.
       const bool too_big =

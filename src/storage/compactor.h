@@ -33,7 +33,7 @@ struct compactor_options {
   // retention never removes a stream's newest segment_bytes written within segment_ms.
   int64_t segment_ms = 604800000;
   int64_t segment_bytes = 1073741824;
-  base::node_id node{-1};        // the compacting node (its lease is checked at each commit)
+  base::node_id node{-1};  // the compacting node (its lease is checked at each commit)
 };
 
 struct compactor_stats {

@@ -150,8 +150,7 @@ bool log_cache::durable(const std::shared_ptr<entry>& e, wal::wal_position end,
   while (prev < end && !durable_wal_end_.compare_exchange_weak(prev, end)) {
   }
   const size_t counted = e->uploaded.load(std::memory_order_relaxed) ? 0 : e->data.size();
-  const uint64_t pending =
-      pending_bytes_.fetch_add(counted, std::memory_order_relaxed) + counted;
+  const uint64_t pending = pending_bytes_.fetch_add(counted, std::memory_order_relaxed) + counted;
   return pending >= upload_threshold;
 }
 

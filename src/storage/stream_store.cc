@@ -25,12 +25,12 @@ stream_store::stream_store(const stream_store_options& options, object_store& st
       cold_(*catalog_, store, cache_, options.block_cache_bytes, options.read_ahead_blocks,
             options.read_ahead_threads),
       uploader_(*catalog_, store, cache_, options.object_block_size, options.stream_object_bytes),
-      compactor_(compactor_options{options.object_block_size, options.stream_object_bytes,
-                                   options.compaction_max_object_bytes, options.delete_delay,
-                                   options.sweep_grace, options.retention_ms,
-                                   options.retention_bytes, options.segment_ms,
-                                   options.segment_bytes, options.node_id},
-                 *catalog_, store, cache_, cold_) {}
+      compactor_(
+          compactor_options{options.object_block_size, options.stream_object_bytes,
+                            options.compaction_max_object_bytes, options.delete_delay,
+                            options.sweep_grace, options.retention_ms, options.retention_bytes,
+                            options.segment_ms, options.segment_bytes, options.node_id},
+          *catalog_, store, cache_, cold_) {}
 
 tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
     const stream_store_options& options, object_store& store) {
@@ -311,7 +311,8 @@ void stream_store::forget(const std::vector<base::stream_id>& stream_ids) {
   for (const base::stream_id id : stream_ids) (void)cache_.drop(id);
 }
 
-tl::expected<void, stream_error> stream_store::drop(const std::vector<base::stream_id>& stream_ids) {
+tl::expected<void, stream_error> stream_store::drop(
+    const std::vector<base::stream_id>& stream_ids) {
   forget(stream_ids);
   if (stream_ids.empty()) return {};
   if (auto r = catalog_->drop_streams(stream_ids); !r) return fail(stream_error::catalog);

@@ -208,7 +208,8 @@ class stream_store {
   // forget(), and the streams leave the catalog too: their rows, epochs, producer state and
   // ranges; objects left with no ranges are deleted later. A catalog transaction on the calling
   // thread.
-  [[nodiscard]] tl::expected<void, stream_error> drop(const std::vector<base::stream_id>& stream_ids);
+  [[nodiscard]] tl::expected<void, stream_error> drop(
+      const std::vector<base::stream_id>& stream_ids);
   // How many streams the store holds in memory.
   [[nodiscard]] size_t stream_count() { return cache_.stream_count(); }
   // Takes streams for this node (options.node_id) at their next epoch, each beginning at the
