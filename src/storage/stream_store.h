@@ -20,8 +20,9 @@
 //  - uploader.h: WAL data to objects, committed to the catalog, then the WAL trimmed.
 //  - compactor.h: compaction, retention, deletion of unreferenced objects, the sweep.
 //  - cold_reader.h: reads below the log cache, through the catalog and the block cache.
-//  - this class: opens them (replaying the WAL), appends, reads, trims, takes streams and
-//    runs the background thread.
+//  - this class: opens them (replaying the WAL), appends, reads, trims and runs the background
+//    thread (stream_store.cc); takes streams, follows other brokers' owners, moves streams and
+//    takes a dead broker's WAL over (stream_ownership.cc).
 //
 // Threads:
 //  - append() and read() may be called from any thread. An append holds only its stream's
