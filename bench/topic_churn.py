@@ -61,12 +61,23 @@ def rss_bytes(pid):
     raise RuntimeError("no VmRSS")
 
 
-def heap_bytes(metrics_url):
+def heap_sample(metrics_url):
     with urllib.request.urlopen(metrics_url, timeout=10) as r:
         for line in r.read().decode().splitlines():
             if line.startswith("silt_heap_allocated_bytes "):
                 return int(float(line.split()[1]))
     return None  # a build without the metric
+
+
+def heap_bytes(metrics_url, samples=10):
+    """The least of a few samples 100 ms apart: the background thread's uploads and compactions
+    hold blocks of megabytes for a moment, which one sample may catch."""
+    got = []
+    for i in range(samples):
+        if i:
+            time.sleep(0.1)
+        got.append(heap_sample(metrics_url))
+    return None if None in got else min(got)
 
 
 def footprint(pid, metrics_url, data_dir):
