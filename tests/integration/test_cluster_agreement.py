@@ -82,13 +82,16 @@ def test_a_topic_created_through_one_broker_is_served_by_the_others_at_once(thre
     through = admin(b1.bootstrap)
     others = (b2, b3)
     started = time.time()
+    creations, deletions = [], []  # how long each admin call took
     with ThreadPoolExecutor(max_workers=6) as pool:
         for i in range(ROUNDS):
             topic = f"agree-{i}"
+            asked = time.time()
             err = wait_futures(through.create_topics(
                 [NewTopic(topic, num_partitions=1, replication_factor=1)],
                 operation_timeout=20, request_timeout=20))[topic]
             assert err is None, f"round {i}: creating {topic} through broker 1 failed: {err}"
+            creations.append(time.time() - asked)
             # At once, through brokers 2 and 3 only: Metadata, a produce, a watermark query
             # (ListOffsets) and a group subscription.
             for b in others:
@@ -112,9 +115,11 @@ def test_a_topic_created_through_one_broker_is_served_by_the_others_at_once(thre
                 elif what == "subscribe":
                     assert not got, f"round {i}: subscribing through {b.bootstrap}: {got}"
             # Deleted through broker 1: the others answer unknown at once.
+            asked = time.time()
             err = wait_futures(through.delete_topics([topic], operation_timeout=20,
                                                      request_timeout=20))[topic]
             assert err is None, f"round {i}: deleting {topic} through broker 1 failed: {err}"
+            deletions.append(time.time() - asked)
             for b in others:
                 assert partition_leaders(b.bootstrap, topic) is None, \
                     f"round {i}: {b.bootstrap} still describes deleted {topic}"
@@ -126,7 +131,13 @@ def test_a_topic_created_through_one_broker_is_served_by_the_others_at_once(thre
                 assert perr == UNKNOWN_TOPIC_OR_PARTITION, \
                     f"round {i}: produce to deleted {topic} through {b.bootstrap}: error {perr}"
     print(f"{ROUNDS} rounds of create, use through two other brokers, delete in "
-          f"{time.time() - started:.1f} s")
+          f"{time.time() - started:.1f} s; CreateTopics took {summary(creations)}, "
+          f"DeleteTopics {summary(deletions)}")
+
+
+def summary(seconds):
+    s = sorted(seconds)
+    return f"median {1000 * s[len(s) // 2]:.0f} ms, worst {1000 * s[-1]:.0f} ms"
 
 
 def describe_retention(bootstrap, topic):
