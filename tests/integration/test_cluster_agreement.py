@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic
 
-from test_membership import partition_leaders, shared_brokers
+from test_membership import SESSION_MS, partition_leaders, shared_brokers
 from test_record_validation import Client, batch, records
 from util import QUIET, admin, wait_futures
 
@@ -174,3 +174,19 @@ def test_partitions_and_configs_changed_through_one_broker_are_seen_by_all_at_on
         for b in (b2, b3):
             assert describe_retention(b.bootstrap, topic) == retention, \
                 f"round {i}: {b.bootstrap} does not have retention.ms={retention} of {topic}"
+
+
+def test_an_admin_call_waits_for_a_killed_broker_only_until_its_lease_lapses(three_brokers):
+    (b1, b2, b3), _ = three_brokers
+    through = admin(b1.bootstrap)
+    b3.kill()
+    asked = time.time()
+    err = wait_futures(through.create_topics(
+        [NewTopic("agree-after-kill", num_partitions=1, replication_factor=1)]))
+    took = time.time() - asked
+    assert err == {"agree-after-kill": None}, err
+    # Answered once node 3 was no longer live (its lease: SESSION_MS), not at the bound.
+    assert took < SESSION_MS / 1000 + 1.5, f"CreateTopics took {took:.2f} s"
+    assert partition_leaders(b2.bootstrap, "agree-after-kill") is not None
+    print(f"CreateTopics with a broker just killed took {took:.2f} s "
+          f"(session timeout {SESSION_MS} ms)")
