@@ -113,13 +113,13 @@ boost::asio::awaitable<bool> context::agree(int64_t since, std::chrono::millisec
     if (now >= deadline) {
       uint64_t left_out = 0;
       if (late_agreement_log_.allow(left_out)) {
+        const std::string who = behind >= 0 ? "node " + std::to_string(behind)
+                                            : std::string("the broker registry, unreadable,");
         SILT_LOG(warn,
                  "silt: cluster: answering a topic change (counter %lld) that %s has not taken "
                  "in after %lld ms (%llu more left out)",
-                 static_cast<long long>(change),
-                 behind >= 0 ? ("node " + std::to_string(behind)).c_str()
-                             : "the broker registry, unreadable,",
-                 static_cast<long long>(bound.count()), static_cast<unsigned long long>(left_out));
+                 static_cast<long long>(change), who.c_str(), static_cast<long long>(bound.count()),
+                 static_cast<unsigned long long>(left_out));
       }
       co_return false;
     }
