@@ -289,6 +289,32 @@ void membership::refresh_list() {
   listed_at_ = listed;
 }
 
+void membership::report_topics_applied(int64_t applied) {
+  base::lock_guard lock(report_mu_);
+  const int64_t epoch = epoch_.load(std::memory_order_acquire);
+  if (applied == reported_applied_ && epoch == reported_epoch_) return;
+  // Fenced (the lease lapsed): the next registration starts at -1, and the next round reports
+  // at its epoch.
+  if (registry_->report_topics_applied(options_.self.node, epoch, applied)) {
+    reported_applied_ = applied;
+    reported_epoch_ = epoch;
+  }
+}
+
+tl::expected<std::vector<metadata::topics_applied_by>, metadata::membership_error>
+membership::topics_applied(clock::time_point since) const {
+  base::lock_guard lock(applied_mu_);
+  // A read that began after `since` (the one that held the lock meanwhile) answers for it.
+  if (applied_known_ && applied_read_at_ >= since) return applied_;
+  const auto began = clock::now();
+  auto r = registry_->topics_applied();
+  if (!r) return r;
+  applied_ = std::move(*r);
+  applied_read_at_ = began;
+  applied_known_ = true;
+  return applied_;
+}
+
 void membership::drain() {
   if (auto r = registry_->drain(options_.self.node, epoch_.load(std::memory_order_acquire)); !r) {
     SILT_LOG(warn, "silt: cluster: cannot mark this broker as stopping: %s",

@@ -92,6 +92,19 @@ class membership {
     return registry_->brokers();
   }
 
+  // Records that this broker has taken in every topic change up to counter value `applied`
+  // (topic_registry::refresh()): written when it or the broker epoch moved since the last
+  // report (a registration starts at -1, "still opening"). A database call when it writes:
+  // blocking.
+  void report_topics_applied(int64_t applied);
+  // What each live broker reported it has taken in, from a read of the registry that began
+  // at or after `since`. One read runs at a time and callers share it: a caller finds the
+  // read in flight when it arrived too early to count, waits for it and then for the next,
+  // and takes a read that began after `since` as its own; so callers waiting together cost
+  // one query at a time between them. A database call: blocking.
+  [[nodiscard]] tl::expected<std::vector<metadata::topics_applied_by>, metadata::membership_error>
+  topics_applied(std::chrono::steady_clock::time_point since) const;
+
   // Tells the cluster that this broker stops (the controller places nothing on it any more);
   // a database call: blocking.
   void drain();
@@ -133,6 +146,15 @@ class membership {
   bool reported_loads_ = true;
   bool rejoining_ = false;  // heartbeat thread only: registered again, not acknowledging yet
   bool stopping_ GUARDED_BY(mu_) = false;
+  // report_topics_applied(): what was last written, at which broker epoch.
+  base::mutex report_mu_;
+  int64_t reported_applied_ GUARDED_BY(report_mu_) = -1;
+  int64_t reported_epoch_ GUARDED_BY(report_mu_) = 0;
+  // topics_applied(): held through a read; its result and when it began.
+  mutable base::mutex applied_mu_;
+  mutable std::vector<metadata::topics_applied_by> applied_ GUARDED_BY(applied_mu_);
+  mutable std::chrono::steady_clock::time_point applied_read_at_ GUARDED_BY(applied_mu_);
+  mutable bool applied_known_ GUARDED_BY(applied_mu_) = false;
   std::condition_variable wake_;
   std::thread thread_;
   // Failures logged since the last success (the first of a run, then every 20th).

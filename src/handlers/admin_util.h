@@ -3,6 +3,7 @@
 // checks of topic and broker resource names, and the steps that change a topic.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -114,5 +115,12 @@ template <typename Resp, typename Req, typename Alter>
 // when there is none of that name.
 [[nodiscard]] api_error delete_topic(context& ctx, const std::string& name,
                                      metadata::topic_ptr& deleted);
+
+// How long an admin call that changed topics waits for the other brokers to take the change
+// in (context::agree()): its request's timeout_ms when positive; none given (0, which
+// librdkafka sends by default) leaves the broker's own bound.
+[[nodiscard]] inline std::chrono::milliseconds agreement_cap(int32_t timeout_ms) {
+  return timeout_ms > 0 ? std::chrono::milliseconds(timeout_ms) : std::chrono::milliseconds::max();
+}
 
 }  // namespace silt::handlers::admin

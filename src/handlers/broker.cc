@@ -416,6 +416,12 @@ tl::expected<std::unique_ptr<broker>, std::string> broker::open(
   // A produce waiting for room in the WAL tries again.
   b->store_->set_room_listener(
       [ctx = b->ctx_.get()] { ctx->waiters.notify(data_waiters::wal_room); });
+  // Admin calls on other brokers wait for this one from its first report on (before it, it
+  // counts as opening). A change committed after the topics were loaded and before that report
+  // was not waited for: the second round, after the report, takes it in before this broker
+  // serves.
+  b->follow_topics();
+  b->follow_topics();
   return b;
 }
 
@@ -454,6 +460,11 @@ void broker::start_background(std::chrono::milliseconds period) {
 }
 
 void broker::refresh_topics() {
+  follow_topics();
+  follow_owners();
+}
+
+void broker::follow_topics() {
   auto changes = registry_->refresh();
   if (!changes) return;  // the next round tries again
 
@@ -485,7 +496,21 @@ void broker::refresh_topics() {
     }
   }
   for (const auto& t : changes->changed) (void)ctx_->refresh(t);
-  follow_owners();
+  // Every change up to changes->version is served here now, unless a new stream is not yet
+  // taken by the broker that created it (served by nobody: Metadata would answer
+  // LEADER_NOT_AVAILABLE for it). That is a moment, between the creation's transaction and its
+  // take; a stream left untaken by a creator that failed is waited for at most a session
+  // timeout, so that admin calls do not wait on it for ever.
+  const auto now = std::chrono::steady_clock::now();
+  if (unsettled_.empty()) {
+    unsettled_since_.reset();
+  } else if (!unsettled_since_) {
+    unsettled_since_ = now;
+  }
+  if (!unsettled_since_ ||
+      now - *unsettled_since_ >= std::chrono::milliseconds(config_.broker_session_timeout_ms)) {
+    membership_->report_topics_applied(changes->version);
+  }
 }
 
 void broker::follow_owners() {

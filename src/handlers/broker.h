@@ -5,8 +5,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
@@ -85,6 +87,10 @@ class broker final : public net::request_handler {
   std::unique_ptr<boost::asio::steady_timer> topics_timer_;
   // Takes in the topic changes other brokers made, then follows ownership (`follow_`).
   void refresh_topics();
+  // The first half: takes in the topic changes, then reports to the broker registry up to
+  // which change it did, so that admin calls on other brokers answer once this one serves
+  // their changes (context::agree()).
+  void follow_topics();
   // Takes in streams handed to this broker, takes streams placed on it that nobody owns, and
   // starts handing over those placed elsewhere (on `moves_`, unless a release runs).
   void follow_owners();
@@ -101,6 +107,8 @@ class broker final : public net::request_handler {
   // taken by another broker; notes where each is coordinated (controller thread, each round).
   void follow_shards(const std::vector<metadata::shard_state>& shards);
   std::vector<base::stream_id> unsettled_;  // learned streams not taken yet (refresh_topics)
+  // Since when unsettled_ has not been empty (follow_topics()).
+  std::optional<std::chrono::steady_clock::time_point> unsettled_since_;
   std::atomic<bool> taking_over_{false};
   std::atomic<bool> releasing_{false};  // a release runs (follow_owners(), hand_over_owned())
   uint64_t takeover_failures_ = 0;      // in a row (the takeover run only)

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -80,6 +84,48 @@ void context::take(const std::vector<base::stream_id>& streams) {
   if (auto r = store.take(streams); !r) {
     SILT_LOG(warn, "silt: cannot take %zu stream(s): %s", streams.size(),
              std::string(storage::stream_error_name(r.error())).c_str());
+  }
+}
+
+boost::asio::awaitable<bool> context::agree(int64_t since, std::chrono::milliseconds cap) {
+  const int64_t change = registry.last_change();
+  if (membership_ == nullptr || change <= since) co_return true;
+  using clock = std::chrono::steady_clock;
+  const auto bound = std::min(cap, std::chrono::milliseconds(config.broker_session_timeout_ms +
+                                                             config.broker_heartbeat_interval_ms));
+  const auto deadline = clock::now() + bound;
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
+  for (;;) {
+    auto applied = membership_->topics_applied(clock::now());
+    // Behind: a broker that reported a change before this one. One that reported none (-1)
+    // is still opening and reads every topic before it serves.
+    int32_t behind = -1;
+    if (applied) {
+      for (const auto& b : *applied) {
+        if (b.node.value() != node_id && b.topics_applied >= 0 && b.topics_applied < change) {
+          behind = b.node.value();
+          break;
+        }
+      }
+    }
+    if (applied && behind < 0) co_return true;
+    const auto now = clock::now();
+    if (now >= deadline) {
+      uint64_t left_out = 0;
+      if (late_agreement_log_.allow(left_out)) {
+        const std::string who = behind >= 0 ? "node " + std::to_string(behind)
+                                            : std::string("the broker registry, unreadable,");
+        SILT_LOG(warn,
+                 "silt: cluster: answering a topic change (counter %lld) that %s has not taken "
+                 "in after %lld ms (%llu more left out)",
+                 static_cast<long long>(change), who.c_str(), static_cast<long long>(bound.count()),
+                 static_cast<unsigned long long>(left_out));
+      }
+      co_return false;
+    }
+    timer.expires_after(std::min<clock::duration>(std::chrono::milliseconds(20), deadline - now));
+    boost::system::error_code ec;
+    co_await timer.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -19,6 +20,7 @@
 #include <tl/expected.hpp>
 
 #include "base/ids.h"
+#include "base/log.h"
 #include "base/mutex.h"
 #include "cluster/controller.h"
 #include "cluster/membership.h"
@@ -75,6 +77,16 @@ class context {
   void forget(const metadata::topic_ptr& info);
   // Takes streams for this broker at their next epoch (catalog I/O: blocking pool only).
   void take(const std::vector<base::stream_id>& streams);
+
+  // Once an admin call changed topics, it answers when every broker serves them so: waits
+  // until every other live broker reported (cluster::membership::report_topics_applied) that
+  // it took in this broker's topic changes made after `since` (a registry.last_change() read
+  // before them), checking every 20 ms, at most `cap` and at most a session timeout and a
+  // heartbeat (a broker that died meanwhile is no longer live by then). Returns at once when
+  // nothing changed since `since`, or outside a cluster. True when every one took them in.
+  // Reads the broker registry: on the blocking pool only.
+  [[nodiscard]] boost::asio::awaitable<bool> agree(
+      int64_t since, std::chrono::milliseconds cap = std::chrono::milliseconds::max());
 
   const config::broker_config& config;
   const std::string cluster_id;
@@ -187,6 +199,7 @@ class context {
 
   coordinator::group_coordinator* groups_ = nullptr;
   const cluster::membership* membership_ = nullptr;
+  base::log_limiter late_agreement_log_{std::chrono::seconds(10)};
   base::mutex create_mu_;  // held through create_topic()
   mutable base::mutex mu_;
   // Ordered with a transparent comparator: the request path looks names up without copying.

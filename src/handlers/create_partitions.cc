@@ -63,6 +63,7 @@ create_partitions_response::CreatePartitionsTopicResult result(const std::string
 asio::awaitable<create_partitions_response> handle_create_partitions(
     context& ctx, const net::request& /*raw*/, const create_partitions_request& req) {
   create_partitions_response resp;
+  const int64_t since = ctx.registry.last_change();
   std::set<std::string> once;
   std::set<std::string> duplicates;
   for (const auto& t : req.topics) {
@@ -110,6 +111,8 @@ asio::awaitable<create_partitions_response> handle_create_partitions(
   for (const auto& name : duplicates) {
     resp.results.push_back(result(name, {error_code::invalid_request, "Duplicate topic name."}));
   }
+  // Answered once every broker serves the new partitions.
+  (void)co_await ctx.agree(since, admin::agreement_cap(req.timeout_ms));
   co_return resp;
 }
 

@@ -87,6 +87,7 @@ asio::awaitable<create_topics_response> handle_create_topics(context& ctx,
                                                              const net::request& /*raw*/,
                                                              const create_topics_request& req) {
   create_topics_response resp;
+  const int64_t since = ctx.registry.last_change();
   // Names given more than once are refused, once each, after the others (as ControllerApis).
   std::set<std::string> once;
   std::set<std::string> duplicates;
@@ -180,6 +181,8 @@ asio::awaitable<create_topics_response> handle_create_topics(context& ctx,
     resp.topics.push_back(
         error_result(name, {error_code::invalid_request, "Duplicate topic name."}));
   }
+  // Answered once every broker serves the new topics.
+  (void)co_await ctx.agree(since, admin::agreement_cap(req.timeout_ms));
   co_return resp;
 }
 

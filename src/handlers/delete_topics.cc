@@ -36,6 +36,7 @@ asio::awaitable<delete_topics_response> handle_delete_topics(context& ctx, const
                                                              const delete_topics_request& req) {
   const int16_t version = raw.header.header.request_api_version;
   delete_topics_response resp;
+  const int64_t since = ctx.registry.last_change();
   // v6 names topics in `topics` (a zero id means by name); earlier versions in topic_names.
   std::vector<delete_topics_request::DeleteTopicState> asked;
   if (version >= 6) {
@@ -137,6 +138,8 @@ asio::awaitable<delete_topics_response> handle_delete_topics(context& ctx, const
   }
   // What the deleted topics' partitions held in memory goes back to the system.
   if (!to_delete.empty()) base::release_free_memory();
+  // Answered once no broker serves the deleted topics any more.
+  (void)co_await ctx.agree(since, admin::agreement_cap(req.timeout_ms));
   co_return resp;
 }
 

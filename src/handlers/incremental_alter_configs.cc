@@ -164,8 +164,12 @@ api_error alter(context& ctx, const incremental_alter_configs_request::AlterConf
 
 asio::awaitable<incremental_alter_configs_response> handle_incremental_alter_configs(
     context& ctx, const net::request& /*raw*/, const incremental_alter_configs_request& req) {
-  co_return alter_each_resource<incremental_alter_configs_response>(
+  const int64_t since = ctx.registry.last_change();
+  auto resp = alter_each_resource<incremental_alter_configs_response>(
       req, [&](const auto& r) { return alter(ctx, r, req.validate_only); });
+  // Answered once every broker serves the topics' new configs.
+  (void)co_await ctx.agree(since);
+  co_return resp;
 }
 
 }  // namespace silt::handlers

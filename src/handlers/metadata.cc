@@ -88,7 +88,11 @@ asio::awaitable<metadata_response> handle_metadata(context& ctx, const net::requ
           ctx.blocking,
           [&ctx, &name = *rt.name]()
               -> asio::awaitable<tl::expected<topic_entry_ptr, config::config_error>> {
-            co_return ctx.create_topic(name, ctx.config.num_partitions, {});
+            const int64_t since = ctx.registry.last_change();
+            auto created = ctx.create_topic(name, ctx.config.num_partitions, {});
+            // Answered once every broker serves it, as CreateTopics is.
+            (void)co_await ctx.agree(since);
+            co_return created;
           },
           asio::use_awaitable);
       if (created) {

@@ -144,7 +144,7 @@ tl::expected<int64_t, membership_error> broker_registry::register_broker(
                "host = excluded.host, port = excluded.port, rack = excluded.rack, "
                "wal_location = excluded.wal_location, machine = excluded.machine, "
                "lease_expires_ms = excluded.lease_expires_ms, "
-               "registered_ms = excluded.registered_ms, draining = 0",
+               "registered_ms = excluded.registered_ms, draining = 0, topics_applied = -1",
                now_),
       i64(info.node), broker_epoch, std::string_view(info.host), int64_t{info.port},
       std::string_view(info.rack), std::string_view(info.wal_location),
@@ -170,6 +170,28 @@ tl::expected<void, membership_error> broker_registry::report_loads(
     base::node_id node, int64_t broker_epoch, const std::vector<stream_load>& loads) {
   base::lock_guard lock(mu_);
   return set_column(*c_, "stream_loads", format_loads(loads), node, broker_epoch);
+}
+
+tl::expected<void, membership_error> broker_registry::report_topics_applied(base::node_id node,
+                                                                            int64_t broker_epoch,
+                                                                            int64_t applied) {
+  base::lock_guard lock(mu_);
+  return set_column(*c_, "topics_applied", applied, node, broker_epoch);
+}
+
+tl::expected<std::vector<topics_applied_by>, membership_error> broker_registry::topics_applied() {
+  base::lock_guard lock(mu_);
+  auto r =
+      c_->query(with_now("SELECT node_id, topics_applied FROM brokers WHERE "
+                         "lease_expires_ms > {now} ORDER BY node_id",
+                         now_));
+  if (!r) return fail(membership_error::io);
+  std::vector<topics_applied_by> out;
+  out.reserve(r->rows.size());
+  for (const auto& row : r->rows) {
+    out.push_back({base::node_id(static_cast<int32_t>(row.integer(0))), row.integer(1)});
+  }
+  return out;
 }
 
 tl::expected<void, membership_error> broker_registry::drain(base::node_id node,

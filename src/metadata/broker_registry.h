@@ -67,6 +67,14 @@ struct broker_record {
   [[nodiscard]] bool live() const { return lease_left_ms > 0; }
 };
 
+// A live broker and the value of the topic change counter (topic_registry.h) up to which it
+// has taken every topic change in (-1: none yet; it is still opening).
+struct topics_applied_by {
+  base::node_id node{-1};
+  int64_t topics_applied = -1;
+  bool operator==(const topics_applied_by&) const = default;
+};
+
 // A dead broker's WAL that a live broker, the holder, is taking over (cluster/controller.h): the
 // holder takes the dead broker's streams, appends what that WAL holds of them beyond their
 // committed ends to its own WAL, and then ends the takeover. While a takeover of its WAL is
@@ -103,6 +111,13 @@ class broker_registry {
   // Records the loads (node, epoch) measured for its busiest streams, replacing the last ones.
   [[nodiscard]] tl::expected<void, membership_error> report_loads(
       base::node_id node, int64_t broker_epoch, const std::vector<stream_load>& loads);
+  // Records that (node, epoch) has taken in every topic change up to counter value `applied`.
+  // A registration starts at -1.
+  [[nodiscard]] tl::expected<void, membership_error> report_topics_applied(base::node_id node,
+                                                                           int64_t broker_epoch,
+                                                                           int64_t applied);
+  // The live brokers with what each reported it has taken in, by node id.
+  [[nodiscard]] tl::expected<std::vector<topics_applied_by>, membership_error> topics_applied();
   // Marks (node, epoch) as stopping cleanly: the controller places nothing on it any more.
   [[nodiscard]] tl::expected<void, membership_error> drain(base::node_id node,
                                                            int64_t broker_epoch);

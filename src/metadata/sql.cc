@@ -165,6 +165,11 @@ ALTER TABLE brokers ADD COLUMN stream_loads TEXT NOT NULL DEFAULT '';
     {8, R"sql(
 ALTER TABLE coordinator_shards ADD COLUMN target {int} NOT NULL DEFAULT -1;
 )sql"},
+    // Agreement on topics (broker_registry.h): the value of the topic change counter each
+    // broker has taken in (-1: none yet), which an admin call waits for on every live broker.
+    {9, R"sql(
+ALTER TABLE brokers ADD COLUMN topics_applied {int} NOT NULL DEFAULT -1;
+)sql"},
 };
 
 std::string expand(std::string_view sql, dialect d) {

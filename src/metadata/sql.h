@@ -117,7 +117,7 @@ class database {
 
 // The schema version this build writes; open_database() migrates older schemas to it and
 // refuses newer ones.
-inline constexpr int64_t schema_version = 8;
+inline constexpr int64_t schema_version = 9;
 
 // Opens `uri` (sqlite:///path/file.db, sqlite://:memory: for a private in-memory database,
 // or postgresql://user:password@host:port/dbname; a bare path is an SQLite file), creating

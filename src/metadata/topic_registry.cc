@@ -166,6 +166,7 @@ tl::expected<topic_changes, registry_error> topic_registry::refresh() {
   auto counter = c_->query("SELECT value FROM registry_counters WHERE name = 'topics_changed'");
   if (!counter || counter->rows.empty()) return fail(registry_error::io);
   topic_changes out;
+  out.version = seen_;
   if (counter->rows.front().integer(0) == seen_) return out;
   auto all = read_all_locked();
   if (!all) return fail(all.error());
@@ -192,6 +193,7 @@ tl::expected<topic_changes, registry_error> topic_registry::refresh() {
   }
   if (!gone.empty()) version_.fetch_add(1, std::memory_order_release);
   seen_ = all->second;
+  out.version = seen_;
   return out;
 }
 

@@ -57,6 +57,8 @@ using topic_ptr = std::shared_ptr<const topic_info>;
 struct topic_changes {
   std::vector<topic_ptr> changed;  // created, grown or reconfigured, as they are now
   std::vector<topic_ptr> removed;  // deleted (or deleted and created again: then in both)
+  // The change counter's value the registry reflects now: every change up to it is in.
+  int64_t version = 0;
 };
 
 class topic_registry {
@@ -78,6 +80,9 @@ class topic_registry {
   // Changes whenever a topic is indexed or forgotten (created, grown, reconfigured, deleted):
   // what was derived from the topics at one version holds until it moves.
   [[nodiscard]] uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  // The change counter's value at the last change this registry made (0: none): once every
+  // other broker's registry reflects it (refresh()), they all know of this one's changes.
+  [[nodiscard]] int64_t last_change() const { return last_change_.load(std::memory_order_acquire); }
 
   // Creates a topic with fresh streams for its partitions and a random id.
   [[nodiscard]] tl::expected<topic_ptr, registry_error> create(
@@ -115,6 +120,7 @@ class topic_registry {
   // follows the last value seen.
   void seen_locked(int64_t v) REQUIRES(db_mu_) {
     if (v == seen_ + 1) seen_ = v;
+    last_change_.store(v, std::memory_order_release);
   }
   tl::expected<uint64_t, registry_error> next_counter_locked(const char* name, int64_t count)
       REQUIRES(db_mu_);
@@ -131,6 +137,7 @@ class topic_registry {
   std::map<topic_id, topic_ptr> by_id_ GUARDED_BY(mu_);
   std::atomic<uint64_t> version_{0};     // moved under mu_, read without it
   int64_t seen_ GUARDED_BY(db_mu_) = 0;  // the change counter the maps reflect
+  std::atomic<int64_t> last_change_{0};  // moved under db_mu_ (seen_locked), read without it
 };
 
 // Kafka's rules for topic names: 1-249 characters of [a-zA-Z0-9._-], not "." or "..".

@@ -96,10 +96,14 @@ def wait_listed(bootstrap, expected, timeout=10.0):
     pytest.fail(f"{bootstrap} lists {seen}, expected {expected}")
 
 
-def shared_brokers(tmp_path, settings=None):
-    """Two brokers (nodes 1 and 2, racks zone-a and zone-b) sharing a metadata store and an
-    object store, with `settings` on both; yields them and their common settings, stopped
-    and their logs checked afterwards. The body of fixtures."""
+TWO_RACKS = ((1, "zone-a"), (2, "zone-b"))
+
+
+def shared_brokers(tmp_path, settings=None, nodes=TWO_RACKS):
+    """Brokers (by default nodes 1 and 2, racks zone-a and zone-b; `nodes`: (node id, rack)
+    pairs) sharing a metadata store and an object store, with `settings` on all; yields them
+    and their common settings, stopped and their logs checked afterwards. The body of
+    fixtures."""
     if "silt" not in selected_brokers():
         pytest.skip("Silt not selected (SILT_TEST_BROKERS)")
     uri = fresh_postgres_database() if POSTGRES_URI else f"sqlite://{tmp_path}/shared.db"
@@ -107,7 +111,6 @@ def shared_brokers(tmp_path, settings=None):
               "object.store.uri": f"file://{tmp_path}/objects",
               "broker.heartbeat.interval.ms": str(HEARTBEAT_MS),
               "broker.session.timeout.ms": str(SESSION_MS), **(settings or {})}
-    nodes = ((1, "zone-a"), (2, "zone-b"))
     brokers = []
     for node, rack in nodes:
         d = tmp_path / f"broker{node}"
@@ -115,11 +118,11 @@ def shared_brokers(tmp_path, settings=None):
         brokers.append(SiltBroker(d, {**common, "node.id": str(node), "broker.rack": rack}))
     for b in brokers:
         start_silt(b)
-    # Each lists the other once it has read the other's registration (a heartbeat later): a
+    # Each lists the others once it has read their registrations (a heartbeat later): a
     # test that moves a partition to the other broker before that is refused (not live).
-    both = {node: ("127.0.0.1", b.port, rack) for (node, rack), b in zip(nodes, brokers)}
+    every = {node: ("127.0.0.1", b.port, rack) for (node, rack), b in zip(nodes, brokers)}
     for b in brokers:
-        wait_listed(b.bootstrap, both)
+        wait_listed(b.bootstrap, every)
     yield brokers, common
     for b in brokers:
         if b.alive():

@@ -62,6 +62,27 @@ TEST_P(Membership, BrokersSeeEachOtherAndAStoppedOneGoes) {
   EXPECT_EQ((*again)->registrations(), 1u);
 }
 
+// What each broker took in of the topic changes: -1 until it reports, and a read that began
+// after a caller arrived answers for it (callers waiting together share reads).
+TEST_P(Membership, TopicsAppliedAreReportedAndReadsAreShared) {
+  auto a = membership::start(db_, testing::member_options(1));
+  ASSERT_TRUE(a) << a.error();
+  auto b = membership::start(db_, testing::member_options(2));
+  ASSERT_TRUE(b) << b.error();
+  using applied = std::vector<metadata::topics_applied_by>;
+  const auto node = [](int32_t v) { return base::node_id(v); };
+  const auto asked = std::chrono::steady_clock::now();
+  EXPECT_EQ(*(*b)->topics_applied(asked), (applied{{node(1), -1}, {node(2), -1}}));
+  (*a)->report_topics_applied(5);
+  // A caller that arrived before the last read began takes it: nothing read again.
+  EXPECT_EQ(*(*b)->topics_applied(asked), (applied{{node(1), -1}, {node(2), -1}}));
+  EXPECT_EQ(*(*b)->topics_applied(std::chrono::steady_clock::now()),
+            (applied{{node(1), 5}, {node(2), -1}}));
+  (*b)->report_topics_applied(5);
+  (*b)->stop();
+  EXPECT_EQ(*(*a)->topics_applied(std::chrono::steady_clock::now()), (applied{{node(1), 5}}));
+}
+
 // A broker that stopped renewing its lease (killed) stays live until the lease lapses, but is
 // no longer heard from lately after two heartbeat intervals.
 TEST_P(Membership, ABrokerThatStoppedRenewingIsNoLongerHeardFromBeforeItsLeaseLapses) {

@@ -92,6 +92,27 @@ TEST_P(BrokerRegistry, LoadsAreReportedPerEpochAndListed) {
   EXPECT_EQ(r->report_loads(node(2), *e1, loads).error(), membership_error::fenced);
 }
 
+// What each live broker has taken in of the topic changes: -1 from each registration until it
+// reports, refused to a stale epoch, and a broker whose lease lapsed is not listed.
+TEST_P(BrokerRegistry, TopicsAppliedAreReportedPerEpochAndListedForLiveBrokers) {
+  auto r = registry();
+  auto e1 = r->register_broker(info_of(1), milliseconds(60000), false);
+  auto e2 = r->register_broker(info_of(2), milliseconds(300), false);
+  ASSERT_TRUE(e1);
+  ASSERT_TRUE(e2);
+  EXPECT_EQ(*r->topics_applied(), (std::vector<topics_applied_by>{{node(1), -1}, {node(2), -1}}));
+  ASSERT_TRUE(r->report_topics_applied(node(1), *e1, 7));
+  ASSERT_TRUE(r->report_topics_applied(node(2), *e2, 5));
+  EXPECT_EQ(*r->topics_applied(), (std::vector<topics_applied_by>{{node(1), 7}, {node(2), 5}}));
+  EXPECT_EQ(r->report_topics_applied(node(1), *e1 + 5, 9).error(), membership_error::fenced);
+  // A new registration has taken nothing in yet.
+  auto again = r->register_broker(info_of(1), milliseconds(60000), true);
+  ASSERT_TRUE(again);
+  EXPECT_EQ((*r->topics_applied())[0], (topics_applied_by{node(1), -1}));
+  std::this_thread::sleep_for(milliseconds(400));
+  EXPECT_EQ(*r->topics_applied(), (std::vector<topics_applied_by>{{node(1), -1}}));
+}
+
 TEST(StreamLoads, FormatAndParseRoundTripAndSkipWhatIsNotALoad) {
   const std::vector<stream_load> loads{{base::stream_id(1), 0}, {base::stream_id(42), 99999}};
   EXPECT_EQ(format_loads(loads), "1:0,42:99999");

@@ -132,6 +132,29 @@ TEST_P(TopicRegistryTest, RefreshTakesInAnotherRegistrysChanges) {
   EXPECT_TRUE(b->refresh()->changed.empty());
 }
 
+// A registry's last change is the counter value another registry reaches once it took that
+// change in: what an admin call waits for every broker to report.
+TEST_P(TopicRegistryTest, RefreshReachesTheLastChangeOfAnotherRegistry) {
+  auto a = open();
+  auto b = open();
+  EXPECT_EQ(a->last_change(), 0);
+  ASSERT_TRUE(a->create("orders", 2, {}));
+  const int64_t created = a->last_change();
+  EXPECT_GT(created, 0);
+  auto got = b->refresh();
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->version, created);
+  EXPECT_EQ(b->refresh()->version, created);  // nothing changed since
+  ASSERT_TRUE(a->set_configs("orders", {{"retention.ms", "5"}}));
+  ASSERT_TRUE(a->remove("orders"));
+  EXPECT_GT(a->last_change(), created);
+  got = b->refresh();
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->version, a->last_change());
+  EXPECT_EQ(got->removed.size(), 1u);
+  EXPECT_EQ(b->last_change(), 0);  // b changed nothing itself
+}
+
 TEST_P(TopicRegistryTest, ClusterIdIsStoredOnce) {
   std::string id;
   {
