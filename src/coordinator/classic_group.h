@@ -9,6 +9,11 @@
 // deadline passes (tick()). Time is an argument of every call (milliseconds of any monotonic
 // clock), so that tests drive the machine with a fake clock.
 //
+// The timing is Kafka's (GroupMetadataManager's classic groups): a rebalance waits for every
+// known member up to the group's rebalance timeout, the longest of its members'; a member that
+// heartbeats meanwhile (REBALANCE_IN_PROGRESS) but does not rejoin keeps its place until then,
+// when a dynamic one is dropped and a static one stays.
+//
 // Ownership: not thread-safe; the coordinator (coordinator.h) owns each group and calls it under
 // its lock. Callbacks run inside the calls; they must only hand the result on (post it to the
 // waiting request's executor), never call back into the group.
