@@ -14,8 +14,11 @@ namespace silt::coordinator {
 
 namespace {
 
-// A member id as Kafka makes them: the client id, a dash and a random UUID.
-std::string new_member_id(const std::string& client_id) {
+// A member id as Kafka makes them: a static member's instance id (a dynamic one's client id), a
+// dash and a random UUID. Clients' assignors order members by these ids (range gives the first
+// partitions to the first), so the prefix decides who gets what as it does on Kafka.
+std::string new_member_id(const join_request& req) {
+  const std::string& prefix = req.group_instance_id ? *req.group_instance_id : req.client_id;
   static thread_local std::mt19937_64 rng(std::random_device{}());
   const uint64_t hi = rng();
   const uint64_t lo = rng();
@@ -24,7 +27,7 @@ std::string new_member_id(const std::string& client_id) {
                 static_cast<unsigned>((hi >> 16) & 0xffff), static_cast<unsigned>(hi & 0xffff),
                 static_cast<unsigned>(lo >> 48),
                 static_cast<unsigned long long>(lo & 0xffffffffffffull));
-  return client_id + "-" + uuid;
+  return prefix + "-" + uuid;
 }
 
 }  // namespace
@@ -171,9 +174,8 @@ error_code classic_group::check_member(const std::string& member_id,
                                        const std::optional<std::string>& instance_id) const {
   if (instance_id) {
     auto it = static_members_.find(*instance_id);
-    if (it != static_members_.end() && it->second != member_id) {
-      return error_code::fenced_instance_id;
-    }
+    if (it == static_members_.end()) return error_code::unknown_member_id;
+    if (it->second != member_id) return error_code::fenced_instance_id;
   }
   if (!members_.contains(member_id)) return error_code::unknown_member_id;
   return error_code::none;
@@ -224,7 +226,7 @@ void classic_group::join_new_member(join_request req, const group_limits& limits
     done({.error = error_code::group_max_size_reached});
     return;
   }
-  std::string id = new_member_id(req.client_id);
+  std::string id = new_member_id(req);
   if (!req.group_instance_id && req.require_known_member_id) {
     // The member rejoins with this id; until then it holds up the rebalance (as a member that
     // has not joined) for at most its session timeout.
@@ -281,6 +283,7 @@ void classic_group::join_known_member(join_request req, const group_limits& limi
 
 void classic_group::replace_static_member(join_request req, int64_t now, join_callback done) {
   const std::string old_id = static_members_.at(*req.group_instance_id);
+  const std::string leader_before = leader_;
   auto node = members_.extract(old_id);
   member& m = node.mapped();
   // The instance restarted: whatever its old incarnation waits for is over.
@@ -291,15 +294,14 @@ void classic_group::replace_static_member(join_request req, int64_t now, join_ca
   if (m.awaiting_sync) {
     std::exchange(m.awaiting_sync, nullptr)({.error = error_code::fenced_instance_id});
   }
-  const std::string id = new_member_id(req.client_id);
+  const std::string id = new_member_id(req);
   m.id = id;
   node.key() = id;
   members_.insert(std::move(node));
   member& moved = members_.at(id);
   static_members_[*req.group_instance_id] = id;
   if (leader_ == old_id) leader_ = id;
-  moved.client_id = req.client_id;
-  moved.client_host = req.client_host;
+  // The member keeps the client id and host it first joined with, as on Kafka.
   moved.session_timeout_ms = req.session_timeout_ms;
   moved.rebalance_timeout_ms = req.rebalance_timeout_ms;
   moved.session_deadline = now + req.session_timeout_ms;
@@ -309,10 +311,18 @@ void classic_group::replace_static_member(join_request req, int64_t now, join_ca
       moved.protocols = std::move(req.protocols);
       if (same || (protocol_ && select_protocol() == *protocol_)) {
         // Back within its session and the group's protocol stays: its old assignment is still
-        // valid, no rebalance (KIP-345). The leader is told to skip the assignment (KIP-814).
+        // valid, no rebalance (KIP-345); its SyncGroup gets it. A leader that can skip the
+        // assignment is told it leads, with the members (KIP-814); an older client is told
+        // the leader as it was, so that it runs no assignment (a Stable group would not use
+        // one).
         dirty_ = true;  // the instance's new member id is what a restart must know
         join_result r = join_response(moved);
-        r.skip_assignment = id == leader_;
+        if (req.supports_skip_assignment) {
+          r.skip_assignment = id == leader_;
+        } else {
+          r.leader = leader_before;
+          r.members.clear();
+        }
         done(std::move(r));
         return;
       }
@@ -349,7 +359,8 @@ void classic_group::add_member(join_request req, const std::string& member_id,
   m.rebalance_timeout_ms = req.rebalance_timeout_ms;
   m.protocols = std::move(req.protocols);
   m.awaiting_join = std::move(done);
-  m.session_deadline = now + m.session_timeout_ms;
+  m.is_new = true;
+  m.session_deadline = now + new_member_join_ms;
   if (m.instance_id) static_members_[*m.instance_id] = member_id;
   members_.emplace(member_id, std::move(m));
   if (leader_.empty()) leader_ = member_id;
@@ -485,12 +496,17 @@ void classic_group::complete_join(int64_t now) {
   if (!members_.contains(leader_)) leader_.clear();
   if (leader_.empty() || !members_.at(leader_).awaiting_join) {
     // The leader must be a member that gets this answer, to assign the partitions.
-    for (const auto& [id, m] : members_) {
-      if (m.awaiting_join) {
-        leader_ = id;
-        break;
-      }
+    const auto joined = std::find_if(members_.begin(), members_.end(), [](const auto& entry) {
+      return bool(entry.second.awaiting_join);
+    });
+    if (joined == members_.end() && !members_.empty()) {
+      // Only static members that have not rejoined are left: no one could assign. Wait
+      // another rebalance timeout, for them to rejoin or their sessions to lapse.
+      join_deadline_ = now + max_rebalance_timeout();
+      initial_delay_ = false;
+      return;
     }
+    if (joined != members_.end()) leader_ = joined->first;
   }
   ++generation_;
   initial_delay_ = false;
@@ -504,6 +520,7 @@ void classic_group::complete_join(int64_t now) {
   set_state(group_state::completing_rebalance, now);
   for (auto& [id, m] : members_) {
     m.pending_sync = true;
+    m.is_new = false;
     m.session_deadline = now + m.session_timeout_ms;
     if (m.awaiting_join) std::exchange(m.awaiting_join, nullptr)(join_response(m));
   }
@@ -657,6 +674,20 @@ error_code classic_group::check_commit(const std::string& member_id,
   return error_code::none;
 }
 
+void classic_group::committed(const std::string& member_id, int64_t now) {
+  if (state_ != group_state::stable && state_ != group_state::preparing_rebalance) return;
+  auto it = members_.find(member_id);
+  if (it != members_.end() && !it->second.is_new) {
+    it->second.session_deadline = now + it->second.session_timeout_ms;
+  }
+}
+
+bool classic_group::expired(const member& m, int64_t now) const {
+  // A member waiting for its join or sync answer is alive, unless new (its join may lapse).
+  if (!m.is_new && (m.awaiting_join || m.awaiting_sync)) return false;
+  return m.session_deadline <= now;
+}
+
 void classic_group::tick(int64_t now) {
   bool pending_lapsed = false;
   for (auto it = pending_members_.begin(); it != pending_members_.end();) {
@@ -667,12 +698,11 @@ void classic_group::tick(int64_t now) {
       ++it;
     }
   }
-  // Sessions: a member waiting for its join or sync answer is alive.
-  std::vector<std::string> expired;
+  std::vector<std::string> lapsed_sessions;
   for (const auto& [id, m] : members_) {
-    if (!m.awaiting_join && !m.awaiting_sync && m.session_deadline <= now) expired.push_back(id);
+    if (expired(m, now)) lapsed_sessions.push_back(id);
   }
-  for (const auto& id : expired) {
+  for (const auto& id : lapsed_sessions) {
     if (members_.contains(id)) remove_member(id, now);
   }
   if (pending_lapsed) maybe_complete_join(now);
@@ -716,7 +746,7 @@ std::optional<int64_t> classic_group::next_deadline() const {
   auto take = [&](int64_t t) { next = next ? std::min(*next, t) : t; };
   for (const auto& [id, at] : pending_members_) take(at);
   for (const auto& [id, m] : members_) {
-    if (!m.awaiting_join && !m.awaiting_sync) take(m.session_deadline);
+    if (m.is_new || (!m.awaiting_join && !m.awaiting_sync)) take(m.session_deadline);
   }
   if (state_ == group_state::preparing_rebalance) take(join_deadline_);
   if (sync_deadline_ != 0) take(sync_deadline_);

@@ -9,6 +9,11 @@
 // deadline passes (tick()). Time is an argument of every call (milliseconds of any monotonic
 // clock), so that tests drive the machine with a fake clock.
 //
+// The timing is Kafka's (GroupMetadataManager's classic groups): a rebalance waits for every
+// known member up to the group's rebalance timeout, the longest of its members'; a member that
+// heartbeats meanwhile (REBALANCE_IN_PROGRESS) but does not rejoin keeps its place until then,
+// when a dynamic one is dropped and a static one stays.
+//
 // Ownership: not thread-safe; the coordinator (coordinator.h) owns each group and calls it under
 // its lock. Callbacks run inside the calls; they must only hand the result on (post it to the
 // waiting request's executor), never call back into the group.
@@ -51,6 +56,10 @@ struct group_limits {
   int32_t max_size = INT32_MAX;               // group.max.size
 };
 
+// How long a new member's join may wait for the rebalance to complete before it is dropped
+// (Kafka's fixed five minutes): it cannot heartbeat yet, and its client may have gone.
+inline constexpr int64_t new_member_join_ms = 5 * 60 * 1000;
+
 struct join_request {
   std::string member_id;  // empty for a first join
   std::optional<std::string> group_instance_id;
@@ -61,6 +70,10 @@ struct join_request {
   std::string protocol_type;
   std::vector<member_protocol> protocols;
   bool require_known_member_id = false;  // JoinGroup v4+: a first join gets MEMBER_ID_REQUIRED
+  // JoinGroup v9+ (KIP-814): a static leader back without a rebalance is told it leads, with
+  // the members, and to skip the assignment; an older client is told the leader before it came
+  // back, and no members, so that it does not run an assignment the group would not use.
+  bool supports_skip_assignment = false;
 };
 
 struct join_member {
@@ -144,6 +157,9 @@ class classic_group {
   [[nodiscard]] error_code check_commit(const std::string& member_id,
                                         const std::optional<std::string>& instance_id,
                                         int32_t generation) const;
+  // A commit that passed check_commit() keeps its member's session alive while the group is
+  // Stable or PreparingRebalance, as a heartbeat does (Kafka's rule).
+  void committed(const std::string& member_id, int64_t now);
   // Deadlines: sessions, rebalance and sync timeouts, pending members, the initial delay.
   void tick(int64_t now);
   // The earliest deadline tick() acts on, if any.
@@ -177,6 +193,9 @@ class classic_group {
     join_callback awaiting_join;
     sync_callback awaiting_sync;
     bool pending_sync = false;  // given a generation, has not synced yet
+    // Joined and not yet given a generation: its join may lapse, after new_member_join_ms,
+    // even while it waits (its client may have given up on it), and its session does not run.
+    bool is_new = false;
     int64_t session_deadline = 0;
   };
 
@@ -197,6 +216,7 @@ class classic_group {
   void remove_member(const std::string& member_id, int64_t now);
   void set_state(group_state s, int64_t now);
   void fail_pending_syncs(error_code e);
+  [[nodiscard]] bool expired(const member& m, int64_t now) const;
   [[nodiscard]] std::string select_protocol() const;
   [[nodiscard]] join_result join_response(const member& m) const;
   [[nodiscard]] int32_t max_rebalance_timeout() const;

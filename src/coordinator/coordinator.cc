@@ -445,6 +445,7 @@ void group_coordinator::commit(const std::string& group_id, const std::string& m
         done(e);
         return;
       }
+      if (it->second.group) it->second.group->committed(member_id, now);
     }
   }
   w.offsets.reserve(offsets.size());

@@ -39,6 +39,7 @@ asio::awaitable<protocol::join_group_response> handle_join_group(
   jr.protocols.reserve(req.protocols.size());
   for (const auto& p : req.protocols) jr.protocols.push_back({p.name, p.metadata});
   jr.require_known_member_id = version >= 4;
+  jr.supports_skip_assignment = version >= 9;
   group_reply<coordinator::join_result> reply(co_await asio::this_coro::executor);
   ctx.groups().join(req.group_id, std::move(jr), reply.callback());
   coordinator::join_result r = co_await reply.get();

@@ -105,7 +105,7 @@ class Member:
     def __init__(self, bootstrap, group, topic, name, cooperative=False, tally=None, pause=0,
                  **conf):
         self.name = name
-        self.pause = pause      # seconds to sleep after each batch: a slow consumer
+        self.pause = pause      # seconds to pause after each batch: a slow (or stalled) consumer
         self.topic = topic
         self.cooperative = cooperative
         self.tally = tally
@@ -180,7 +180,7 @@ class Member:
                 if self.tally is not None and got:
                     self.tally.add(got)
                 if got and self.pause:
-                    time.sleep(self.pause)
+                    self._stop.wait(self.pause)  # stop() ends the pause
                 req = self._commit
                 if req is not None:
                     self._commit = None

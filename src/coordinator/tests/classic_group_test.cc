@@ -1,5 +1,6 @@
 // The classic group state machine driven by a fake clock: joins, the initial delay, syncs,
-// heartbeats, leaving, session and rebalance timeouts, static members, protocol choice.
+// heartbeats, leaving, session and rebalance timeouts (the longest of the members'), static
+// members and their ids, the new-member join timeout, commits as heartbeats, protocol choice.
 #include "coordinator/classic_group.h"
 
 #include <optional>
@@ -234,6 +235,189 @@ TEST_F(ClassicGroup, AStaticMemberBackWithinItsSessionKeepsItsAssignmentWithoutA
   ASSERT_TRUE(s.result);
   EXPECT_EQ(s.result->assignment, syncs[0].result->assignment) << "its old assignment";
   EXPECT_EQ(group_.heartbeat(idb, std::nullopt, generation, now_), error_code::none);
+}
+
+TEST_F(ClassicGroup, AStaticMemberIdStartsWithItsInstanceIdADynamicOneWithItsClientId) {
+  // Clients' assignors order members by id: the prefix decides who gets the first partitions.
+  join_slot a, b;
+  group_.join(request("", {"range"}, "instance-a"), limits_, now_, a.callback());
+  const std::string idb = join_new(b);
+  advance(3000);
+  advance(3000);
+  ASSERT_TRUE(a.result);
+  EXPECT_EQ(a.result->member_id.rfind("instance-a-", 0), 0u) << a.result->member_id;
+  EXPECT_EQ(idb.rfind("client-", 0), 0u) << idb;
+}
+
+TEST_F(ClassicGroup, AStaticLeaderBackIsToldItLeadsOnlyIfItCanSkipTheAssignment) {
+  join_slot a, b;
+  group_.join(request("", {"range"}, "instance-a"), limits_, now_, a.callback());
+  const std::string idb = join_new(b);
+  advance(3000);
+  advance(3000);
+  ASSERT_TRUE(a.result);
+  const std::string ida = a.result->member_id;
+  ASSERT_EQ(group_.leader(), ida);
+  std::vector<sync_slot> syncs;
+  sync_all({ida, idb}, syncs);
+  // A client before JoinGroup v9 is told the leader as it was, and no members: it syncs as a
+  // follower and gets its assignment, and runs no assignment of its own.
+  join_slot old_client;
+  group_.join(request("", {"range"}, "instance-a"), limits_, now_, old_client.callback());
+  ASSERT_TRUE(old_client.result);
+  EXPECT_EQ(old_client.result->error, error_code::none);
+  EXPECT_EQ(old_client.result->leader, ida);
+  EXPECT_NE(old_client.result->member_id, ida);
+  EXPECT_TRUE(old_client.result->members.empty());
+  EXPECT_FALSE(old_client.result->skip_assignment);
+  EXPECT_EQ(group_.leader(), old_client.result->member_id) << "it leads the next rebalance";
+  // From v9 it is told it leads, with the members, and to skip the assignment.
+  join_request again = request("", {"range"}, "instance-a");
+  again.supports_skip_assignment = true;
+  join_slot new_client;
+  group_.join(std::move(again), limits_, now_, new_client.callback());
+  ASSERT_TRUE(new_client.result);
+  EXPECT_EQ(new_client.result->leader, new_client.result->member_id);
+  EXPECT_EQ(new_client.result->members.size(), 2u);
+  EXPECT_TRUE(new_client.result->skip_assignment);
+  EXPECT_EQ(group_.state(), group_state::stable);
+  sync_slot s;
+  group_.sync(new_client.result->member_id, "instance-a", group_.generation(), "consumer", "range",
+              {}, now_, s.callback());
+  ASSERT_TRUE(s.result);
+  EXPECT_EQ(s.result->assignment, syncs[0].result->assignment);
+  EXPECT_EQ(group_.heartbeat(idb, std::nullopt, group_.generation(), now_), error_code::none);
+}
+
+TEST_F(ClassicGroup,
+       AHeartbeatingMemberThatDoesNotRejoinIsWaitedForUntilTheLongestRebalanceTimeout) {
+  // b's rebalance timeout (its max.poll.interval.ms) is twice a's: the group waits for b, alive
+  // but not rejoining, that long, and b keeps its place (and its partitions) until then.
+  join_slot a, b;
+  const std::string ida = join_new(a);
+  join_slot first;
+  join_request rb = request("");
+  rb.rebalance_timeout_ms = 2 * rebalance_ms;
+  group_.join(rb, limits_, now_, first.callback());
+  ASSERT_TRUE(first.result);
+  const std::string idb = first.result->member_id;
+  rb.member_id = idb;
+  group_.join(rb, limits_, now_, b.callback());
+  advance(3000);
+  advance(3000);
+  std::vector<sync_slot> syncs;
+  sync_all({ida, idb}, syncs);
+  join_slot a2;
+  group_.join(request(ida, {"range", "roundrobin"}), limits_, now_, a2.callback());
+  ASSERT_EQ(group_.state(), group_state::preparing_rebalance);
+  const int64_t start = now_;
+  while (now_ + 3000 < start + 2 * rebalance_ms) {
+    advance(3000);
+    EXPECT_EQ(group_.heartbeat(idb, std::nullopt, 1, now_), error_code::rebalance_in_progress);
+    ASSERT_FALSE(a2.result) << "the join completed " << now_ - start << " ms in, before b's "
+                            << "rebalance timeout";
+    EXPECT_TRUE(group_.has_member(idb));
+  }
+  advance(start + 2 * rebalance_ms - now_);
+  ASSERT_TRUE(a2.result);
+  EXPECT_EQ(a2.result->generation_id, 2);
+  EXPECT_EQ(a2.result->members.size(), 1u);
+  EXPECT_FALSE(group_.has_member(idb));
+  EXPECT_EQ(group_.heartbeat(idb, std::nullopt, 1, now_), error_code::unknown_member_id);
+}
+
+TEST_F(ClassicGroup, StaticMembersThatHaveNotRejoinedKeepTheGroupWaitingRatherThanLeaderless) {
+  join_slot a, b;
+  group_.join(request("", {"range"}, "instance-a"), limits_, now_, a.callback());
+  group_.join(request("", {"range"}, "instance-b"), limits_, now_, b.callback());
+  advance(3000);
+  advance(3000);
+  ASSERT_TRUE(a.result && b.result);
+  const std::string ida = a.result->member_id;
+  const std::string idb = b.result->member_id;
+  std::vector<sync_slot> syncs;
+  sync_all({ida, idb}, syncs);
+  // A dynamic member comes and goes: the rebalance it started waits for a and b, which do not
+  // rejoin (their clients are busy) but heartbeat.
+  join_slot c;
+  const std::string idc = join_new(c);
+  ASSERT_EQ(group_.state(), group_state::preparing_rebalance);
+  EXPECT_EQ(group_.leave(idc, std::nullopt, now_), error_code::none);
+  for (int i = 0; i < 12; ++i) {
+    advance(3000);
+    EXPECT_EQ(group_.heartbeat(ida, "instance-a", 1, now_), error_code::rebalance_in_progress);
+    EXPECT_EQ(group_.heartbeat(idb, "instance-b", 1, now_), error_code::rebalance_in_progress);
+  }
+  EXPECT_EQ(group_.state(), group_state::preparing_rebalance)
+      << "no member rejoined: no generation without a leader to assign";
+  EXPECT_EQ(group_.generation(), 1);
+  join_slot b2;
+  group_.join(request(idb, {"range"}, "instance-b"), limits_, now_, b2.callback());
+  for (int i = 0; i < 11 && !b2.result; ++i) {
+    advance(3000);
+    (void)group_.heartbeat(ida, "instance-a", 1, now_);
+  }
+  ASSERT_TRUE(b2.result);
+  EXPECT_EQ(b2.result->generation_id, 2);
+  EXPECT_EQ(b2.result->leader, idb);
+  EXPECT_EQ(b2.result->members.size(), 2u) << "a, static, keeps its place until its session lapses";
+}
+
+TEST_F(ClassicGroup, CommitsKeepAMemberSessionAlive) {
+  join_slot a, b;
+  const std::string ida = join_new(a);
+  const std::string idb = join_new(b);
+  advance(3000);
+  advance(3000);
+  std::vector<sync_slot> syncs;
+  sync_all({ida, idb}, syncs);
+  for (int i = 0; i < 6; ++i) {
+    advance(3000);
+    EXPECT_EQ(group_.heartbeat(ida, std::nullopt, 1, now_), error_code::none);
+    ASSERT_EQ(group_.check_commit(idb, std::nullopt, 1), error_code::none);
+    group_.committed(idb, now_);  // b commits but sends no heartbeat
+  }
+  EXPECT_TRUE(group_.has_member(idb));
+  EXPECT_EQ(group_.state(), group_state::stable);
+}
+
+TEST_F(ClassicGroup, ANewMemberWhoseJoinWaitsLongerThanTheNewMemberTimeoutIsDropped) {
+  // a is alive but never rejoins, with a rebalance timeout beyond the new-member join timeout:
+  // the new member's join lapses first (its client may be gone) and is told UNKNOWN_MEMBER_ID.
+  join_slot a;
+  join_request ra = request("");
+  ra.rebalance_timeout_ms = static_cast<int32_t>(2 * new_member_join_ms);
+  join_slot first;
+  group_.join(ra, limits_, now_, first.callback());
+  ASSERT_TRUE(first.result);
+  const std::string ida = first.result->member_id;
+  ra.member_id = ida;
+  group_.join(ra, limits_, now_, a.callback());
+  advance(3000);
+  std::vector<sync_slot> syncs;
+  sync_all({ida}, syncs);
+  join_slot b;
+  const std::string idb = join_new(b);
+  const int64_t start = now_;
+  while (!b.result && now_ - start < 2 * new_member_join_ms) {
+    advance(3000);
+    (void)group_.heartbeat(ida, std::nullopt, 1, now_);
+  }
+  ASSERT_TRUE(b.result);
+  EXPECT_EQ(b.result->error, error_code::unknown_member_id);
+  EXPECT_GE(now_ - start, new_member_join_ms);
+  EXPECT_LT(now_ - start, new_member_join_ms + 3000);
+  EXPECT_FALSE(group_.has_member(idb));
+}
+
+TEST_F(ClassicGroup, AnInstanceIdThatNamesNoStaticMemberIsUnknown) {
+  join_slot a;
+  const std::string ida = join_new(a);
+  advance(3000);
+  std::vector<sync_slot> syncs;
+  sync_all({ida}, syncs);
+  EXPECT_EQ(group_.heartbeat(ida, "no-such-instance", 1, now_), error_code::unknown_member_id);
+  EXPECT_EQ(group_.heartbeat(ida, std::nullopt, 1, now_), error_code::none);
 }
 
 TEST_F(ClassicGroup, TheProtocolEveryMemberSupportsWithTheMostVotesIsChosen) {

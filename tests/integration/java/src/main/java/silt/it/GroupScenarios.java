@@ -41,6 +41,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.RangeAssignor;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -72,6 +73,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * through the admin client (listConsumerGroupOffsets), whose describeConsumerGroups shows the
  * two members and their assignments; the second leaving hands its partitions to the first
  * without a revocation; the empty group is deleted (deleteConsumerGroups) and then not found.
+ *
+ * <p>stalled-member and static-restart: the timing of classic rebalances, see {@link #stalledMember}
+ * and {@link #staticRestart}.
  */
 public final class GroupScenarios {
 
@@ -91,8 +95,8 @@ public final class GroupScenarios {
     public static void main(String[] args) {
         if (args.length < 3 || args.length > 4) {
             System.err.println("usage: GroupScenarios BOOTSTRAP SCENARIO TOPIC [ASSIGNOR]");
-            System.err.println("scenarios: cooperative-group, consumer-protocol-group [range],"
-                    + " consumer-protocol-upgrade");
+            System.err.println("scenarios: cooperative-group, stalled-member, static-restart,"
+                    + " consumer-protocol-group [range], consumer-protocol-upgrade");
             System.exit(2);
         }
         GroupScenarios s = new GroupScenarios(args[0], args[2]);
@@ -102,6 +106,8 @@ public final class GroupScenarios {
         try {
             switch (scenario) {
                 case "cooperative-group" -> s.cooperativeGroup();
+                case "stalled-member" -> s.stalledMember();
+                case "static-restart" -> s.staticRestart();
                 case "consumer-protocol-group" -> s.consumerProtocolGroup(args.length > 3 ? args[3] : null);
                 case "consumer-protocol-upgrade" -> s.consumerProtocolUpgrade();
                 default -> {
@@ -146,6 +152,10 @@ public final class GroupScenarios {
         volatile Throwable failure;
         volatile boolean stop;
         volatile CountDownLatch commitRequest;
+        /** Set: the member's thread stops calling poll() (busy elsewhere); its heartbeats go on. */
+        volatile boolean stalled;
+        /** Partition -> when (System.nanoTime) this member first read a record of it. */
+        final Map<Integer, Long> firstRead = new ConcurrentHashMap<>();
         final List<String> events = java.util.Collections.synchronizedList(new ArrayList<>());
         final Set<Long> seen;              // partition << 32 | offset, shared by the group
         final Map<Integer, Integer> epochs = new ConcurrentHashMap<>();  // last record's leader epoch
@@ -153,6 +163,11 @@ public final class GroupScenarios {
         private KafkaConsumer<byte[], byte[]> consumer;
 
         Member(String group, String name, Set<Long> seen) {
+            this(group, name, seen, new Properties());
+        }
+
+        /** A member whose configuration `extra` completes (or overrides: the assignor). */
+        Member(String group, String name, Set<Long> seen, Properties extra) {
             this.name = name;
             this.seen = seen;
             Properties p = new Properties();
@@ -171,6 +186,7 @@ public final class GroupScenarios {
             p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
             p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
             p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+            p.putAll(extra);
             consumer = new KafkaConsumer<>(p);
             thread = new Thread(this::run, name);
             thread.setDaemon(true);
@@ -196,7 +212,12 @@ public final class GroupScenarios {
             try {
                 consumer.subscribe(List.of(topic), this);
                 while (!stop) {
+                    if (stalled) {
+                        Thread.sleep(50);
+                        continue;
+                    }
                     for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(100))) {
+                        firstRead.putIfAbsent(r.partition(), System.nanoTime());
                         seen.add(((long) r.partition() << 32) | r.offset());
                         r.leaderEpoch().ifPresent(e -> epochs.put(r.partition(), e));
                     }
@@ -383,6 +404,146 @@ public final class GroupScenarios {
                     get(admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata(), "listConsumerGroupOffsets");
             check(left.isEmpty(), "offsets of the deleted group: %s", left);
             log("group %s deleted", group);
+        }
+    }
+
+    // ---------------------------------------------------------------- classic rebalance timing
+
+    /** max.poll.interval.ms of the stalled-member scenario: its members' rebalance timeout. */
+    private static final int MAX_POLL_MS = 10_000;
+
+    void createTopic(int partitions) throws Exception {
+        Properties ap = new Properties();
+        ap.put("bootstrap.servers", bootstrap);
+        ap.put("client.id", "silt-it.group.admin");
+        try (Admin admin = Admin.create(ap)) {
+            get(admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all(), "createTopics");
+        }
+    }
+
+    void produceTo(Set<Integer> partitions, int perPartition) throws Exception {
+        Properties pp = new Properties();
+        pp.put("bootstrap.servers", bootstrap);
+        pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(pp)) {
+            List<Future<RecordMetadata>> fs = new ArrayList<>();
+            for (int p : partitions) {
+                for (int i = 0; i < perPartition; i++) {
+                    fs.add(producer.send(new ProducerRecord<>(topic, p, null, ("v" + i).getBytes(StandardCharsets.UTF_8))));
+                }
+            }
+            for (Future<RecordMetadata> f : fs) {
+                get(f, "send");
+            }
+        }
+    }
+
+    static Properties props(String... kv) {
+        Properties p = new Properties();
+        for (int i = 0; i < kv.length; i += 2) {
+            p.put(kv[i], kv[i + 1]);
+        }
+        return p;
+    }
+
+    static void stopAll(List<Member> members) throws InterruptedException {
+        for (Member m : members) {
+            m.stop = true;
+        }
+        for (Member m : members) {
+            m.thread.join(30_000);
+        }
+    }
+
+    /**
+     * A member that stops calling poll() (its heartbeat thread goes on) keeps its partitions until
+     * its max.poll.interval.ms runs out: a and b (RangeAssignor, max.poll.interval.ms=10000) share
+     * two partitions; a stalls, records arrive on its partition and c joins a second later. The
+     * rebalance c starts waits for a (its heartbeats are answered REBALANCE_IN_PROGRESS, and the
+     * group's rebalance timeout is its members' longest) until a's client leaves the group at its
+     * poll timeout; only then do b or c read a's partition.
+     */
+    void stalledMember() throws Exception {
+        createTopic(2);
+        String group = "java-stall-" + topic;
+        Set<Long> seen = ConcurrentHashMap.newKeySet();
+        Properties conf = props(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, RangeAssignor.class.getName(),
+                ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, String.valueOf(MAX_POLL_MS));
+        Member a = new Member(group, "a", seen, conf);
+        List<Member> members = new ArrayList<>(List.of(a));
+        try {
+            await(() -> a.assigned.size() == 2, FIRST_JOIN_S, () -> "first member: " + a);
+            Member b = new Member(group, "b", seen, conf);
+            members.add(b);
+            await(() -> a.assigned.size() == 1 && b.assigned.size() == 1, SESSION_TIMEOUT_MS / 1000.0 + 5,
+                    () -> "no rebalance over b: " + a + "; " + b);
+            Set<Integer> held = a.assigned;
+            a.stalled = true;
+            long stalledAt = System.nanoTime();
+            log("a stalls holding %s", held);
+            produceTo(held, 10);
+            Thread.sleep(1000);
+            Member c = new Member(group, "c", seen, conf);
+            members.add(c);
+            List<Member> others = List.of(b, c);
+            await(() -> others.stream().anyMatch(m -> held.stream().anyMatch(m.firstRead::containsKey)),
+                    MAX_POLL_MS / 1000.0 + 30, () -> "a's partitions were never taken over: " + a + "; " + b + "; " + c);
+            long first = Long.MAX_VALUE;
+            for (Member m : others) {
+                for (int p : held) {
+                    first = Math.min(first, m.firstRead.getOrDefault(p, Long.MAX_VALUE));
+                }
+            }
+            double after = (first - stalledAt) / 1e9;
+            log("another member read a's partition %.2f s after a stalled: %s; %s", after, b, c);
+            check(after >= MAX_POLL_MS / 1000.0 - 1.0,
+                    "another member read a's partition %.2f s after a stalled, before a's max.poll.interval.ms (%d ms)",
+                    after, MAX_POLL_MS);
+        } finally {
+            stopAll(members);
+        }
+    }
+
+    /**
+     * A static member (group.instance.id) that restarts within its session timeout gets its
+     * partitions back without a rebalance: a (static, the group's leader: JoinGroup v9 tells it to
+     * skip the assignment) and b (static) share four partitions; a closes (a static member sends no
+     * LeaveGroup) and a new consumer with a's instance id joins: it is assigned exactly a's
+     * partitions, and b sees no callback at all.
+     */
+    void staticRestart() throws Exception {
+        createTopic(4);
+        String group = "java-static-" + topic;
+        Set<Long> seen = ConcurrentHashMap.newKeySet();
+        Properties ca = props(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, RangeAssignor.class.getName(),
+                ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, "a-" + group);
+        Properties cb = props(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, RangeAssignor.class.getName(),
+                ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, "b-" + group);
+        Member a = new Member(group, "a", seen, ca);
+        List<Member> members = new ArrayList<>(List.of(a));
+        try {
+            await(() -> a.assigned.size() == 4, FIRST_JOIN_S, () -> "first member: " + a);
+            Member b = new Member(group, "b", seen, cb);
+            members.add(b);
+            await(() -> a.assigned.size() == 2 && b.assigned.size() == 2, SESSION_TIMEOUT_MS / 1000.0 + 5,
+                    () -> "no rebalance over b: " + a + "; " + b);
+            Set<Integer> held = a.assigned;
+            Set<Integer> bHeld = b.assigned;
+            int bMark = b.events.size();
+            members.remove(a);
+            a.close();
+            Member a2 = new Member(group, "a2", seen, ca);
+            members.add(a2);
+            long ms = await(() -> a2.assigned.equals(held), SESSION_TIMEOUT_MS / 1000.0 - 1,
+                    () -> "the restarted static member did not get " + held + " back: " + a2 + "; " + b);
+            Thread.sleep(3L * HEARTBEAT_MS);
+            log("a2 has %s back after %d ms: %s; %s", held, ms, a2, b);
+            checkEq(List.of(), b.eventsFrom(bMark), "b's rebalance callbacks after a restarted");
+            checkEq(bHeld, b.assigned, "b's partitions");
+            checkEq(List.of("assigned " + held), a2.eventsFrom(0), "a2's rebalance callbacks");
+        } finally {
+            stopAll(members);
         }
     }
 
