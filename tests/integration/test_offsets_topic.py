@@ -1,7 +1,9 @@
 """The groups' internal topic __consumer_offsets as tools read it: Fetch and ListOffsets of its
 partitions give Kafka's own records (OffsetCommitKey/Value, GroupMetadataKey/Value), so that
 kafka-console-consumer with Kafka's OffsetsMessageFormatter and lag monitors read a group's
-commits; nobody may produce to it.
+commits; nobody may produce to it; and a consumer-protocol (KIP-848) regex that matches it is
+assigned its partitions, as on Kafka, whose group coordinator matches regexes against every
+topic, internal ones included.
 
 On Silt the topic is a view generated from the group store (docs/architecture.md, "The offsets
 topic"); the reference Kafka broker has one partition of it (tests/kafka-reference.sh), Silt one
@@ -9,15 +11,17 @@ per coordinator shard (50): the tests find a group's partition by Kafka's rule.
 """
 import json
 import struct
+import subprocess
 import time
 
 from confluent_kafka import KafkaError, TopicPartition
 
 from test_cli_tools import CONSOLE_CONSUMER, tool
-from util import admin, consumer, create_topic, producer
+from util import JVM_OPTS, admin, consumer, create_topic, producer
 
 OFFSETS_TOPIC = "__consumer_offsets"
 OFFSETS_FORMATTER = "org.apache.kafka.tools.consumer.OffsetsMessageFormatter"
+GROUP_FORMATTER = "org.apache.kafka.tools.consumer.GroupMetadataMessageFormatter"
 
 
 def group_partition(group, partitions):
@@ -179,3 +183,15 @@ def test_nobody_produces_to_the_offsets_topic(broker, topic_name):
     assert len(errors) == 1 and errors[0] is not None, errors
     assert errors[0].code() == KafkaError.TOPIC_EXCEPTION, errors[0]
 
+
+def test_a_consumer_protocol_regex_is_assigned_the_offsets_topic(java_classpath, broker,
+                                                                 topic_name):
+    """A consumer with group.protocol=consumer subscribed to the regex __consumer_off.* (a
+    SubscriptionPattern: the broker resolves it) is assigned every partition of
+    __consumer_offsets and reads another group's commit from it (silt.it.OffsetsTopicScenarios
+    regex)."""
+    cmd = ["java", *JVM_OPTS, "-cp", java_classpath, "silt.it.OffsetsTopicScenarios",
+           broker.bootstrap, "regex", topic_name]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=110)
+    assert r.returncode == 0, r.stdout
