@@ -1,9 +1,9 @@
 """The groups' internal topic __consumer_offsets as tools read it: Fetch and ListOffsets of its
 partitions give Kafka's own records (OffsetCommitKey/Value, GroupMetadataKey/Value), so that
-kafka-console-consumer with Kafka's OffsetsMessageFormatter and lag monitors read a group's
-commits; nobody may produce to it; and a consumer-protocol (KIP-848) regex that matches it is
-assigned its partitions, as on Kafka, whose group coordinator matches regexes against every
-topic, internal ones included.
+kafka-console-consumer with Kafka's OffsetsMessageFormatter and GroupMetadataMessageFormatter
+and lag monitors read a group's commits and state; nobody may produce to it; and a
+consumer-protocol (KIP-848) regex that matches it is assigned its partitions, as on Kafka, whose
+group coordinator matches regexes against every topic, internal ones included.
 
 On Silt the topic is a view generated from the group store (docs/architecture.md, "The offsets
 topic"); the reference Kafka broker has one partition of it (tests/kafka-reference.sh), Silt one
@@ -195,3 +195,46 @@ def test_a_consumer_protocol_regex_is_assigned_the_offsets_topic(java_classpath,
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        timeout=110)
     assert r.returncode == 0, r.stdout
+
+
+def test_the_group_metadata_formatter_reads_a_classic_groups_state(broker, topic_name):
+    """A classic group's state is read from __consumer_offsets with Kafka's
+    GroupMetadataMessageFormatter: once it is Stable, a GroupMetadata record (value version 3)
+    with its protocol type, generation, chosen protocol, leader and its member (client id,
+    session and rebalance timeouts); once its member has left, one with no members."""
+    b = broker.bootstrap
+    create_topic(b, topic_name, 1)
+    group = "otg-" + topic_name
+    c = consumer(b, **{"group.id": group, "client.id": "otg-client",
+                       "session.timeout.ms": 10000, "max.poll.interval.ms": 20000,
+                       "partition.assignment.strategy": "range"})
+    try:
+        c.subscribe([topic_name])
+        deadline = time.time() + 30
+        while not c.assignment():
+            assert time.time() < deadline, "no assignment"
+            c.poll(0.2)
+    finally:
+        c.close()
+    p = group_partition(group, offsets_partitions(b))
+    deadline = time.time() + 30
+    while True:
+        r = tool(CONSOLE_CONSUMER, "--bootstrap-server", b, "--topic", OFFSETS_TOPIC,
+                 "--partition", p, "--offset", "earliest", "--formatter", GROUP_FORMATTER,
+                 "--timeout-ms", 5000, check=False)
+        mine = [rec for rec in json_objects(r.stdout)
+                if rec["key"]["type"] == 2 and rec["key"]["data"]["group"] == group]
+        if mine and mine[-1]["value"] and not mine[-1]["value"]["data"]["members"]:
+            break
+        assert time.time() < deadline, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    stable = [m["value"] for m in mine if m["value"] and m["value"]["data"]["members"]]
+    assert stable, mine
+    v = stable[-1]
+    assert v["version"] == 3
+    assert (v["data"]["protocolType"], v["data"]["protocol"]) == ("consumer", "range"), v
+    assert v["data"]["generation"] >= 1
+    [m] = v["data"]["members"]
+    assert v["data"]["leader"] == m["memberId"] and m["memberId"].startswith("otg-client-"), v
+    assert (m["clientId"], m["sessionTimeout"], m["rebalanceTimeout"]) == (
+        "otg-client", 10000, 20000), m
+    assert m["subscription"] and m["assignment"], m
