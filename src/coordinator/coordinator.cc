@@ -40,7 +40,9 @@ group_coordinator::group_coordinator(const coordinator_options& options,
                                      boost::asio::any_io_executor blocking)
     : options_(options),
       store_(store),
-      writer_(store, std::move(blocking)),
+      log_(options.shards),
+      writer_(store, std::move(blocking),
+              [this](const metadata::shard_write& w) { log_.apply(w, base::now_ms()); }),
       held_(static_cast<size_t>(std::max(options.shards, 1))),
       routes_(static_cast<size_t>(std::max(options.shards, 1)), -1) {}
 
@@ -81,6 +83,7 @@ tl::expected<void, std::string> group_coordinator::take_shards(const std::vector
   if (!loaded) return tl::make_unexpected(std::string("cannot load the consumer groups' offsets"));
   if (!loaded->offsets.empty() || !loaded->groups.empty()) note_offsets_topic();
   const int64_t now = base::now_ms();
+  auto snapshot = split_by_shard(shards, *loaded);
   std::map<std::string, group_entry, std::less<>> taken;
   for (auto& g : loaded->groups) {
     group_entry e;
@@ -118,11 +121,25 @@ tl::expected<void, std::string> group_coordinator::take_shards(const std::vector
   for (size_t i = 0; i < shards.size(); ++i) {
     held_[static_cast<size_t>(shards[i])] = (*epochs)[i];
   }
+  // The offsets topic's view of these shards starts from what was loaded (before any write at
+  // the new epoch, which needs the shard held).
+  for (size_t i = 0; i < shards.size(); ++i) {
+    log_.load(shards[i], (*epochs)[i], snapshot[shards[i]], now);
+  }
   for (auto& [id, e] : taken) {
     note_deadline(e);
     groups_.insert_or_assign(id, std::move(e));
   }
   return {};
+}
+
+std::map<int32_t, metadata::group_store::loaded> group_coordinator::split_by_shard(
+    const std::vector<int32_t>& shards, const metadata::group_store::loaded& state) const {
+  std::map<int32_t, metadata::group_store::loaded> out;
+  for (const int32_t s : shards) out[s];
+  for (const auto& g : state.groups) out[shard(g.group)].groups.push_back(g);
+  for (const auto& o : state.offsets) out[shard(o.key.group)].offsets.push_back(o);
+  return out;
 }
 
 void group_coordinator::drop_shards(const std::vector<int32_t>& shards) {
@@ -131,6 +148,7 @@ void group_coordinator::drop_shards(const std::vector<int32_t>& shards) {
   for (const int32_t s : shards) {
     if (s < 0 || static_cast<size_t>(s) >= held_.size() || !held_[static_cast<size_t>(s)]) continue;
     held_[static_cast<size_t>(s)].reset();
+    log_.drop(s);
     dropped.insert(s);
   }
   if (!dropped.empty()) forget_groups_of(dropped, base::now_ms());
@@ -615,6 +633,7 @@ void group_coordinator::forget_topic(const std::string& topic, bool in_store) {
   // A failure (logged by the store) leaves the rows: after a restart a new topic of that name
   // would show them, as offsets out of its range, which consumers reset.
   if (in_store) (void)store_.forget_topic(topic);
+  log_.forget_topic(topic, base::now_ms());
   base::lock_guard lock(mu_);
   for (auto& [id, e] : groups_) {
     for (auto it = e.offsets.begin(); it != e.offsets.end();) {

@@ -37,6 +37,7 @@
 #include "coordinator/classic_group.h"
 #include "coordinator/consumer_group.h"
 #include "coordinator/offset_writer.h"
+#include "coordinator/offsets_log.h"
 #include "metadata/group_store.h"
 
 namespace silt::coordinator {
@@ -142,6 +143,8 @@ class group_coordinator {
   void close();
 
   [[nodiscard]] const coordinator_options& options() const { return options_; }
+  // The view of __consumer_offsets generated from the shards held here (offsets_log.h).
+  [[nodiscard]] const offsets_log& offsets_topic_log() const { return log_; }
 
   void join(const std::string& group_id, join_request req, join_callback done);
   void sync(const std::string& group_id, const std::string& member_id,
@@ -230,6 +233,9 @@ class group_coordinator {
 
   group_coordinator(const coordinator_options& options, metadata::group_store& store,
                     boost::asio::any_io_executor blocking);
+  // What was loaded for `shards`, by shard (each shard's snapshot for the offsets topic's view).
+  [[nodiscard]] std::map<int32_t, metadata::group_store::loaded> split_by_shard(
+      const std::vector<int32_t>& shards, const metadata::group_store::loaded& state) const;
   // Whether the shard of `group_id` is held here, and the coordinator not closed.
   [[nodiscard]] bool holds(std::string_view group_id) const REQUIRES(mu_);
   // The epoch `shard` is held at while the coordinator serves it (not closed), else none.
@@ -259,6 +265,7 @@ class group_coordinator {
 
   const coordinator_options options_;
   metadata::group_store& store_;
+  offsets_log log_;  // before writer_, which feeds it
   offset_writer writer_;
   std::unique_ptr<boost::asio::steady_timer> timer_;
   std::atomic<bool> closed_{false};

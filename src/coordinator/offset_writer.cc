@@ -6,8 +6,9 @@
 
 namespace silt::coordinator {
 
-offset_writer::offset_writer(metadata::group_store& store, boost::asio::any_io_executor executor)
-    : store_(store), executor_(std::move(executor)) {}
+offset_writer::offset_writer(metadata::group_store& store, boost::asio::any_io_executor executor,
+                             observer applied)
+    : store_(store), executor_(std::move(executor)), applied_(std::move(applied)) {}
 
 void offset_writer::write(metadata::shard_write w, callback done) {
   {
@@ -45,6 +46,7 @@ void offset_writer::flush() {
       } else if (std::find(fenced->begin(), fenced->end(), writes[i].shard) != fenced->end()) {
         e = protocol::error_code::not_coordinator;
       }
+      if (e == protocol::error_code::none && applied_) applied_(writes[i]);
       batch[i].done(e);
     }
   }

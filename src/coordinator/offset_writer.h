@@ -26,7 +26,12 @@ class offset_writer {
   // COORDINATOR_NOT_AVAILABLE (the database failed; nothing was written).
   using callback = std::function<void(protocol::error_code)>;
 
-  offset_writer(metadata::group_store& store, boost::asio::any_io_executor executor);
+  // Called with each write once the store has applied it, in the order applied, before its
+  // callback (the offsets topic's view follows the store with it: offsets_log.h).
+  using observer = std::function<void(const metadata::shard_write&)>;
+
+  offset_writer(metadata::group_store& store, boost::asio::any_io_executor executor,
+                observer applied = nullptr);
 
   // Queues `w`; `done` runs once it is durable or refused.
   void write(metadata::shard_write w, callback done);
@@ -40,6 +45,7 @@ class offset_writer {
 
   metadata::group_store& store_;
   boost::asio::any_io_executor executor_;
+  const observer applied_;
   base::mutex mu_;
   std::vector<pending> queue_ GUARDED_BY(mu_);
   bool flushing_ GUARDED_BY(mu_) = false;

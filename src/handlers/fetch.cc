@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "handlers/handlers.h"
+#include "handlers/offsets_topic.h"
 
 namespace silt::handlers {
 
@@ -47,6 +48,7 @@ struct gathered {
   std::vector<std::shared_ptr<const void>> owners;
   base::stream_id stream_id{};
   bool found = false;
+  bool offsets_topic = false;  // a partition of __consumer_offsets (no stream)
 };
 
 error_code read_error(storage::stream_error e) {
@@ -135,6 +137,24 @@ bool gather_one(context& ctx, const wanted& w, const fetcher& who, gathered& g, 
                 size_t& total, bool may_block) {
   g = gathered{};
   g.data.partition_index = w.partition;
+  if (is_offsets_topic(ctx, w.topic)) {
+    // The view of the groups' internal topic, from memory (offsets_topic.h).
+    g.offsets_topic = true;
+    const size_t max = partition_limit(w, budget, total);
+    auto r = read_offsets_topic(ctx, w.partition, w.fetch_offset.value(), max);
+    g.data.error_code = static_cast<int16_t>(r.error);
+    g.data.high_watermark = r.high_watermark;
+    g.data.last_stable_offset = r.high_watermark;
+    g.data.log_start_offset = r.log_start_offset;
+    g.found = r.error == error_code::none;
+    if (r.batch && max > 0) {
+      storage::read_result read;
+      read.chunks.emplace_back(*r.batch);
+      read.owners.push_back(std::move(r.batch));
+      add_records(g, std::move(read), max, budget, total);
+    }
+    return true;
+  }
   auto t = w.topic.empty() ? ctx.topic(w.topic_id.bytes) : ctx.topic(w.topic);
   const auto stream = stream_of(t, w.partition);
   if (!stream) {
@@ -410,7 +430,8 @@ asio::awaitable<with_owners<fetch_response>> handle_fetch(context& ctx, const ne
       rt.topic = w.topic;
       rt.topic_id = w.topic_id;
     }
-    if (g.data.error_code == static_cast<int16_t>(error_code::not_leader_or_follower)) {
+    if (g.data.error_code == static_cast<int16_t>(error_code::not_leader_or_follower) &&
+        !g.offsets_topic) {
       point_to_leader(ctx, g.stream_id, g.data.current_leader, resp.node_endpoints);
     }
     resp.responses.back().partitions.push_back(std::move(g.data));

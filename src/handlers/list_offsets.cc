@@ -12,6 +12,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "handlers/handlers.h"
+#include "handlers/offsets_topic.h"
 #include "handlers/stream_scan.h"
 #include "protocol/record_batch.h"
 
@@ -79,6 +80,14 @@ asio::awaitable<protocol::list_offsets_response> handle_list_offsets(
       if (times > 1) {
         times = 0;
         rp.error_code = static_cast<int16_t>(error_code::invalid_request);
+        continue;
+      }
+      if (is_offsets_topic(ctx, t.name)) {
+        const auto o = list_offsets_topic(ctx, p.partition_index, p.timestamp);
+        rp.error_code = static_cast<int16_t>(o.error);
+        rp.offset = o.offset;
+        rp.timestamp = o.timestamp;
+        rp.leader_epoch = o.leader_epoch;
         continue;
       }
       const auto known = stream_of(topic, p.partition_index);

@@ -57,15 +57,18 @@ asio::awaitable<metadata_response> handle_metadata(context& ctx, const net::requ
       ctx.config.auto_create_topics_enable && (version < 4 || req.allow_auto_topic_creation);
   for (const auto& rt : *req.topics) {
     topic_entry_ptr t;
-    if (rt.name && *rt.name == offsets_topic_name) {
+    // By id when one is given without a name (the Java client sends an empty name with it).
+    const bool by_id = !rt.topic_id.is_zero() && (!rt.name || rt.name->empty());
+    if (by_id ? rt.topic_id == offsets_topic_id(ctx) && ctx.groups().offsets_topic_exists()
+              : rt.name && *rt.name == offsets_topic_name) {
       // Asked for by name, Kafka creates it.
       ctx.groups().note_offsets_topic();
       resp.topics.push_back(describe_offsets_topic(ctx));
       continue;
     }
-    if (rt.name) {
+    if (!by_id && rt.name) {
       t = ctx.topic(*rt.name);
-    } else if (!rt.topic_id.is_zero()) {
+    } else if (by_id) {
       t = ctx.topic(rt.topic_id.bytes);
       if (!t) {
         resp.topics.push_back(

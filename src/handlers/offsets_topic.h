@@ -1,11 +1,13 @@
 // The groups' internal topic __consumer_offsets as Metadata and DescribeTopicPartitions show
 // it, once groups are in use (coordinator.h): one partition per coordinator shard, each led by
 // the broker coordinating the shard's groups (none while it moves). Its id is derived from the
-// cluster id, so it stays across restarts. It has no records here (offsets live in the metadata
-// store): Fetch does not serve it.
+// cluster id, so it stays across restarts. Its records are a view generated from the group
+// store (coordinator/offsets_log.h): Fetch and ListOffsets read it from the broker coordinating
+// each shard (offsets_topic.cc); nobody may produce to it.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -59,5 +61,34 @@ template <typename Partition>
   }
   return out;
 }
+
+// Whether `name` is the offsets topic while it exists (a Fetch or ListOffsets of it before
+// groups are in use finds no such topic, as on Kafka).
+[[nodiscard]] inline bool is_offsets_topic(const context& ctx, std::string_view name) {
+  return name == offsets_topic_name && ctx.groups().offsets_topic_exists();
+}
+
+// A read of one partition of the offsets topic: NOT_LEADER_OR_FOLLOWER where the shard is not
+// held here, UNKNOWN_TOPIC_OR_PARTITION past its partitions, OFFSET_OUT_OF_RANGE outside the
+// view's log (a new coordinator epoch starts above every offset of the last one).
+struct offsets_topic_read {
+  protocol::error_code error = protocol::error_code::none;
+  int64_t high_watermark = -1;
+  int64_t log_start_offset = -1;
+  std::shared_ptr<const std::vector<uint8_t>> batch;  // null: no records
+};
+[[nodiscard]] offsets_topic_read read_offsets_topic(const context& ctx, int32_t partition,
+                                                    int64_t offset, size_t max_bytes);
+
+// ListOffsets of one partition of the offsets topic: earliest (-2, -4), latest (-1), max
+// timestamp (-3), latest tiered (-5: none) or the first record at or after a timestamp.
+struct offsets_topic_offset {
+  protocol::error_code error = protocol::error_code::none;
+  int64_t offset = -1;
+  int64_t timestamp = -1;
+  int32_t leader_epoch = -1;
+};
+[[nodiscard]] offsets_topic_offset list_offsets_topic(const context& ctx, int32_t partition,
+                                                      int64_t timestamp);
 
 }  // namespace silt::handlers

@@ -20,6 +20,7 @@
 #include "base/clock.h"
 #include "base/endian.h"
 #include "handlers/handlers.h"
+#include "handlers/offsets_topic.h"
 #include "protocol/record_batch.h"
 
 namespace silt::handlers {
@@ -413,6 +414,12 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
       }
       if (bad_acks) {
         set_error(out, error_code::invalid_required_acks);
+        continue;
+      }
+      if (t.name == offsets_topic_name) {
+        // As Kafka: only the group coordinator writes its internal topic.
+        set_error(out, error_code::invalid_topic_exception,
+                  "Cannot append to internal topic __consumer_offsets");
         continue;
       }
       const auto stream = stream_of(topic, pd.index);

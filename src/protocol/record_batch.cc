@@ -346,7 +346,15 @@ void update_crc(std::span<uint8_t> batch) {
 record_batch_builder& record_batch_builder::add(int64_t timestamp, std::optional<bytes> key,
                                                 std::optional<bytes> value,
                                                 std::span<const record_header> headers) {
+  return add_at(last_offset_delta_ + 1, timestamp, key, value, headers);
+}
+
+record_batch_builder& record_batch_builder::add_at(int32_t offset_delta, int64_t timestamp,
+                                                   std::optional<bytes> key,
+                                                   std::optional<bytes> value,
+                                                   std::span<const record_header> headers) {
   assert(count_ < INT32_MAX);
+  assert(offset_delta > last_offset_delta_);
   if (count_ == 0) {
     base_timestamp_ = timestamp;
     max_timestamp_ = timestamp;
@@ -356,7 +364,7 @@ record_batch_builder& record_batch_builder::add(int64_t timestamp, std::optional
   const auto timestamp_delta = static_cast<int64_t>(static_cast<uint64_t>(timestamp) -
                                                     static_cast<uint64_t>(base_timestamp_));
 
-  size_t body = 1 + wire_size::varlong(timestamp_delta) + wire_size::varint(count_) +
+  size_t body = 1 + wire_size::varlong(timestamp_delta) + wire_size::varint(offset_delta) +
                 nullable_bytes_size(key) + nullable_bytes_size(value) +
                 wire_size::varint(static_cast<int32_t>(headers.size()));
   for (const record_header& h : headers) {
@@ -368,7 +376,7 @@ record_batch_builder& record_batch_builder::add(int64_t timestamp, std::optional
   records_.varint(static_cast<int32_t>(body));
   records_.int8(0);  // record attributes: none are defined
   records_.varlong(timestamp_delta);
-  records_.varint(count_);
+  records_.varint(offset_delta);
   write_nullable_bytes(records_, key);
   write_nullable_bytes(records_, value);
   records_.varint(static_cast<int32_t>(headers.size()));
@@ -377,6 +385,7 @@ record_batch_builder& record_batch_builder::add(int64_t timestamp, std::optional
     write_nullable_bytes(records_, h.value);
   }
   ++count_;
+  last_offset_delta_ = offset_delta;
   return *this;
 }
 
@@ -396,7 +405,7 @@ std::vector<uint8_t> record_batch_builder::build() const {
   w.int8(record_batch_magic);
   w.uint32(0);  // the CRC, filled in below
   w.int16(static_cast<int16_t>(attributes_ | static_cast<int16_t>(codec_)));
-  w.int32(count_ > 0 ? count_ - 1 : 0);
+  w.int32(count_ > 0 ? last_offset_delta_ : 0);
   w.int64(base_timestamp_);
   w.int64(log_append_time_.value_or(max_timestamp_));
   w.int64(producer_id_);

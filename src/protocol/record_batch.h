@@ -277,6 +277,11 @@ class record_batch_builder {
 
   record_batch_builder& add(int64_t timestamp, std::optional<bytes> key, std::optional<bytes> value,
                             std::span<const record_header> headers = {});
+  // The same at a chosen offset delta, above the previous record's: a batch with gaps, as a
+  // compacted log serves them.
+  record_batch_builder& add_at(int32_t offset_delta, int64_t timestamp, std::optional<bytes> key,
+                               std::optional<bytes> value,
+                               std::span<const record_header> headers = {});
 
   [[nodiscard]] int32_t record_count() const { return count_; }
   // The batch; can be called again (after more add()s, too).
@@ -299,6 +304,7 @@ class record_batch_builder {
   int64_t base_timestamp_ = -1;
   int64_t max_timestamp_ = -1;
   int32_t count_ = 0;
+  int32_t last_offset_delta_ = -1;
   writer records_;  // encoded, uncompressed
 };
 

@@ -103,6 +103,28 @@ TEST(RecordBatch, BuilderFieldsAreReadBack) {
   EXPECT_FALSE(end->has_value());
 }
 
+TEST(RecordBatch, RecordsAddedAtChosenDeltasLeaveGapsAndSetTheLastDelta) {
+  record_batch_builder b;
+  b.base_offset(10);
+  b.add_at(0, 1000, as_bytes("a"), as_bytes("1"));
+  b.add_at(3, 1000, as_bytes("b"), std::nullopt);
+  b.add(1000, as_bytes("c"), as_bytes("3"));  // the next delta: 4
+  const std::vector<uint8_t> bytes = b.build();
+  batch_reader r(bytes);
+  auto next = r.next();
+  ASSERT_TRUE(next.has_value() && next->has_value());
+  EXPECT_EQ((*next)->header.records_count, 3);
+  EXPECT_EQ((*next)->header.last_offset_delta, 4);
+  EXPECT_EQ((*next)->header.last_offset(), 14);
+  auto records = decode_records(**next);
+  ASSERT_TRUE(records.has_value());
+  ASSERT_EQ(records->size(), 3u);
+  EXPECT_EQ((*records)[0].offset_delta, 0);
+  EXPECT_EQ((*records)[1].offset_delta, 3);
+  EXPECT_FALSE((*records)[1].value.has_value());
+  EXPECT_EQ((*records)[2].offset_delta, 4);
+}
+
 TEST(RecordBatch, DefaultsAreThoseOfAPlainProducer) {
   const std::vector<uint8_t> bytes = record_batch_builder().build();
   auto b = read_one(bytes);
