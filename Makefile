@@ -25,10 +25,11 @@ BROKER_TARGETS = silt silt-perf
 CMAKE_CONFIGURE = cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 # A fresh build folder is configured without the unit tests and benchmarks (SILT_TESTS=OFF),
-# which the broker does not need, nor their libraries. Once configured, ninja reconfigures it
-# itself when a CMakeLists.txt changes.
+# which the broker does not need, nor their libraries, and for a quicker build
+# (SILT_FAST_BUILD: line tables only as debug information, see CMakeLists.txt). Once
+# configured, ninja reconfigures it itself when a CMakeLists.txt changes.
 $(BUILD)/build.ninja: | deps
-	@$(CMAKE_CONFIGURE) -DSILT_TESTS=OFF >/dev/null
+	@$(CMAKE_CONFIGURE) -DSILT_TESTS=OFF -DSILT_FAST_BUILD=ON >/dev/null
 
 # The broker and silt-perf only.
 build: deps $(BUILD)/build.ninja
@@ -37,11 +38,13 @@ build: deps $(BUILD)/build.ninja
 run: build
 	$(BUILD)/silt
 
-# Turns the unit tests and benchmarks on, in a build folder configured without them (or not
-# yet configured); they stay on, and `make build` then still builds only the broker.
+# Turns the unit tests and benchmarks on, and the quick build off (full debug information),
+# in a build folder configured otherwise (or not yet configured): everything is then built as
+# it always was, once, and `make build` keeps this configuration, building only the broker.
 configure-all: test-deps
-	@{ test -f $(BUILD)/build.ninja && grep -qx 'SILT_TESTS:BOOL=ON' $(BUILD)/CMakeCache.txt; } \
-	  2>/dev/null || $(CMAKE_CONFIGURE) -DSILT_TESTS=ON >/dev/null
+	@{ test -f $(BUILD)/build.ninja && grep -qx 'SILT_TESTS:BOOL=ON' $(BUILD)/CMakeCache.txt \
+	  && ! grep -qx 'SILT_FAST_BUILD:BOOL=ON' $(BUILD)/CMakeCache.txt; } 2>/dev/null \
+	  || $(CMAKE_CONFIGURE) -DSILT_TESTS=ON -DSILT_FAST_BUILD=OFF >/dev/null
 
 # Everything: the broker, silt-perf, the unit tests and the benchmarks.
 build-all: configure-all
