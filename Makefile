@@ -1,5 +1,6 @@
 # The two commands of the README: `make run` and `make test`. Both install what is missing,
-# configure and build; run then starts the broker, test runs every check and test.
+# configure and build: run only the broker and silt-perf, then starts the broker; test
+# everything (unit tests, benchmarks, fuzz targets), then runs every check and test.
 BUILD       ?= build
 ASAN_BUILD  ?= build-asan
 TSAN_BUILD  ?= build-tsan
@@ -7,8 +8,8 @@ SPECS       ?= ../shared/kafka-protocol
 JOBS        ?= $(shell nproc)
 CLANG_CXX   ?= clang++-14
 
-.PHONY: all deps test-deps build run test generate check-generated format check-format tidy \
-        unit-tests integration asan tsan fuzz bench compat chaos clean
+.PHONY: all deps test-deps configure-all build build-all run test generate check-generated \
+        format check-format tidy unit-tests integration asan tsan fuzz bench compat chaos clean
 
 all: build
 
@@ -19,14 +20,35 @@ deps:
 test-deps:
 	@scripts/install-deps.sh --test
 
-$(BUILD)/build.ninja: CMakeLists.txt | deps
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# What `make build` and `make run` build.
+BROKER_TARGETS = silt silt-perf
+CMAKE_CONFIGURE = cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
+# A fresh build folder is configured without the unit tests and benchmarks (SILT_TESTS=OFF),
+# which the broker does not need, nor their libraries, and for a quicker build
+# (SILT_FAST_BUILD: line tables only as debug information, see CMakeLists.txt). Once
+# configured, ninja reconfigures it itself when a CMakeLists.txt changes.
+$(BUILD)/build.ninja: | deps
+	@$(CMAKE_CONFIGURE) -DSILT_TESTS=OFF -DSILT_FAST_BUILD=ON >/dev/null
+
+# The broker and silt-perf only.
 build: deps $(BUILD)/build.ninja
-	@ninja -C $(BUILD) -j $(JOBS) --quiet
+	@ninja -C $(BUILD) -j $(JOBS) --quiet $(BROKER_TARGETS)
 
 run: build
 	$(BUILD)/silt
+
+# Turns the unit tests and benchmarks on, and the quick build off (full debug information),
+# in a build folder configured otherwise (or not yet configured): everything is then built as
+# it always was, once, and `make build` keeps this configuration, building only the broker.
+configure-all: test-deps
+	@{ test -f $(BUILD)/build.ninja && grep -qx 'SILT_TESTS:BOOL=ON' $(BUILD)/CMakeCache.txt \
+	  && ! grep -qx 'SILT_FAST_BUILD:BOOL=ON' $(BUILD)/CMakeCache.txt; } 2>/dev/null \
+	  || $(CMAKE_CONFIGURE) -DSILT_TESTS=ON -DSILT_FAST_BUILD=OFF >/dev/null
+
+# Everything: the broker, silt-perf, the unit tests and the benchmarks.
+build-all: configure-all
+	@ninja -C $(BUILD) -j $(JOBS) --quiet
 
 # Regenerates the protocol code from the Kafka specs.
 generate:
@@ -42,17 +64,17 @@ format:
 check-format: test-deps
 	@scripts/check-format.sh
 
-tidy: test-deps $(BUILD)/build.ninja
+tidy: configure-all
 	@scripts/run-clang-tidy.sh $(BUILD)
 
-unit-tests: test-deps build
+unit-tests: build-all
 	@scripts/run-ctest.sh $(BUILD)
 
 # Black-box tests over TCP with real clients, against Silt and the reference Kafka broker;
 # then against Silt again with its metadata in PostgreSQL and its objects in Azure Blob
 # containers of Azurite (silt-perf's own tests aside: they test the tool, not the stores; and
 # the crash checker, whose store faults are injected above any store).
-integration: test-deps build
+integration: build-all
 	@scripts/run-integration.sh $(BUILD)
 	@SILT_TEST_BROKERS=silt SILT_TEST_METADATA=postgresql SILT_TEST_OBJECTS=azurite \
 	  scripts/run-integration.sh $(BUILD) -k "not silt_perf and not chaos_checker"
@@ -94,10 +116,10 @@ tsan: test-deps
 fuzz: asan
 	@scripts/run-fuzzers.sh $(ASAN_BUILD)
 
-bench: test-deps build
+bench: build-all
 	@for b in $(BUILD)/bench/*_bench; do $$b; done
 
-test: test-deps check-generated check-format build tidy unit-tests integration fuzz tsan
+test: test-deps check-generated check-format build-all tidy unit-tests integration fuzz tsan
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
-# Installs the Debian packages that building and running Silt need (`make run`); with --test,
-# also those its checks, tests and benchmarks need (`make test`).
+# Installs the Debian packages that building and running the broker and silt-perf need
+# (`make build`, `make run`); with --test, also those its checks, unit tests, benchmarks and
+# black-box tests need (`make test`).
 # Idempotent and silent when everything is already present; uses apt-get (needs root or sudo).
 set -euo pipefail
 
 packages=(
   # toolchain
-  build-essential cmake ninja-build python3 pkg-config ccache
-  # libraries
+  build-essential cmake ninja-build pkg-config ccache
+  # the broker's libraries
   libboost1.81-dev liburing-dev libssl-dev libcurl4-openssl-dev
   zlib1g-dev libzstd-dev liblz4-dev libsnappy-dev libisal-dev
-  libsqlite3-dev libpq-dev libexpected-dev nlohmann-json3-dev libpugixml-dev
-  # built with the broker: its unit tests and benchmarks, and silt-perf (perf/) with its
-  # workload files
-  libgtest-dev libgmock-dev libbenchmark-dev librdkafka-dev libyaml-cpp-dev
+  libsqlite3-dev libpq-dev libexpected-dev libpugixml-dev
+  # built with the broker: silt-perf (perf/), its JSON results and its workload files
+  librdkafka-dev nlohmann-json3-dev libyaml-cpp-dev
   # the client the README's first session uses
   kcat
 )
 test_packages=(
+  # the unit tests and benchmarks (CMake's SILT_TESTS and SILT_BENCH)
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # the scripts of the checks and tests, and the protocol code generator (`make generate`)
+  python3
   # clang: format and tidy checks, the sanitizer and fuzzing build
   clang-14 clang-format-14 clang-tidy-14 libclang-rt-14-dev
   # the WAL benchmark's baseline, and the browser that checks silt-perf's HTML report

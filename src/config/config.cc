@@ -697,6 +697,33 @@ const setting* find_setting(std::string_view name) {
   return nullptr;
 }
 
+// The defaults of a start without a properties file (`silt`, `make run`, `--override` only),
+// which differ from Kafka's: a first try on one machine, where Kafka's own default would only
+// make the developer wait. A properties file keeps Kafka's defaults (the table's), as a
+// production configuration expects them.
+struct zero_config_default {
+  const char* name;
+  const char* value;
+  const char* why;
+};
+constexpr zero_config_default kZeroConfigDefaults[] = {
+    {"group.initial.rebalance.delay.ms", "0",
+     "A new classic consumer group gets its first assignment at once instead of 3 s later: "
+     "Kafka's ConsumerPerformance, `kafka-console-consumer --group` or `kcat -G` show their "
+     "first record without that wait. Kafka's `config/server.properties` set it to 0 for the "
+     "same reason up to Kafka 3.9 (\"a better out-of-the-box experience for development and "
+     "testing\"), as do Kafka's Docker examples; Kafka 4's file, written for KRaft, no longer "
+     "sets it. In production the 3 s let the members of a starting application join before the "
+     "first assignment, saving a rebalance for each member that joins later."},
+};
+
+const zero_config_default* find_zero_config_default(std::string_view name) {
+  for (const auto& d : kZeroConfigDefaults) {
+    if (d.name == name) return &d;
+  }
+  return nullptr;
+}
+
 // One key=value with where it came from ("server.properties:12", "--override"; empty: none).
 struct property {
   std::string key;
@@ -871,7 +898,9 @@ tl::expected<void, std::string> resolve(broker_config& c,
   return {};
 }
 
-tl::expected<broker_config, std::string> build(const std::vector<property>& properties) {
+// `zero_config`: no properties file was given, so kZeroConfigDefaults apply to what is not given.
+tl::expected<broker_config, std::string> build(const std::vector<property>& properties,
+                                               bool zero_config) {
   std::map<std::string, property> given;                // later ones win
   std::vector<const detail::ignored_setting*> ignored;  // in order of first appearance
   for (const auto& p : properties) {
@@ -883,6 +912,14 @@ tl::expected<broker_config, std::string> build(const std::vector<property>& prop
     given[p.key] = p;
   }
   broker_config c;
+  if (zero_config) {
+    for (const auto& d : kZeroConfigDefaults) {
+      const auto* s = find_setting(d.name);
+      if (s == nullptr || !s->set(c, d.value)) {
+        return tl::unexpected(std::string("invalid zero-config default for ") + d.name);
+      }
+    }
+  }
   for (const auto* s : ignored) {
     const auto& p = given.at(s->name);
     if (!s->check(p.value)) {
@@ -1001,7 +1038,7 @@ tl::expected<broker_config, std::string> load(const command_line& cmd) {
     if (!p) return tl::unexpected(p.error());
     properties.push_back(std::move(*p));
   }
-  auto c = build(properties);
+  auto c = build(properties, !cmd.properties_file.has_value());
   if (c) {
     for (const auto& n : c->notices) SILT_LOG(info, "silt: %s", n.c_str());
   }
@@ -1013,7 +1050,7 @@ tl::expected<broker_config, std::string> from_properties(
   std::vector<property> props;
   props.reserve(properties.size());
   for (const auto& [k, v] : properties) props.push_back({k, v, ""});
-  return build(props);
+  return build(props, /*zero_config=*/false);
 }
 
 std::vector<config_entry> describe_broker_configs(const broker_config& broker) {
@@ -1097,6 +1134,27 @@ std::string config_docs_markdown() {
       "(REASON)`, see the list below), and so are the listeners of Kafka's KRaft controller "
       "(`controller.listener.names`), which are dropped.\n"
       "\n"
+      "## Defaults without a properties file\n"
+      "\n"
+      "A broker started without a properties file (`silt`, `make run`, or `--override` alone) "
+      "is taken for a first try on one machine: the settings below then default to what suits "
+      "that (an `--override` still wins). Given a properties file, even an empty one, they keep "
+      "the default of the table further down, Kafka's, which production configurations expect; "
+      "Kafka 4.1's own `config/server.properties`, which does not set them, loads with those "
+      "too. The other settings of Kafka's shipped file need no such treatment: they equal "
+      "Kafka's defaults (`num.partitions=1`, `log.retention.hours=168`), concern what Silt does "
+      "not have (the replication of internal topics, segment files), or are what Silt does with "
+      "no configuration anyway (a listener on `localhost:9092`, data in a local directory).\n"
+      "\n"
+      "| name | without a properties file | with one (Kafka's default) | why |\n"
+      "|---|---|---|---|\n";
+  for (const auto& d : kZeroConfigDefaults) {
+    const auto* s = find_setting(d.name);
+    md += "| `" + std::string(d.name) + "` | `" + d.value + "` | `" +
+          (s != nullptr ? s->doc_default : std::string()) + "` | " + escape_cell(d.why) + " |\n";
+  }
+  md +=
+      "\n"
       "## Broker settings\n"
       "\n"
       "| name | default | meaning |\n"
@@ -1104,6 +1162,9 @@ std::string config_docs_markdown() {
   for (const auto& s : settings()) {
     std::string def = s.doc_default.empty() ? "(none)" : s.doc_default;
     if (!def.starts_with("`") && def != "(none)") def.insert(0, "`").append("`");
+    if (const auto* d = find_zero_config_default(s.name)) {
+      def += " (`" + std::string(d->value) + "` without a properties file)";
+    }
     md += "| `" + s.name + "` | " + escape_cell(def) + " | " + escape_cell(s.doc) +
           " Valid: " + escape_cell(s.valid) + ". |\n";
   }

@@ -100,7 +100,8 @@ struct broker_config {
   int64_t producer_id_expiration_ms = 86400000;  // producer.id.expiration.ms
   int32_t max_incremental_fetch_session_cache_slots = 1000;
   // max.incremental.fetch.session.cache.slots
-  int32_t group_initial_rebalance_delay_ms = 3000;  // group.initial.rebalance.delay.ms
+  int32_t group_initial_rebalance_delay_ms = 3000;  // group.initial.rebalance.delay.ms (0
+                                                    // without a properties file: config.cc)
   int32_t group_min_session_timeout_ms = 6000;      // group.min.session.timeout.ms
   int32_t group_max_session_timeout_ms = 1800000;   // group.max.session.timeout.ms
   int32_t group_max_size = INT32_MAX;               // group.max.size
@@ -140,11 +141,14 @@ struct command_line {
                                                                          const char* const* argv);
 
 // Reads the properties file (if any), applies the overrides, checks every key and value and
-// fills in derived defaults. The error names the bad key or value (and the file and line).
+// fills in derived defaults. Without a properties file, a few settings default to what suits a
+// first try rather than to Kafka's default (docs/configuration.md, "Defaults without a
+// properties file"). The error names the bad key or value (and the file and line).
 // Once loaded, writes each of the configuration's notices to stderr as "silt: <notice>".
 [[nodiscard]] tl::expected<broker_config, std::string> load(const command_line& cmd);
 
-// Same, from already-parsed properties, writing nothing (tests).
+// Same, from already-parsed properties as if read from a properties file (Kafka's defaults
+// throughout), writing nothing (tests).
 [[nodiscard]] tl::expected<broker_config, std::string> from_properties(
     const std::vector<std::pair<std::string, std::string>>& properties);
 

@@ -548,6 +548,59 @@ TEST(KafkaServerProperties, IgnoredAndKnownSettingsAreApart) {
   EXPECT_GT(names.size(), 50u);
 }
 
+// load() without a properties file, with `overrides`; what it writes to stderr is dropped.
+tl::expected<broker_config, std::string> load_without_file(std::vector<std::string> overrides) {
+  command_line cmd;
+  cmd.overrides = std::move(overrides);
+  ::testing::internal::CaptureStderr();
+  auto c = load(cmd);
+  ::testing::internal::GetCapturedStderr();
+  return c;
+}
+
+// A start without a properties file is a first try: a new group's first rebalance does not
+// wait 3 s for more members. It is still a default (DescribeConfigs says so), and an override
+// wins over it.
+TEST(ZeroConfig, ANewGroupIsNotDelayed) {
+  auto c = load_without_file({});
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c->group_initial_rebalance_delay_ms, 0);
+  EXPECT_EQ(c->values.at("group.initial.rebalance.delay.ms"), "0");
+  const auto entries = describe_broker_configs(*c);
+  const auto it = std::find_if(entries.begin(), entries.end(), [](const config_entry& e) {
+    return e.name == "group.initial.rebalance.delay.ms";
+  });
+  ASSERT_NE(it, entries.end());
+  EXPECT_EQ(it->value, "0");
+  EXPECT_EQ(it->source, config_source::default_config);
+  // Overrides alone are still a start without a properties file.
+  c = load_without_file({"listeners=PLAINTEXT://127.0.0.1:19092", "data.dir=/tmp/silt-test"});
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c->group_initial_rebalance_delay_ms, 0);
+  c = load_without_file({"group.initial.rebalance.delay.ms=3000"});
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c->group_initial_rebalance_delay_ms, 3000);
+  EXPECT_EQ(c->values.at("group.initial.rebalance.delay.ms"), "3000");
+}
+
+// A properties file, even an empty one or Kafka 4.1's own (which does not set it), keeps
+// Kafka's default of 3000 ms; the file or an override may still set it.
+TEST(ZeroConfig, APropertiesFileKeepsKafkasDefault) {
+  for (const char* text : {"", "num.partitions=3\n", kKafkaServerProperties}) {
+    const auto c = load_file(text);
+    ASSERT_TRUE(c) << c.error();
+    EXPECT_EQ(c->group_initial_rebalance_delay_ms, 3000) << text;
+    EXPECT_EQ(c->values.at("group.initial.rebalance.delay.ms"), "3000") << text;
+  }
+  auto c = load_file("group.initial.rebalance.delay.ms=0\n");
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c->group_initial_rebalance_delay_ms, 0);
+  c = load_file("", {"group.initial.rebalance.delay.ms=100"});
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c->group_initial_rebalance_delay_ms, 100);
+  EXPECT_EQ(props({}).group_initial_rebalance_delay_ms, 3000);
+}
+
 TEST(CommandLine, ParsesFileOverridesAndFlags) {
   const char* argv[] = {
       "silt",   "server.properties",  "--override", "node.id=2", "--override=num.partitions=3",
@@ -759,6 +812,7 @@ TEST(Docs, ConfigurationMdMatchesTheTable) {
   for (const auto* name :
        {"`listeners`", "`wal.capacity.bytes`", "`retention.ms`", "`cleanup.policy`",
         "`log.retention.hours`", "`log.segment.bytes`", "Silt has no KRaft controller",
+        "## Defaults without a properties file", "`3000` (`0` without a properties file)",
         "`controller.quorum.bootstrap.servers`"}) {
     EXPECT_NE(generated.find(name), std::string::npos) << name;
   }
