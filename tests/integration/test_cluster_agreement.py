@@ -10,12 +10,14 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic
 
+from conftest import SANITIZED
 from test_membership import SESSION_MS, partition_leaders, shared_brokers
 from test_record_validation import Client, batch, records
 from util import QUIET, admin, wait_futures
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
-ROUNDS = 100
+# (Fewer under the sanitizers, several times slower, within the per-test bound.)
+ROUNDS = 20 if SANITIZED else 100
 
 # Clients that take a topic missing from a broker's answer as missing at once (librdkafka
 # otherwise waits up to 30 s for it to "propagate") and never ask for it to be created.
