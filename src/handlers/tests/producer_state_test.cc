@@ -26,7 +26,7 @@ base::offset off(int64_t v) {
 
 // Named streams: the thread-safety analysis matches lock_for(stream1) with a check(stream1, ...)
 // that requires it (an argument computed by a call, stream1, matches nothing).
-const base::stream_id stream1{1};
+constexpr base::stream_id stream1{1};
 
 using protocol::error_code;
 using verdict = producer_state::verdict;
