@@ -79,6 +79,7 @@ def subscribe(bootstrap, topic, group):
         c.close()
 
 
+@pytest.mark.timeout(300)  # 100 rounds, about 50 s on an idle machine
 def test_a_topic_created_through_one_broker_is_served_by_the_others_at_once(three_brokers):
     (b1, b2, b3), _ = three_brokers
     through = admin(b1.bootstrap)

@@ -14,6 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import topic_churn  # noqa: E402
 
 
+# Two waits of 35 s for deleted objects to go (30 s after their last range) make it long.
+@pytest.mark.timeout(300)
 def test_deleted_topics_leave_no_memory_rows_or_objects(tmp_path):
     if "silt" not in selected_brokers():
         pytest.skip("Silt not selected (SILT_TEST_BROKERS)")
