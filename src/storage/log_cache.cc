@@ -128,7 +128,8 @@ void log_cache::forget_locked(cached_stream& st, const std::shared_ptr<entry>& e
 
 bool log_cache::durable(const std::shared_ptr<entry>& e, wal::wal_position end,
                         uint64_t upload_threshold) {
-  // (A stream dropped while the write was in flight: the entry was let go, uploaded already.)
+  bool due = false;
+  // (Not found: the stream was dropped while the write was in flight, and let the entry go.)
   if (const stream_ref ref = find(e->stream_id)) {
     auto& st = *ref;
     base::lock_guard lock(st.mu);
@@ -136,22 +137,20 @@ bool log_cache::durable(const std::shared_ptr<entry>& e, wal::wal_position end,
     e->wal_end = end;
     e->durable_at = std::chrono::steady_clock::now();
     st.durable_end = std::max(st.durable_end, e->end_offset);
-  } else {
-    e->durable = true;
-    e->wal_end = end;
-    e->durable_at = std::chrono::steady_clock::now();
-  }
-  // (An entry of a stream dropped while its write was in flight is let go.)
-  if (!e->uploaded.load(std::memory_order_relaxed)) {
-    base::lock_guard lock(queue_mu_);
-    upload_queue_.push_back(e);
+    // Queued and counted under the stream's lock, under which drop() and adopt() let a
+    // stream's entries go: they find it either queued and counted, or marked and not queued.
+    if (!e->uploaded.load(std::memory_order_relaxed)) {
+      base::lock_guard queue_lock(queue_mu_);
+      upload_queue_.push_back(e);
+      const uint64_t pending =
+          pending_bytes_.fetch_add(e->data.size(), std::memory_order_relaxed) + e->data.size();
+      due = pending >= upload_threshold;
+    }
   }
   auto prev = durable_wal_end_.load(std::memory_order_relaxed);
   while (prev < end && !durable_wal_end_.compare_exchange_weak(prev, end)) {
   }
-  const size_t counted = e->uploaded.load(std::memory_order_relaxed) ? 0 : e->data.size();
-  const uint64_t pending = pending_bytes_.fetch_add(counted, std::memory_order_relaxed) + counted;
-  return pending >= upload_threshold;
+  return due;
 }
 
 void log_cache::replayed(std::shared_ptr<entry> e) {

@@ -7,7 +7,9 @@
 // table of streams a shared mutex (a stream is held by a shared pointer, so that one dropped
 // from the table, its topic deleted, stays valid for whoever still works on it); the two
 // queues one mutex. No call holds two of these at once, except that callers
-// of the *_locked functions hold the stream's mutex. Byte counts are atomics.
+// of the *_locked functions hold the stream's mutex, and durable() queues an entry under its
+// stream's mutex (so the queues' mutex is only ever taken inside a stream's, never around one).
+// Byte counts are atomics.
 //
 // Costs grow with the data that moves, not with the number of streams: upload takes a prefix
 // of its queue, eviction pops the front of its own.
