@@ -101,9 +101,9 @@ chaos: test-deps build
 	@SILT_BIN=$(BUILD)/silt /usr/bin/python3 tests/chaos/run.py --kills 100 --cluster
 
 # The unit tests of the concurrent parts (network server, WAL, stream store, group
-# coordinator) under ThreadSanitizer (clang).
+# coordinator, the JWKS refresh thread) under ThreadSanitizer (clang).
 TSAN_TESTS = src/net/net_tests src/storage/wal/wal_tests src/storage/storage_tests \
-             src/coordinator/coordinator_tests
+             src/coordinator/coordinator_tests src/security/security_tests
 tsan: test-deps
 	@CXX=$(CLANG_CXX) cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DSILT_TSAN=ON -DSILT_BENCH=OFF >/dev/null

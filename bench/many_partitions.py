@@ -193,12 +193,23 @@ def wait_ready(bootstrap, timeout, alive):
 
 # --- brokers --------------------------------------------------------------------------------
 
+def pinned_to(cpus):
+    """A preexec_fn that pins the child, and every thread it starts, to `cpus` (None: no
+    pinning)."""
+    if cpus is None:
+        return None
+    return lambda: os.sched_setaffinity(0, cpus)
+
+
 class SiltBroker:
+    """overrides: more settings (the last of a name wins, listeners included); cpus: the CPUs
+    the broker runs on (None: any)."""
     name = "silt"
 
-    def __init__(self, binary, run_dir, port, overrides=()):
+    def __init__(self, binary, run_dir, port, overrides=(), cpus=None):
         self.binary = binary
         self.overrides = list(overrides)
+        self.cpus = cpus
         self.dir = Path(run_dir)
         self.data = self.dir / "data"
         self.port = port
@@ -222,7 +233,7 @@ class SiltBroker:
                  "--override", f"data.dir={self.data}"]
                 + [a for o in self.overrides for a in ("--override", o)],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True)
+                start_new_session=True, preexec_fn=pinned_to(self.cpus))
         deadline = time.monotonic() + timeout
         while not port_open(self.port):
             if not self.alive():
@@ -253,9 +264,13 @@ class SiltBroker:
 
 
 class KafkaBroker:
+    """env: more environment for tests/kafka-reference.sh (KAFKA_EXTRA_LISTENERS...); cpus:
+    the CPUs the broker's JVM runs on (None: any)."""
     name = "kafka"
 
-    def __init__(self, run_dir, port):
+    def __init__(self, run_dir, port, env=None, cpus=None):
+        self.env = dict(env or {})
+        self.cpus = cpus
         self.dir = Path(run_dir)
         self.data = self.dir / "data"
         self.port = port
@@ -272,7 +287,7 @@ class KafkaBroker:
 
     def start(self, timeout):
         env = dict(os.environ, CONTROLLER_PORT=str(self.port + 1),
-                   KAFKA_START_TIMEOUT=str(int(timeout)))
+                   KAFKA_START_TIMEOUT=str(int(timeout)), **self.env)
         self.dir.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
         with open(self.dir / "start.log", "wb") as out:
@@ -282,7 +297,8 @@ class KafkaBroker:
                 rc = subprocess.run([str(KREF), "start", str(self.dir), str(self.port)],
                                     env=env, stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT, timeout=timeout + 60,
-                                    start_new_session=True).returncode
+                                    start_new_session=True,
+                                    preexec_fn=pinned_to(self.cpus)).returncode
             except subprocess.TimeoutExpired:
                 rc = None
         pidf = self.dir / "kafka.pid"

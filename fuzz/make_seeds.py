@@ -4,11 +4,14 @@
 Run from anywhere: python3 fuzz/make_seeds.py. The record batches come from the Produce and
 Fetch captures in tests/data/captures (every codec); the objects, WAL objects and WAL files
 are built here around those batches, byte for byte as the formats in docs/formats/ lay them
-out; the XML documents are responses as S3 and Azure send them. Each binary seed starts with
-the target's mode byte (see the target's file comment): 0 (parse as is) and the checksum
-repairing modes.
+out; the XML documents are responses as S3 and Azure send them; the SASL seeds are OAUTHBEARER
+client messages, JWTs (unsigned: the fuzzer signs what it needs signed), claims, headers and a
+JWKS. Each binary seed starts with the target's mode byte (see the target's file comment): 0
+(parse as is) and the checksum repairing modes, or the SASL fuzzer's modes.
 """
 
+import base64
+import json
 import pathlib
 import struct
 
@@ -208,6 +211,77 @@ XML = {
 }
 
 
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=")
+
+
+# Public keys made once with openssl (their private halves were never kept): the JWKS seeds
+# and the unsigned tokens that name them.
+SEED_RSA_N = (
+    "uOKw9puO7cxMloJ6qAOMVbKnnlaIfWI3YZ072iE3WwRI5FqcdjVz53ihmXCw8eigJnfcW_DAWScA3C0ZGFENG-2F"
+    "vXsPYBNN0rAj7UrzFBWcvU6dmzlntMfK-WE_Hon5SXjy3Yn6z_u0a12j7kkOCbC-yuR6ZOfU5f3Z_S5zJwPhmE0Vl"
+    "7lv7WnKKI9FfPg4UA9Bm6bh7K67cOgsvHuEkmBwKnXT1m7pAoqOlvOYlrrN6XQRHweHIMuKV0zVb3tChzCCrmYYir"
+    "GlglvLKxORBp9lHB1N1yN5sazkeeqYQHBk7lWRkfIv1fn4ozWamsVdGapDpkt3AoSPbUy7007RXQ"
+)
+SEED_EC_X = "XcTFbEwhqW3LQ4AUOI2Q13ByYkD14UMUph6SxsfIgHw"
+SEED_EC_Y = "plKBOmWx7u9KY-hXViuOqQ9ZCRb_4fumlhMCZ6XpO-A"
+
+
+def sasl_seeds():
+    """sasl_fuzzer: the mode byte (see fuzz/sasl_fuzzer.cc), then its input."""
+    claims = {
+        "sub": "alice",
+        "iss": "https://idp.example",
+        "aud": "kafka",
+        "iat": 1700000000,
+        "exp": 4000000000,
+        "scope": ["read", "write"],
+    }
+    claims_text = json.dumps(claims, separators=(",", ":")).encode()
+
+    def token(header, body=claims_text, signature=bytes(range(64))):
+        return b".".join([b64url(header), b64url(body), b64url(signature)])
+
+    es256 = token(b'{"alg":"ES256","kid":"fuzz"}')
+    rs256 = token(b'{"alg":"RS256","kid":"rsa-1","typ":"JWT"}', signature=bytes(256))
+    message = b"n,,\x01auth=Bearer " + es256 + b"\x01\x01"
+    seeds = {
+        "message": b"\x00" + message,
+        "message_then_ack": b"\x00" + message + b"\xff\x01",
+        "message_authzid_extensions": b"\x00n,a=alice=2Cx,\x01auth=Bearer "
+        + rs256
+        + b"\x01logicalCluster=lkc-1\x01traceId=a b\x01\x01",
+        "token_es256": b"\x01" + es256,
+        "token_rs256": b"\x01" + rs256,
+        "token_none": b"\x01" + token(b'{"alg":"none"}', signature=b""),
+        "token_hs256": b"\x01" + token(b'{"alg":"HS256"}', signature=bytes(32)),
+        "jwks": b"\x02"
+        + json.dumps(
+            {
+                "keys": [
+                    {"kty": "RSA", "kid": "rsa-1", "use": "sig", "alg": "RS256",
+                     "n": SEED_RSA_N, "e": "AQAB"},
+                    {"kty": "EC", "kid": "ec-1", "crv": "P-256", "x": SEED_EC_X, "y": SEED_EC_Y},
+                    {"kty": "oct", "k": "c2VjcmV0"},
+                ]
+            }
+        ).encode(),
+        "base64url": b"\x03" + b64url(bytes(range(40))),
+        "claims": b"\x04" + claims_text,
+        "claims_nested": b"\x04"
+        + json.dumps(
+            dict(claims, aud=["other", "kafka"], nbf=1700000000.5,
+                 resource_access={"kafka": {"roles": ["admin"]}}, jti="x1")
+        ).encode(),
+        "header": b"\x05" + b'{"alg":"ES256","kid":"fuzz","typ":"JWT"}',
+        "header_crit": b"\x05" + b'{"alg":"ES256","kid":"fuzz","crit":["b64"],"b64":false}',
+        "scram_placeholder": b"\x06n,,n=user,r=fyko+d2lbbFgONRv9qkxdawL",
+        "wrapped_tokens": b"\x07" + es256 + b"\xff" + rs256,
+    }
+    for name, data in seeds.items():
+        write("sasl_fuzzer", name + ".bin", data)
+
+
 def xml_seeds():
     for name, text in XML.items():
         write("xml_fuzzer", name + ".xml", text.encode("utf-8"))
@@ -220,6 +294,7 @@ def main():
     object_wal_seeds(batches)
     wal_seeds(batches)
     xml_seeds()
+    sasl_seeds()
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ packages=(
   libboost1.81-dev liburing-dev libssl-dev libcurl4-openssl-dev
   zlib1g-dev libzstd-dev liblz4-dev libsnappy-dev libisal-dev
   libsqlite3-dev libpq-dev libexpected-dev libpugixml-dev
+  # RE2: subscription patterns from clients, matched in linear time as Kafka matches them
+  libre2-dev
   # built with the broker: silt-perf (perf/), its JSON results and its workload files
   librdkafka-dev nlohmann-json3-dev libyaml-cpp-dev
   # the client the README's first session uses
@@ -32,6 +34,10 @@ test_packages=(
   python3-lz4 python3-snappy python3-zstandard python3-crc32c
   # the metrics endpoint's test parses a scrape with Prometheus' own Python parser
   python3-prometheus-client
+  # the OAUTHBEARER tests sign their own JWTs
+  python3-jwt python3-cryptography
+  # certificates: the TLS tests' and those of the secure cluster (cluster.sh up --secure)
+  openssl
   # the compatibility matrix (tests/compat): a venv for the newest Python clients from PyPI
   # (its Go and Node.js clients come from the Go module proxy and npm)
   python3-venv

@@ -6,13 +6,14 @@
 #   scripts/run-fuzzers.sh [BUILD_DIR] [TARGET...]    (defaults: build-asan, every target)
 #
 # By default each target runs a fixed number of inputs, about 10 s each on two cores and
-# request_fuzzer about 90 s (under 3 minutes in all):
+# request_fuzzer about 90 s (about 3 minutes in all):
 #   FUZZ_RUNS               request_fuzzer       (default 500000)
 #   FUZZ_RUNS_BATCH         batch_fuzzer         (default 200000)
 #   FUZZ_RUNS_WAL           wal_fuzzer           (default 60000)
 #   FUZZ_RUNS_OBJECT        object_fuzzer        (default 10000)
 #   FUZZ_RUNS_OBJECT_WAL    object_wal_fuzzer    (default 200000)
 #   FUZZ_RUNS_XML           xml_fuzzer           (default 50000)
+#   FUZZ_RUNS_SASL          sasl_fuzzer          (default 3000: each input may sign and verify)
 # FUZZ_SECONDS=N runs each target for N seconds instead, whatever the counts (a long run).
 #
 # Seeds: request_fuzzer takes the captured request frames (tests/data/captures) and
@@ -23,7 +24,8 @@ build=${1:-build-asan}
 shift || true
 cd "$(dirname "$0")/.."
 
-all_targets=(request_fuzzer batch_fuzzer wal_fuzzer object_fuzzer object_wal_fuzzer xml_fuzzer)
+all_targets=(request_fuzzer batch_fuzzer wal_fuzzer object_fuzzer object_wal_fuzzer xml_fuzzer
+             sasl_fuzzer)
 targets=("$@")
 if [[ $# -eq 0 ]]; then targets=("${all_targets[@]}"); fi
 
@@ -40,6 +42,7 @@ runs_of() {
     object_fuzzer) echo "${FUZZ_RUNS_OBJECT:-10000}" ;;
     object_wal_fuzzer) echo "${FUZZ_RUNS_OBJECT_WAL:-200000}" ;;
     xml_fuzzer) echo "${FUZZ_RUNS_XML:-50000}" ;;
+    sasl_fuzzer) echo "${FUZZ_RUNS_SASL:-3000}" ;;
     *) echo "unknown fuzz target: $1" >&2; return 1 ;;
   esac
 }

@@ -24,8 +24,20 @@
 #   KAFKA_VERSION          Kafka version to use (default 4.1.1)
 #   SILT_CACHE             cache root (default $HOME/.cache/silt)
 #   KAFKA_HEAP_OPTS        broker heap (default -Xms256m -Xmx512m)
+#   KAFKA_JVM_OPTS         more JVM options of the broker (e.g. the system property
+#                          org.apache.kafka.sasl.oauthbearer.allowed.urls)
 #   CONTROLLER_PORT        controller listener port (default PORT+1)
 #   KAFKA_START_TIMEOUT    seconds to wait for the broker port (default 90)
+#   KAFKA_EXTRA_LISTENERS  more listeners, comma-separated NAME://127.0.0.1:PORT, added to
+#                          listeners and advertised.listeners (e.g. SSL://127.0.0.1:19093)
+#   KAFKA_EXTRA_PROTOCOLS  their security protocols, NAME:PROTOCOL, comma-separated, added to
+#                          listener.security.protocol.map (e.g. SSL:SSL)
+#   KAFKA_EXTRA_PROPERTIES more server properties, one per line, appended (e.g. ssl.*)
+#   KAFKA_CONTROLLER_PROTOCOL  the controller listener's security protocol (default PLAINTEXT).
+#                          With an authorizer the broker must reach its controller as a super
+#                          user: e.g. SASL_PLAINTEXT, with sasl.mechanism.controller.protocol and
+#                          the listener.name.controller.* SASL settings (whose JAAS username the
+#                          broker authenticates as) in KAFKA_EXTRA_PROPERTIES
 set -euo pipefail
 
 KAFKA_VERSION="${KAFKA_VERSION:-4.1.1}"
@@ -198,18 +210,20 @@ cmd_start() {
   # A formatted KRaft log remembers its controller endpoint: reuse DIR only
   # with the same ports.
   if [[ -f "$dir/data/meta.properties" && -f "$dir/server.properties" ]] \
-     && ! grep -qx "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport" "$dir/server.properties"; then
+     && ! grep -q "^listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport\(,\|$\)" "$dir/server.properties"; then
     die "start: $dir was formatted for other ports; remove it or use the same ports"
   fi
+  local extra_listeners="${KAFKA_EXTRA_LISTENERS:+,$KAFKA_EXTRA_LISTENERS}"
+  local extra_protocols="${KAFKA_EXTRA_PROTOCOLS:+,$KAFKA_EXTRA_PROTOCOLS}"
   cat >"$dir/server.properties" <<EOF
 process.roles=broker,controller
 node.id=1
 controller.quorum.bootstrap.servers=127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$adv,CONTROLLER://127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport$extra_listeners
+advertised.listeners=PLAINTEXT://127.0.0.1:$adv,CONTROLLER://127.0.0.1:$cport$extra_listeners
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:${KAFKA_CONTROLLER_PROTOCOL:-PLAINTEXT}$extra_protocols
 log.dirs=$dir/data
 num.partitions=1
 default.replication.factor=1
@@ -224,6 +238,9 @@ group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=true
 log.retention.hours=168
 EOF
+  if [[ -n "${KAFKA_EXTRA_PROPERTIES:-}" ]]; then
+    printf '%s\n' "$KAFKA_EXTRA_PROPERTIES" >>"$dir/server.properties"
+  fi
 
   if [[ ! -f "$dir/data/meta.properties" ]]; then
     local cluster_id
@@ -235,7 +252,7 @@ EOF
   fi
 
   # shellcheck disable=SC2046
-  nohup java ${KAFKA_HEAP_OPTS:--Xms256m -Xmx512m} $(java_base) \
+  nohup java ${KAFKA_HEAP_OPTS:--Xms256m -Xmx512m} ${KAFKA_JVM_OPTS:-} $(java_base) \
     -Dkafka.logs.dir="$dir/logs" \
     -Dlog4j2.configurationFile="$KAFKA_HOME/log4j2-server.properties" \
     -cp "$LIB_DIR/*" kafka.Kafka "$dir/server.properties" \

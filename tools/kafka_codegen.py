@@ -474,6 +474,7 @@ class StructEmitter:
             ref = f"{target}.emplace()" if f.may_be_null else target
             o(f"auto& v = {ref};")
             o("v.clear();")
+            o(f"{r}.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget")
             o("v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));")
             o(f"for (int32_t i = 0; i < n && {r}.ok(); ++i) {{")
             o.indent()

@@ -11,17 +11,21 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <sys/resource.h>
 
+#include "app/listener_setup.h"
 #include "app/metrics_text.h"
+#include "app/node.h"
 #include "base/log.h"
+#include "base/memory.h"
 #include "base/sched.h"
 #include "config/config.h"
-#include "handlers/broker.h"
 #include "metadata/sql.h"
+#include "net/frame_arena.h"
 #include "net/io_pool.h"
 #include "net/metrics_http.h"
 #include "net/server.h"
@@ -89,11 +93,20 @@ static int run(int argc, char** argv) {
   silt::base::set_log_level(*silt::base::parse_log_level(cfg->log_level));  // validated
   raise_fd_limit();
   check_thread_nice(*cfg);
-  auto broker = silt::handlers::broker::open(*cfg);
+  // The TLS contexts first: a bad key store stops the broker before it opens its storage.
+  silt::net::tls_reloader tls_reloader(std::chrono::seconds(5));
+  silt::app::sasl_sources sasl_sources;
+  auto listener_options = silt::app::listener_options_of(*cfg, tls_reloader, sasl_sources);
+  if (!listener_options) {
+    SILT_LOG(error, "silt: %s", listener_options.error().c_str());
+    return 2;
+  }
+  auto broker = silt::app::node::open(*cfg);
   if (!broker) {
     SILT_LOG(error, "silt: %s", broker.error().c_str());
     return 1;
   }
+  sasl_sources.scram->set(&(*broker)->credentials());
 
   // The listeners, signals and timers run on `io`, the main thread's; connections on the
   // pool's worker contexts, one thread each (on `io` too with one network thread).
@@ -112,16 +125,33 @@ static int run(int argc, char** argv) {
   so.max_inflight = cfg->max_inflight_requests;
   so.idle_timeout = std::chrono::milliseconds(cfg->connections_max_idle_ms);
   so.max_connections = cfg->max_connections;
-  silt::net::server server(io, pool.workers(), so, **broker);
+  so.max_connections_per_ip = cfg->max_connections_per_ip;
+  for (const auto& [host, count] :
+       silt::config::parse_ip_overrides(cfg->max_connections_per_ip_overrides)
+           .value_or(std::vector<std::pair<std::string, int32_t>>{})) {
+    // A name stands for every address it has (resolved once, here).
+    boost::system::error_code ec;
+    asio::ip::tcp::resolver resolver(io);
+    const auto found = resolver.resolve(host, "", ec);
+    if (ec || found.empty()) {
+      SILT_LOG(error, "silt: max.connections.per.ip.overrides: cannot resolve '%s': %s",
+               host.c_str(), ec.message().c_str());
+      return 1;
+    }
+    for (const auto& r : found) so.max_connections_per_ip_overrides[r.endpoint().address()] = count;
+  }
+  silt::net::server server(io, pool.workers(), so, (*broker)->handler());
   for (const auto& l : cfg->listeners) {
-    auto port = server.listen(l.host, l.port);
+    const auto& lo = listener_options->at(l.listener_name);
+    auto port = server.listen(l.host, l.port, lo);
     if (!port) {
       SILT_LOG(error, "silt: %s", port.error().c_str());
       return 1;
     }
-    SILT_LOG(info, "silt: listening on %s:%u (node %d, cluster %s, data in %s)",
-             l.host.empty() ? "*" : l.host.c_str(), *port, cfg->node_id,
-             (*broker)->ctx().cluster_id.c_str(), cfg->data_dir.c_str());
+    SILT_LOG(info, "silt: listening on %s:%u, listener %s (%s) (node %d, cluster %s, data in %s)",
+             l.host.empty() ? "*" : l.host.c_str(), *port, l.listener_name.c_str(),
+             silt::net::to_string(lo.protocol), cfg->node_id, (*broker)->ctx().cluster_id.c_str(),
+             cfg->data_dir.c_str());
   }
   server.start();
   (*broker)->start_background(std::chrono::seconds(30));
@@ -130,17 +160,30 @@ static int run(int argc, char** argv) {
   std::unique_ptr<silt::net::metrics_http> metrics_endpoint;
   if (!cfg->metrics_listener.empty()) {
     const auto where = silt::config::parse_http_endpoint(cfg->metrics_listener);  // validated
+    std::shared_ptr<silt::net::tls_context_source> tls;
+    if (where->tls) {
+      auto options = silt::app::tls_options_of(cfg->ssl);
+      auto ctx = silt::net::make_tls_context(options);
+      if (!ctx) {
+        SILT_LOG(error, "silt: metrics.listener: %s", ctx.error().c_str());
+        return 2;
+      }
+      tls = std::make_shared<silt::net::tls_context_source>(std::move(*ctx));
+      tls_reloader.watch("metrics", std::move(options), tls);
+    }
     metrics_endpoint = std::make_unique<silt::net::metrics_http>(
-        io, where->path, [&] { return silt::app::render_metrics(**broker, server); });
+        io, where->path, [&] { return silt::app::render_metrics(**broker, server); }, tls);
     auto port = metrics_endpoint->listen(where->host, where->port);
     if (!port) {
       SILT_LOG(error, "silt: metrics.listener: %s", port.error().c_str());
       return 1;
     }
     metrics_endpoint->start();
-    SILT_LOG(info, "silt: metrics on http://%s:%u%s",
+    SILT_LOG(info, "silt: metrics on %s://%s:%u%s", where->tls ? "https" : "http",
              where->host.empty() ? "*" : where->host.c_str(), *port, where->path.c_str());
   }
+  // Once every listener's TLS files are known (the metrics listener's too).
+  tls_reloader.start();
 
   // Request latencies, per interval when asked for; the rest is logged at shutdown.
   std::mutex wal_report_mu;
@@ -227,6 +270,37 @@ static int run(int argc, char** argv) {
     });
   };
   schedule_metrics();
+  // What a burst of work (a topic deletion, a rebalance, a traffic peak) left allocated for
+  // reuse goes back to the system once the broker no longer needs it: request buffer chunks
+  // and WAL write buffers free since the previous round; and once the broker is quiet (under
+  // 100 requests a second over the round), the chunk each network thread is carving request
+  // buffers from (freed with its last frame) and the allocator's free pages. Not under load:
+  // the allocator's trim holds each arena's lock while it walks it, tens of milliseconds with a
+  // busy heap. On the blocking pool, but for the chunks, which each network thread drops itself.
+  asio::steady_timer upkeep_timer(io);
+  uint64_t requests_before = 0;  // the upkeep's, on the main context
+  std::function<void()> schedule_upkeep = [&] {
+    upkeep_timer.expires_after(std::chrono::seconds(10));
+    upkeep_timer.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      const uint64_t requests = server.stats().requests;
+      const bool quiet = requests - requests_before < 1000;
+      requests_before = requests;
+      if (quiet) {
+        for (auto* worker : pool.workers()) {
+          asio::post(*worker, [] { silt::net::frame_arena::release_thread_chunk(); });
+        }
+        silt::net::frame_arena::release_thread_chunk();  // (the main context's thread: this one)
+      }
+      asio::post((*broker)->ctx().blocking, [quiet, &broker] {
+        (void)silt::net::frame_arena::release_idle();
+        (void)(*broker)->ctx().store.release_idle_buffers();
+        if (quiet) silt::base::release_free_memory();
+      });
+      schedule_upkeep();
+    });
+  };
+  schedule_upkeep();
   // SIGUSR1: log them now (a benchmark marks the start and end of its measured run).
   std::function<void()> on_usr1 = [&] {
     usr1.async_wait([&](const boost::system::error_code& ec, int) {
@@ -238,12 +312,17 @@ static int run(int argc, char** argv) {
   on_usr1();
 
   // In a cluster, the partitions go to the other brokers first, on a thread of its own (it
-  // uploads and writes the metadata store) while clients are still served.
+  // uploads and writes the metadata store) while clients are still served. On the main thread,
+  // once: on a signal, or when the object store turns out to be another cluster's.
   std::thread handing;
-  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
-    if (ec) return;
-    SILT_LOG(info, "silt: signal %d, shutting down", sig);
+  bool shutting_down = false;
+  int exit_code = 0;
+  auto shut_down = [&] {
+    if (shutting_down) return;
+    shutting_down = true;
+    signals.cancel();
     metrics_timer.cancel();
+    upkeep_timer.cancel();
     usr1.cancel();
     if (metrics_endpoint) metrics_endpoint->stop();
     handing = std::thread([&] {
@@ -253,6 +332,20 @@ static int run(int argc, char** argv) {
         // Once every connection is closed, the contexts run dry (bounded: io_pool.h).
         server.stop([&pool] { pool.finish(std::chrono::seconds(10)); });
       });
+    });
+  };
+  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    SILT_LOG(info, "silt: signal %d, shutting down", sig);
+    shut_down();
+  });
+  // An object store that could not be read at start and is another cluster's: nothing was
+  // written to it (node.h), and the broker stops as it would have at start, with an error.
+  (*broker)->on_store_refused([&](const std::string& message) {
+    asio::post(io, [&, message] {
+      SILT_LOG(error, "silt: %s", message.c_str());
+      exit_code = 1;
+      shut_down();
     });
   });
 
@@ -271,7 +364,7 @@ static int run(int argc, char** argv) {
   log_metrics();
   (*broker)->close();
   SILT_LOG(info, "silt: stopped");
-  return 0;
+  return exit_code;
 }
 
 int main(int argc, char** argv) {

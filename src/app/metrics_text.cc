@@ -13,6 +13,8 @@
 
 #include "base/memory.h"
 #include "base/prometheus.h"
+#include "metadata/sql.h"
+#include "net/frame_arena.h"
 #include "protocol/generated/api_table.h"
 #include "storage/object/metered_store.h"
 
@@ -86,7 +88,7 @@ void topics(prometheus_writer& w, const handlers::context& ctx) {
   }
 }
 
-void storage_metrics(prometheus_writer& w, handlers::broker& broker) {
+void storage_metrics(prometheus_writer& w, node& broker) {
   auto& store = broker.ctx().store;
   const auto wal = store.wal_stats();
   w.single("silt_wal_appends_total", kind::counter, "Record batches made durable in the WAL.",
@@ -187,6 +189,31 @@ void groups(prometheus_writer& w, const handlers::context& ctx) {
   }
 }
 
+// Client quotas (docs/security.md): throttled requests and their throttle time, per quota type
+// (Kafka's Produce, Fetch and Request quotas).
+void quotas(prometheus_writer& w, const handlers::context& ctx, const net::server& server) {
+  constexpr std::array types{handlers::quota_type::produce, handlers::quota_type::fetch,
+                             handlers::quota_type::request};
+  w.family("silt_quota_throttled_requests_total", kind::counter,
+           "Requests whose client was over a quota (producer_byte_rate, consumer_byte_rate, "
+           "request_percentage), answered with a throttle time.");
+  for (const auto t : types) {
+    const label l[] = {{"quota", handlers::quota_type_name(t)}};
+    w.sample("silt_quota_throttled_requests_total", l,
+             static_cast<double>(ctx.quotas.stats(t).throttled));
+  }
+  w.family("silt_quota_throttle_time_ms_total", kind::counter,
+           "The throttle time those requests were given, in milliseconds.");
+  for (const auto t : types) {
+    const label l[] = {{"quota", handlers::quota_type_name(t)}};
+    w.sample("silt_quota_throttle_time_ms_total", l,
+             static_cast<double>(ctx.quotas.stats(t).throttle_ms));
+  }
+  w.single("silt_connections_throttled_total", kind::counter,
+           "Times a connection was muted after a throttled response (KIP-219).",
+           static_cast<double>(server.stats().throttled_responses));
+}
+
 void connections(prometheus_writer& w, const net::server& server) {
   const auto s = server.stats();
   w.single("kafka_server_socketservermetrics_connections", kind::gauge,
@@ -196,6 +223,32 @@ void connections(prometheus_writer& w, const net::server& server) {
   w.single("silt_connections_idle_closed_total", kind::counter,
            "Connections closed for idling (connections.max.idle.ms).",
            static_cast<double>(s.idle_closed));
+  w.single("silt_connections_refused_per_ip_total", kind::counter,
+           "Connections closed at once: their address had max.connections.per.ip open.",
+           static_cast<double>(s.refused_per_ip));
+  w.single("silt_tls_handshakes_total", kind::counter, "TLS handshakes completed on SSL listeners.",
+           static_cast<double>(s.tls_handshakes));
+  w.single("silt_tls_handshake_failures_total", kind::counter,
+           "TLS handshakes that failed or timed out (a plaintext client on an SSL port, an "
+           "unknown client certificate...), and client certificates no mapping rule applied to.",
+           static_cast<double>(s.tls_handshake_failures));
+  w.single("silt_tls_handshake_timeouts_total", kind::counter,
+           "TLS handshakes not done within 10 s (the connection is closed).",
+           static_cast<double>(s.tls_handshake_timeouts));
+  w.single("silt_sasl_authentications_total", kind::counter,
+           "SASL authentications that succeeded on SASL listeners (re-authentications included).",
+           static_cast<double>(s.sasl_authentications));
+  w.single("silt_sasl_reauthentications_total", kind::counter,
+           "SASL re-authentications that succeeded (connections.max.reauth.ms, KIP-368).",
+           static_cast<double>(s.sasl_reauthentications));
+  w.single("silt_sasl_authentication_failures_total", kind::counter,
+           "SASL authentications that failed (wrong credentials, an unsupported mechanism, a "
+           "request out of place before authentication).",
+           static_cast<double>(s.sasl_failures));
+  w.single("silt_sasl_expired_sessions_total", kind::counter,
+           "SASL connections closed because a request came after the session expired without "
+           "re-authentication.",
+           static_cast<double>(s.sasl_expired_sessions));
   w.single("silt_responses_unsent_bytes", kind::gauge,
            "Bytes of responses handled and not yet written to their clients.",
            static_cast<double>(s.unsent_response_bytes));
@@ -233,17 +286,29 @@ void process(prometheus_writer& w) {
   w.single("silt_heap_allocated_bytes", kind::gauge,
            "Heap memory allocated and not freed (without what the allocator keeps free).",
            static_cast<double>(base::heap_allocated_bytes()));
+  w.single("silt_metadata_sqlite_memory_bytes", kind::gauge,
+           "Heap memory SQLite holds for the metadata store (page caches and statements).",
+           static_cast<double>(metadata::sql::sqlite_memory_bytes()));
+  const auto chunks = net::frame_arena::stats();
+  w.single("silt_request_buffer_mapped_bytes", kind::gauge,
+           "Memory mapped for request buffers (chunks in use and kept free for reuse).",
+           static_cast<double>((chunks.chunks_mapped - chunks.chunks_unmapped) *
+                               net::frame_arena::chunk_size));
+  w.single("silt_request_buffer_free_bytes", kind::gauge,
+           "Request buffer chunks kept free for reuse (returned once idle for a while).",
+           static_cast<double>(chunks.chunks_free * net::frame_arena::chunk_size));
 }
 
 }  // namespace
 
-std::string render_metrics(handlers::broker& broker, net::server& server) {
+std::string render_metrics(node& broker, net::server& server) {
   prometheus_writer w;
   requests(w, server.metrics());
   topics(w, broker.ctx());
   storage_metrics(w, broker);
   groups(w, broker.ctx());
   connections(w, server);
+  quotas(w, broker.ctx(), server);
   process(w);
   return w.take();
 }

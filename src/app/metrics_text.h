@@ -10,11 +10,11 @@
 
 #include <string>
 
-#include "handlers/broker.h"
+#include "app/node.h"
 #include "net/server.h"
 
 namespace silt::app {
 
-[[nodiscard]] std::string render_metrics(handlers::broker& broker, net::server& server);
+[[nodiscard]] std::string render_metrics(node& broker, net::server& server);
 
 }  // namespace silt::app

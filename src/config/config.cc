@@ -4,6 +4,7 @@
 #include "config/config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -18,6 +19,7 @@
 
 #include "base/java_properties.h"
 #include "base/log.h"
+#include "base/redact.h"
 #include "config/internal.h"
 #include "config/topic_config.h"
 
@@ -33,6 +35,18 @@ using setter = std::function<tl::expected<void, std::string>(broker_config&, std
 // The effective value as text; nullopt when there is none (an alias that was not given).
 using getter = std::function<std::optional<std::string>(const broker_config&)>;
 
+// Whether a setting's value may hold a secret, and what of it. Any but `no` makes the setting
+// sensitive, as Kafka's PASSWORD settings are: DescribeConfigs answers it with a null value and
+// is_sensitive=true (for every client, whatever the value), and no message quotes its value
+// whole (docs/security.md, "Secrets"). A setting that can carry a secret declares it here; a
+// test checks that every setting named like a secret (base::is_secret_name: *.password,
+// *.key, sasl.jaas.config...) does.
+enum class sensitive_value : uint8_t {
+  no,
+  credentials,  // a URI that may carry credentials: messages show it through base::redact_uri
+  whole,        // a password, a key, a JAAS configuration: messages show "[hidden]", as Kafka
+};
+
 struct setting {
   std::string name;
   config_type type = config_type::string;
@@ -41,7 +55,28 @@ struct setting {
   std::string valid;  // the valid values, for the docs ("an integer between 1 and 4096")
   setter set;
   getter get;
+  sensitive_value sensitive = sensitive_value::no;
 };
+
+// `s` declared sensitive; its type becomes PASSWORD, the type Kafka gives its sensitive settings.
+setting sensitive(setting s, sensitive_value what) {
+  s.sensitive = what;
+  s.type = config_type::password;
+  return s;
+}
+
+// A value of `s` as a message may quote it.
+std::string shown(const setting& s, std::string_view value) {
+  switch (s.sensitive) {
+    case sensitive_value::no:
+      break;
+    case sensitive_value::credentials:
+      return base::redact_uri(value);
+    case sensitive_value::whole:
+      return "[hidden]";
+  }
+  return std::string(value);
+}
 
 constexpr int64_t kMiB = 1024 * 1024;
 
@@ -182,6 +217,15 @@ std::string upper(std::string_view s) {
   return out;
 }
 
+// Listener names as listener.name.<name>.* settings spell them.
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& ch : out) {
+    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+  }
+  return out;
+}
+
 bool is_listener_name(std::string_view name) {
   if (name.empty()) return false;
   for (const char ch : name) {
@@ -312,8 +356,7 @@ setting protocol_map_setting() {
   s.doc =
       "The security protocol of each listener name, as in Kafka: a listener's name says which "
       "protocol it speaks (`BROKER:PLAINTEXT` makes `BROKER://host:port` a plaintext listener). "
-      "Only PLAINTEXT is supported so far: a listener whose protocol is SSL, SASL_PLAINTEXT or "
-      "SASL_SSL stops the broker with an error (TLS and SASL are not supported yet).";
+      "Each of PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL is served (docs/security.md).";
   s.valid = "comma-separated NAME:PROTOCOL, each name once";
   s.set = [](broker_config& c, std::string_view v) -> tl::expected<void, std::string> {
     auto parsed = parse_protocol_map(v);
@@ -386,6 +429,466 @@ bool is_retention_count(std::string_view v) {
   return n && *n >= -1 && *n <= INT32_MAX;
 }
 
+// One ssl.* setting, read into an ssl_config: the same table reads the broker-wide settings
+// (into broker_config::ssl) and a listener's listener.name.<listener>.ssl.* overrides.
+struct ssl_setting {
+  std::string name;
+  std::string doc_default;
+  std::string doc;
+  std::string valid;
+  config_type type = config_type::string;
+  sensitive_value sensitive = sensitive_value::no;
+  std::function<tl::expected<void, std::string>(ssl_config&, std::string_view)> set;
+  std::function<std::string(const ssl_config&)> get;
+};
+
+ssl_setting ssl_text(std::string name, std::string ssl_config::*field, std::string doc,
+                     std::string valid,
+                     const std::function<tl::expected<std::string, std::string>(std::string_view)>&
+                         check = nullptr) {
+  ssl_setting s;
+  s.name = std::move(name);
+  s.doc_default = ssl_config{}.*field;
+  s.doc = std::move(doc);
+  s.valid = std::move(valid);
+  s.set = [field, check](ssl_config& c, std::string_view v) -> tl::expected<void, std::string> {
+    if (!check) {
+      c.*field = std::string(v);
+      return {};
+    }
+    auto normal = check(v);
+    if (!normal) return tl::unexpected(normal.error());
+    c.*field = std::move(*normal);
+    return {};
+  };
+  s.get = [field](const ssl_config& c) { return c.*field; };
+  return s;
+}
+
+ssl_setting ssl_secret(std::string name, std::string ssl_config::*field, std::string doc,
+                       std::string valid) {
+  auto s = ssl_text(std::move(name), field, std::move(doc), std::move(valid));
+  s.sensitive = sensitive_value::whole;
+  s.type = config_type::password;
+  return s;
+}
+
+ssl_setting ssl_list(
+    std::string name, std::vector<std::string> ssl_config::*field, std::string doc,
+    std::string valid,
+    const std::function<tl::expected<void, std::string>(const std::string&)>& check) {
+  ssl_setting s;
+  s.name = std::move(name);
+  s.type = config_type::list;
+  s.doc_default = join(ssl_config{}.*field, [](const std::string& i) { return i; });
+  s.doc = std::move(doc);
+  s.valid = std::move(valid);
+  s.set = [field, check](ssl_config& c, std::string_view v) -> tl::expected<void, std::string> {
+    auto items = detail::split_list(v);
+    for (const auto& i : items) {
+      if (auto ok = check(i); !ok) return ok;
+    }
+    c.*field = std::move(items);
+    return {};
+  };
+  s.get = [field](const ssl_config& c) {
+    return join(c.*field, [](const std::string& i) { return i; });
+  };
+  return s;
+}
+
+// A store type: PEM or PKCS12, in any case. Java's own JKS format is not read.
+tl::expected<std::string, std::string> store_type(std::string_view v) {
+  const std::string t = upper(v);
+  if (t == "PEM" || t == "PKCS12") return t;
+  if (t == "JKS") {
+    return tl::unexpected(std::string(
+        "expected PEM or PKCS12: JKS stores are not supported (convert one with `keytool "
+        "-importkeystore -srcstoretype JKS -deststoretype PKCS12`)"));
+  }
+  return tl::unexpected(std::string("expected PEM or PKCS12"));
+}
+
+std::vector<ssl_setting> make_ssl_settings() {
+  using sc = ssl_config;
+  const std::string per_listener =
+      " A listener's `listener.name.<listener>.` form (the listener's name in lower case) "
+      "overrides it for that listener.";
+  std::vector<ssl_setting> t;
+  t.push_back(ssl_text(
+      "ssl.keystore.type", &sc::keystore_type,
+      "The format of the key store of SSL listeners: `PKCS12` (a file, `ssl.keystore.location`, "
+      "with `ssl.keystore.password`) or `PEM` (KIP-651: a file holding the private key and the "
+      "certificate chain, or both inline in `ssl.keystore.key` and "
+      "`ssl.keystore.certificate.chain`). Kafka's default is JKS, which Silt does not read; "
+      "Java's keytool converts one to PKCS12." +
+          per_listener,
+      "PEM or PKCS12", store_type));
+  t.push_back(ssl_text("ssl.keystore.location", &sc::keystore_location,
+                       "The key store file: the broker's private key and certificate chain, "
+                       "which SSL listeners present to clients. Reloaded when it changes (its "
+                       "modification time is checked every few seconds): new connections use "
+                       "the new certificate, open ones keep theirs." +
+                           per_listener,
+                       "a path"));
+  t.push_back(ssl_secret("ssl.keystore.password", &sc::keystore_password,
+                         "The password of the key store (PKCS12; for a PEM file, the password "
+                         "of its encrypted private key when `ssl.key.password` is not set)." +
+                             per_listener,
+                         "any string"));
+  t.push_back(ssl_secret("ssl.key.password", &sc::key_password,
+                         "The password of the private key: of an encrypted PEM key (a file or "
+                         "`ssl.keystore.key`), or of the key in a PKCS12 store when it differs "
+                         "from the store's." +
+                             per_listener,
+                         "any string"));
+  t.push_back(ssl_secret("ssl.keystore.certificate.chain", &sc::keystore_certificate_chain,
+                         "With `ssl.keystore.type=PEM`: the certificate chain inline, in PEM "
+                         "(the broker's certificate first), instead of a key store file." +
+                             per_listener,
+                         "PEM certificates"));
+  t.push_back(ssl_secret("ssl.keystore.key", &sc::keystore_key,
+                         "With `ssl.keystore.type=PEM`: the private key inline, in PEM (PKCS#8, "
+                         "encrypted with `ssl.key.password` or not), with "
+                         "`ssl.keystore.certificate.chain`." +
+                             per_listener,
+                         "a PEM private key"));
+  t.push_back(ssl_text("ssl.truststore.type", &sc::truststore_type,
+                       "The format of the trust store, the certificates of the authorities "
+                       "whose client certificates SSL listeners accept: `PKCS12` or `PEM`." +
+                           per_listener,
+                       "PEM or PKCS12", store_type));
+  t.push_back(
+      ssl_text("ssl.truststore.location", &sc::truststore_location,
+               "The trust store file. Reloaded when it changes, as the key store." + per_listener,
+               "a path"));
+  t.push_back(ssl_secret("ssl.truststore.password", &sc::truststore_password,
+                         "The password of a PKCS12 trust store." + per_listener, "any string"));
+  t.push_back(ssl_secret("ssl.truststore.certificates", &sc::truststore_certificates,
+                         "With `ssl.truststore.type=PEM`: the trusted certificates inline, in "
+                         "PEM, instead of a trust store file." +
+                             per_listener,
+                         "PEM certificates"));
+  t.push_back(ssl_text(
+      "ssl.client.auth", &sc::client_auth,
+      "Whether SSL listeners ask clients for a certificate (mTLS): `none`; `requested` (a "
+      "client may present one, which must then be valid); `required` (a client without a valid "
+      "certificate is refused in the handshake). A client's principal is `User:` and its "
+      "certificate's subject, mapped by `ssl.principal.mapping.rules`; without a certificate "
+      "it is `User:ANONYMOUS`. `requested` and `required` need a trust store." +
+          per_listener,
+      "none, requested or required",
+      [](std::string_view v) -> tl::expected<std::string, std::string> {
+        std::string l(v);
+        for (auto& ch : l) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        if (l == "none" || l == "requested" || l == "required") return l;
+        return tl::unexpected(std::string("expected none, requested or required"));
+      }));
+  t.push_back(ssl_list("ssl.enabled.protocols", &sc::enabled_protocols,
+                       "The TLS versions SSL listeners accept, comma-separated." + per_listener,
+                       "a non-empty list of TLSv1.2 and TLSv1.3",
+                       [](const std::string& p) -> tl::expected<void, std::string> {
+                         if (p == "TLSv1.2" || p == "TLSv1.3") return {};
+                         return tl::unexpected("unsupported TLS version " + quote(p) +
+                                               " (TLSv1.2 or TLSv1.3)");
+                       }));
+  t.push_back(ssl_list("ssl.cipher.suites", &sc::cipher_suites,
+                       "The cipher suites SSL listeners accept, comma-separated, as OpenSSL or "
+                       "IANA (Java) names them (`TLS_AES_128_GCM_SHA256`, "
+                       "`ECDHE-RSA-AES128-GCM-SHA256` or `TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`)"
+                       "; TLSv1.3 suites apply to TLSv1.3, the others to TLSv1.2. Empty: "
+                       "OpenSSL's defaults." +
+                           per_listener,
+                       "comma-separated cipher suite names",
+                       [](const std::string&) -> tl::expected<void, std::string> { return {}; }));
+  t.push_back(ssl_text(
+      "ssl.principal.mapping.rules", &sc::principal_mapping_rules,
+      "How the subject of a client certificate becomes the principal's name, as in Kafka: "
+      "comma-separated rules `RULE:pattern/replacement/` (optionally ending `L` or `U` for "
+      "lower or upper case), tried in order on the subject in RFC 2253 form "
+      "(`CN=client,OU=eng,O=Silt,C=US`), the first whose pattern matches the whole subject "
+      "giving the name; `DEFAULT` keeps the subject as it is. Patterns are RE2 regular "
+      "expressions (linear time); `$1`... in a replacement stand for the pattern's groups. "
+      "With no rule matching, the connection is refused." +
+          per_listener,
+      "Kafka's rules: RULE:pattern/replacement/[LU] or DEFAULT, comma-separated"));
+  return t;
+}
+
+const std::vector<ssl_setting>& ssl_settings() {
+  static const std::vector<ssl_setting> table = make_ssl_settings();
+  return table;
+}
+
+const ssl_setting* find_ssl_setting(std::string_view name) {
+  for (const auto& s : ssl_settings()) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+// An ssl.* setting in the broker's table, read into broker_config::ssl.
+setting broker_ssl_setting(const ssl_setting& ss) {
+  setting s;
+  s.name = ss.name;
+  s.type = ss.type;
+  s.doc_default = ss.doc_default;
+  s.doc = ss.doc;
+  s.valid = ss.valid;
+  s.sensitive = ss.sensitive;
+  s.set = [&ss](broker_config& c, std::string_view v) { return ss.set(c.ssl, v); };
+  s.get = [&ss](const broker_config& c) { return std::optional<std::string>(ss.get(c.ssl)); };
+  return s;
+}
+
+// SASL settings a listener may override (listener.name.<listener>.<name>), and those it may
+// override per mechanism (listener.name.<listener>.<mechanism>.<name>).
+constexpr std::string_view kListenerSaslSettings[] = {
+    "sasl.enabled.mechanisms", "connections.max.reauth.ms", "sasl.oauthbearer.jwt.validator.class"};
+
+// sasl.oauthbearer.jwt.validator.class: Kafka 4.1's validators that check tokens against the
+// JWKS (what Silt does); Kafka's client-side one checks no signature and is refused.
+tl::expected<void, std::string> check_jwt_validator(std::string_view v) {
+  if (v == "org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator" ||
+      v == "org.apache.kafka.common.security.oauthbearer.BrokerJwtValidator") {
+    return {};
+  }
+  return tl::unexpected(std::string(
+      "expected org.apache.kafka.common.security.oauthbearer.BrokerJwtValidator or "
+      "DefaultJwtValidator (Silt checks every token against the JWKS; a validator that checks "
+      "no signature is not offered)"));
+}
+constexpr std::string_view kMechanismSaslSettings[] = {
+    "sasl.jaas.config", "connections.max.reauth.ms", "sasl.server.callback.handler.class"};
+// Mechanism prefixes Kafka knows, GSSAPI's included (so that its settings are refused by name).
+constexpr std::string_view kSaslMechanismPrefixes[] = {"plain", "scram-sha-256", "scram-sha-512",
+                                                       "oauthbearer", "gssapi"};
+
+// Stores one SASL setting, broker-wide (`mechanism` empty) or for one mechanism, in `c`.
+tl::expected<void, std::string> set_sasl(sasl_config& c, std::string_view name,
+                                         const std::string& mechanism, std::string_view v) {
+  if (name == "sasl.enabled.mechanisms") {
+    auto items = detail::split_list(v);
+    for (auto& i : items) i = upper(i);
+    c.enabled_mechanisms = std::move(items);
+  } else if (name == "sasl.jaas.config") {
+    if (mechanism.empty()) {
+      c.jaas_config = std::string(v);
+    } else {
+      c.mechanism_jaas_config[mechanism] = std::string(v);
+    }
+  } else if (name == "connections.max.reauth.ms") {
+    const auto n = parse_int(v);
+    if (!n || *n < 0) return tl::unexpected(std::string("expected an integer of at least 0"));
+    if (mechanism.empty()) {
+      c.connections_max_reauth_ms = *n;
+    } else {
+      c.mechanism_reauth_ms[mechanism] = *n;
+    }
+  } else if (name == "sasl.server.callback.handler.class") {
+    c.callback_handler_class[mechanism] = std::string(v);
+  } else if (name == "sasl.oauthbearer.jwt.validator.class") {
+    return check_jwt_validator(v);
+  }
+  return {};
+}
+
+setting broker_sasl_setting(std::string name, config_type type, std::string doc_default,
+                            std::string doc, std::string valid,
+                            std::function<std::string(const sasl_config&)> get) {
+  setting s;
+  s.name = std::move(name);
+  s.type = type;
+  s.doc_default = std::move(doc_default);
+  s.doc = std::move(doc);
+  s.valid = std::move(valid);
+  s.set = [n = s.name](broker_config& c, std::string_view v) { return set_sasl(c.sasl, n, "", v); };
+  s.get = [get = std::move(get)](const broker_config& c) {
+    return std::optional<std::string>(get(c.sasl));
+  };
+  return s;
+}
+
+void add_sasl_settings(std::vector<setting>& t) {
+  using bc = broker_config;
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  t.push_back(broker_sasl_setting(
+      "sasl.enabled.mechanisms", config_type::list, "GSSAPI",
+      "The SASL mechanisms SASL_PLAINTEXT and SASL_SSL listeners offer, as in Kafka (override "
+      "for one listener with `listener.name.<listener>.sasl.enabled.mechanisms`): PLAIN, "
+      "SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER. Kafka's default, GSSAPI (Kerberos), is not "
+      "served: a SASL listener must name others (docs/security.md).",
+      "comma-separated mechanism names", [](const sasl_config& c) {
+        return join(c.enabled_mechanisms, [](const std::string& i) { return i; });
+      }));
+  t.push_back(sensitive(
+      broker_sasl_setting(
+          "sasl.jaas.config", config_type::password, "",
+          "A JAAS login module entry, as in Kafka; for brokers it is usually given per "
+          "listener and mechanism (`listener.name.<listener>.<mechanism>.sasl.jaas.config`), "
+          "which wins over this one. PLAIN's users come from "
+          "`org.apache.kafka.common.security.plain.PlainLoginModule required "
+          "user_<name>=\"<password>\" ...;`; SCRAM and OAUTHBEARER need none.",
+          "a JAAS entry: <class> required [key=\"value\" ...];",
+          [](const sasl_config& c) { return c.jaas_config; }),
+      sensitive_value::whole));
+  t.push_back(broker_sasl_setting(
+      "connections.max.reauth.ms", config_type::long_, "0",
+      "As in Kafka (KIP-368): a SASL session lasts at most this long (and never past its "
+      "token's expiry); the client re-authenticates on the same connection before then, or the "
+      "broker closes the connection at its next request. 0: sessions do not expire (except "
+      "with an expiring token). Per listener: `listener.name.<listener>.<mechanism>."
+      "connections.max.reauth.ms`.",
+      "an integer of at least 0",
+      [](const sasl_config& c) { return std::to_string(c.connections_max_reauth_ms); }));
+  t.push_back(broker_sasl_setting(
+      "sasl.server.callback.handler.class", config_type::string, "",
+      "As in Kafka, per listener and mechanism "
+      "(`listener.name.<listener>.oauthbearer.sasl.server.callback.handler.class`): only "
+      "Kafka's JWT validator, `org.apache.kafka.common.security.oauthbearer."
+      "OAuthBearerValidatorCallbackHandler`, is understood (Silt validates tokens itself, with "
+      "the `sasl.oauthbearer.*` settings); any other class stops the broker with an error.",
+      "Kafka's OAuthBearerValidatorCallbackHandler class name", [](const sasl_config& c) {
+        const auto it = c.callback_handler_class.find("");
+        return it == c.callback_handler_class.end() ? std::string() : it->second;
+      }));
+  t.push_back(text(
+      "authorizer.class.name", &bc::authorizer_class_name, "",
+      "As in Kafka: empty, no authorization (every client may do everything); Kafka's "
+      "`org.apache.kafka.metadata.authorizer.StandardAuthorizer` turns ACLs on: each request "
+      "is checked as Kafka checks it, against the ACLs of `kafka-acls.sh` (kept in the "
+      "metadata store, shared by a cluster's brokers), `super.users` and "
+      "`allow.everyone.if.no.acl.found` (docs/security.md).",
+      "empty or org.apache.kafka.metadata.authorizer.StandardAuthorizer", [](std::string_view v) {
+        return v.empty() || v == "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
+      }));
+  t.push_back(text("super.users", &bc::super_users, "",
+                   "As in Kafka: principals allowed everything whatever the ACLs, separated by "
+                   "`;` (`User:admin;User:CN=broker,O=Silt`).",
+                   "';'-separated Type:name principals", [](std::string_view v) {
+                     for (size_t start = 0; start <= v.size();) {
+                       const size_t end = std::min(v.find(';', start), v.size());
+                       const auto item = detail::trim(v.substr(start, end - start));
+                       if (!item.empty() && item.find(':') == std::string_view::npos) {
+                         return false;
+                       }
+                       start = end + 1;
+                     }
+                     return true;
+                   }));
+  t.push_back(boolean("allow.everyone.if.no.acl.found", &bc::allow_everyone_if_no_acl_found,
+                      "As in Kafka: with an authorizer, whether a resource no ACL applies to "
+                      "is open to everyone (true) or to super users only (false)."));
+  {
+    setting s;
+    s.name = "sasl.oauthbearer.jwt.validator.class";
+    s.doc_default = "org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator";
+    s.doc =
+        "Kafka 4.1's choice of JWT validator for OAUTHBEARER, also per listener "
+        "(`listener.name.<listener>.sasl.oauthbearer.jwt.validator.class`): Silt always checks "
+        "tokens against the JWKS, as Kafka's `BrokerJwtValidator` does, and accepts that class "
+        "and the default; `ClientJwtValidator`, which checks no signature, is refused.";
+    s.valid = "BrokerJwtValidator or DefaultJwtValidator (full class names)";
+    s.set = [](broker_config& c, std::string_view v) -> tl::expected<void, std::string> {
+      if (auto ok = check_jwt_validator(v); !ok) return ok;
+      c.oauthbearer.jwt_validator_class = std::string(v);
+      return {};
+    };
+    s.get = [](const broker_config& c) { return c.oauthbearer.jwt_validator_class; };
+    t.push_back(std::move(s));
+  }
+  t.push_back(integer("quota.window.num", &bc::quota_window_num, 1, INT32_MAX,
+                      "As in Kafka: the number of windows a client's rate is measured over for "
+                      "its quotas (`kafka-configs.sh --entity-type users/clients`, "
+                      "docs/security.md), the current one included."));
+  t.push_back(integer("quota.window.size.seconds", &bc::quota_window_size_seconds, 1, INT32_MAX,
+                      "As in Kafka: the length of each of those windows, in seconds."));
+  t.push_back(integer("sasl.server.max.receive.size", &bc::sasl_server_max_receive_size, 1,
+                      INT32_MAX,
+                      "As in Kafka: the largest request a SASL connection may send before it "
+                      "has authenticated; a larger one closes the connection."));
+  t.push_back(integer("connection.failed.authentication.delay.ms",
+                      &bc::connection_failed_authentication_delay_ms, 0, kMax,
+                      "As in Kafka: how long the broker waits, after answering a failed "
+                      "authentication, before it closes the connection (it slows down "
+                      "password guessing)."));
+  auto oauth_text = [&t](std::string name, std::string oauthbearer_config::*field,
+                         std::string doc) {
+    setting s;
+    s.name = std::move(name);
+    s.doc_default = oauthbearer_config{}.*field;
+    s.doc = std::move(doc);
+    s.valid = "a string";
+    s.set = [field](broker_config& c, std::string_view v) -> tl::expected<void, std::string> {
+      c.oauthbearer.*field = std::string(v);
+      return {};
+    };
+    s.get = [field](const broker_config& c) { return c.oauthbearer.*field; };
+    t.push_back(std::move(s));
+  };
+  auto oauth_int = [&t](std::string name, auto oauthbearer_config::*field, int64_t lo,
+                        std::string doc) {
+    setting s;
+    s.name = std::move(name);
+    s.type = config_type::long_;
+    s.doc_default = std::to_string(oauthbearer_config{}.*field);
+    s.doc = std::move(doc);
+    s.valid = integer_range(lo, kMax, kMax, 1);
+    s.set = [field, lo, valid = s.valid](broker_config& c,
+                                         std::string_view v) -> tl::expected<void, std::string> {
+      const auto n = parse_int(v);
+      using field_type = std::remove_reference_t<decltype(c.oauthbearer.*field)>;
+      if (!n || *n < lo || *n > std::numeric_limits<field_type>::max()) {
+        return tl::unexpected("expected " + valid);
+      }
+      c.oauthbearer.*field = static_cast<field_type>(*n);
+      return {};
+    };
+    s.get = [field](const broker_config& c) { return std::to_string(c.oauthbearer.*field); };
+    t.push_back(std::move(s));
+  };
+  oauth_text("sasl.oauthbearer.jwks.endpoint.url", &oauthbearer_config::jwks_endpoint_url,
+             "As in Kafka: where the keys that sign OAUTHBEARER tokens come from, a JWKS "
+             "document at an https:// or http:// URL, or a file (a path or file:// URL). "
+             "Required when OAUTHBEARER is enabled.");
+  oauth_int("sasl.oauthbearer.jwks.endpoint.refresh.ms",
+            &oauthbearer_config::jwks_endpoint_refresh_ms, 1,
+            "As in Kafka: how often the JWKS is read again.");
+  oauth_int("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
+            &oauthbearer_config::jwks_endpoint_retry_backoff_ms, 0,
+            "As in Kafka: the first wait before a failed JWKS read is tried again (then "
+            "doubled), and the least time between two reads prompted by tokens of unknown "
+            "keys.");
+  oauth_int("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
+            &oauthbearer_config::jwks_endpoint_retry_backoff_max_ms, 0,
+            "As in Kafka: the longest wait between tries of a failing JWKS read.");
+  {
+    setting s;
+    s.name = "sasl.oauthbearer.expected.audience";
+    s.type = config_type::list;
+    s.doc = "As in Kafka: a token's `aud` must name one of these (empty: `aud` is not checked).";
+    s.valid = "comma-separated audiences";
+    s.set = [](broker_config& c, std::string_view v) -> tl::expected<void, std::string> {
+      c.oauthbearer.expected_audience = detail::split_list(v);
+      return {};
+    };
+    s.get = [](const broker_config& c) {
+      return std::optional<std::string>(
+          join(c.oauthbearer.expected_audience, [](const std::string& i) { return i; }));
+    };
+    t.push_back(std::move(s));
+  }
+  oauth_text("sasl.oauthbearer.expected.issuer", &oauthbearer_config::expected_issuer,
+             "As in Kafka: a token's `iss` must be this (empty: `iss` is not checked).");
+  oauth_text("sasl.oauthbearer.sub.claim.name", &oauthbearer_config::sub_claim_name,
+             "As in Kafka: the claim that names the principal.");
+  oauth_text("sasl.oauthbearer.scope.claim.name", &oauthbearer_config::scope_claim_name,
+             "As in Kafka: the claim that holds the token's scope.");
+  oauth_int("sasl.oauthbearer.clock.skew.seconds", &oauthbearer_config::clock_skew_seconds, 0,
+            "As in Kafka: how far the token issuer's clock may differ from the broker's when "
+            "`exp`, `nbf` and `iat` are checked.");
+}
+
 std::vector<setting> make_settings() {
   using bc = broker_config;
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
@@ -395,7 +898,9 @@ std::vector<setting> make_settings() {
       "listeners", &bc::listeners, "PLAINTEXT://localhost:9092",
       "Where the broker accepts connections, as comma-separated `NAME://host:port`. An empty "
       "host means all interfaces; port 0 asks the system for a free port. The name's protocol "
-      "(`listener.security.protocol.map`) must be PLAINTEXT, the only one supported so far. "
+      "(`listener.security.protocol.map`) says what it speaks: PLAINTEXT, SSL (TLS, set up by the "
+      "`ssl.*` settings), SASL_PLAINTEXT or SASL_SSL (SASL, set up by the `sasl.*` settings; "
+      "docs/security.md). "
       "Listeners named in `controller.listener.names` are dropped with a notice."));
   t.push_back(listeners_setting(
       "advertised.listeners", &bc::advertised_listeners, "`listeners`",
@@ -405,6 +910,8 @@ std::vector<setting> make_settings() {
       "controller listeners are dropped here too."));
   t.push_back(controller_listener_names_setting());
   t.push_back(protocol_map_setting());
+  for (const auto& ss : ssl_settings()) t.push_back(broker_ssl_setting(ss));
+  add_sasl_settings(t);
   t.push_back(integer("node.id", &bc::node_id, 0, INT32_MAX, "The id of this broker."));
   t.push_back(alias("broker.id", config_type::int_,
                     "Kafka's older name for `node.id`: stands in for it when `node.id` is not "
@@ -469,6 +976,15 @@ std::vector<setting> make_settings() {
                       "Idle connections are closed after this many milliseconds; -1: never."));
   t.push_back(integer("max.connections", &bc::max_connections, 1, INT32_MAX,
                       "Open client connections at most; more are refused."));
+  t.push_back(integer("max.connections.per.ip", &bc::max_connections_per_ip, 0, INT32_MAX,
+                      "Open connections from one IP address at most, as in Kafka: a connection "
+                      "beyond it is closed at once (0: none, except from the addresses of "
+                      "`max.connections.per.ip.overrides`)."));
+  t.push_back(text("max.connections.per.ip.overrides", &bc::max_connections_per_ip_overrides, "",
+                   "Other limits for some addresses, as in Kafka: `host:count[,...]`, each host "
+                   "an IP address or a name (resolved at start, every address it has).",
+                   "host:count[,host:count...]",
+                   [](std::string_view v) { return parse_ip_overrides(v).has_value(); }));
   t.push_back(integer("metrics.log.interval.ms", &bc::metrics_log_interval_ms, 0, kMax,
                       "Every this many milliseconds the broker logs, per API, the requests of "
                       "the interval with their latency percentiles (total, handling, response "
@@ -481,9 +997,12 @@ std::vector<setting> make_settings() {
   t.push_back(text("metrics.listener", &bc::metrics_listener, "",
                    "Where the broker serves its metrics in Prometheus text format, as "
                    "`http://host:port/path` (e.g. `http://127.0.0.1:9644/metrics`; an empty "
-                   "host means all interfaces, port 0 a free port, no path `/metrics`). Empty: "
-                   "no endpoint. The metrics are listed in docs/operations.md.",
-                   "empty or http://host:port[/path]", is_metrics_listener));
+                   "host means all interfaces, port 0 a free port, no path `/metrics`), or "
+                   "`https://...` for HTTPS with the broker-wide `ssl.*` settings (key store, "
+                   "versions, cipher suites; `ssl.client.auth` asks scrapers for a "
+                   "certificate). Empty: no endpoint. The metrics are listed in "
+                   "docs/operations.md.",
+                   "empty or http[s]://host:port[/path]", is_metrics_listener));
   // Storage
   t.push_back(text("data.dir", &bc::data_dir, "./data",
                    "The directory of the broker's own files: the WAL, the metadata store and "
@@ -540,22 +1059,25 @@ std::vector<setting> make_settings() {
                    "themselves; `uring`, one thread through io_uring, where the flush of an "
                    "O_DSYNC write runs in a kernel worker that waits behind busy threads.",
                    "threads or uring", one_of({"threads", "uring"})));
-  t.push_back(text("object.store.uri", &bc::object_store_uri, "`file://<data.dir>/objects`",
-                   "Where the data lives: `file:///path` (a local directory; "
-                   "`?direct=false` writes objects through the page cache, which keeps them "
-                   "there for consumers catching up, at some more CPU), "
-                   "`s3://bucket?endpoint=http://host:port&region=...&path_style=true` or "
-                   "`azblob://container?account=NAME&endpoint=URL` (key from `key=` or "
-                   "AZURE_STORAGE_KEY, or a SAS token from `sas=` or AZURE_STORAGE_SAS_TOKEN). "
-                   "The default is an absolute path under `data.dir`.",
-                   "a file://, s3:// or azblob:// URI", is_object_store_uri));
-  t.push_back(text("metadata.store.uri", &bc::metadata_store_uri,
-                   "`sqlite://<data.dir>/metadata.db`",
-                   "The metadata store: topics, configs, the stream catalog, stream ownership "
-                   "and producer state. `sqlite:///path/metadata.db` (embedded, the default) or "
-                   "`postgresql://user:password@host:port/dbname` (shared by the brokers of a "
-                   "cluster). The broker creates and migrates the schema.",
-                   "a sqlite:// or postgresql:// URI", is_metadata_store_uri));
+  t.push_back(
+      sensitive(text("object.store.uri", &bc::object_store_uri, "`file://<data.dir>/objects`",
+                     "Where the data lives: `file:///path` (a local directory; "
+                     "`?direct=false` writes objects through the page cache, which keeps them "
+                     "there for consumers catching up, at some more CPU), "
+                     "`s3://bucket?endpoint=http://host:port&region=...&path_style=true` or "
+                     "`azblob://container?account=NAME&endpoint=URL` (key from `key=` or "
+                     "AZURE_STORAGE_KEY, or a SAS token from `sas=` or AZURE_STORAGE_SAS_TOKEN). "
+                     "The default is an absolute path under `data.dir`.",
+                     "a file://, s3:// or azblob:// URI", is_object_store_uri),
+                sensitive_value::credentials));
+  t.push_back(sensitive(
+      text("metadata.store.uri", &bc::metadata_store_uri, "`sqlite://<data.dir>/metadata.db`",
+           "The metadata store: topics, configs, the stream catalog, stream ownership "
+           "and producer state. `sqlite:///path/metadata.db` (embedded, the default) or "
+           "`postgresql://user:password@host:port/dbname` (shared by the brokers of a "
+           "cluster). The broker creates and migrates the schema.",
+           "a sqlite:// or postgresql:// URI", is_metadata_store_uri),
+      sensitive_value::credentials));
   t.push_back(text("metadata.path", &bc::metadata_path, "`<data.dir>/metadata.db`",
                    "The SQLite file of the metadata store: the same as "
                    "`metadata.store.uri=sqlite://PATH`.",
@@ -736,7 +1258,7 @@ std::string at(const std::string& origin, const std::string& message) {
 }
 
 // Drops the listeners of Kafka's controller from `key`'s list (with a notice) and checks that
-// the others speak PLAINTEXT.
+// the others have a security protocol.
 tl::expected<void, std::string> keep_broker_listeners(broker_config& c,
                                                       const std::map<std::string, property>& given,
                                                       const std::string& key,
@@ -764,10 +1286,6 @@ tl::expected<void, std::string> keep_broker_listeners(broker_config& c,
       return error(e, "has no security protocol: " + e.listener_name +
                           " is not in listener.security.protocol.map");
     }
-    if (p->second != "PLAINTEXT") {
-      return error(e, "uses " + p->second +
-                          ": TLS and SASL are not supported yet (only PLAINTEXT listeners)");
-    }
     kept.push_back(std::move(e));
   }
   if (kept.empty()) {
@@ -776,6 +1294,260 @@ tl::expected<void, std::string> keep_broker_listeners(broker_config& c,
                              key + " has no broker listener (only Kafka controller listeners)"));
   }
   list = std::move(kept);
+  return {};
+}
+
+constexpr std::string_view kListenerPrefix = "listener.name.";
+
+// "listener.name.<listener>.<setting>" split into the listener (upper case) and an ssl.*
+// setting; nullopt for any other key.
+std::optional<std::pair<std::string, const ssl_setting*>> listener_setting(std::string_view key) {
+  if (!key.starts_with(kListenerPrefix)) return std::nullopt;
+  key.remove_prefix(kListenerPrefix.size());
+  const size_t dot = key.find('.');
+  if (dot == std::string_view::npos || dot == 0) return std::nullopt;
+  const auto* s = find_ssl_setting(key.substr(dot + 1));
+  if (s == nullptr || !is_listener_name(upper(key.substr(0, dot)))) return std::nullopt;
+  return std::pair{upper(key.substr(0, dot)), s};
+}
+
+// "listener.name.<listener>.[<mechanism>.]<setting>" of a SASL setting: the listener (upper
+// case), the mechanism (upper case; empty: the listener's own setting) and the setting.
+struct listener_sasl_key {
+  std::string listener;
+  std::string mechanism;
+  std::string setting;
+};
+std::optional<listener_sasl_key> listener_sasl_setting(std::string_view key) {
+  if (!key.starts_with(kListenerPrefix)) return std::nullopt;
+  key.remove_prefix(kListenerPrefix.size());
+  const size_t dot = key.find('.');
+  if (dot == std::string_view::npos || dot == 0) return std::nullopt;
+  auto listener = upper(key.substr(0, dot));
+  if (!is_listener_name(listener)) return std::nullopt;
+  const auto rest = key.substr(dot + 1);
+  for (const auto name : kListenerSaslSettings) {
+    if (rest == name) return listener_sasl_key{std::move(listener), "", std::string(name)};
+  }
+  for (const auto mechanism : kSaslMechanismPrefixes) {
+    if (!rest.starts_with(mechanism) || rest.size() <= mechanism.size() ||
+        rest[mechanism.size()] != '.') {
+      continue;
+    }
+    const auto name = rest.substr(mechanism.size() + 1);
+    for (const auto known : kMechanismSaslSettings) {
+      if (name == known) {
+        return listener_sasl_key{std::move(listener), upper(mechanism), std::string(name)};
+      }
+    }
+    // OAUTHBEARER's token checks, per listener as Kafka 4.1 reads them.
+    if (mechanism == "oauthbearer" && name.starts_with("sasl.oauthbearer.") &&
+        find_setting(name) != nullptr) {
+      return listener_sasl_key{std::move(listener), "OAUTHBEARER", std::string(name)};
+    }
+  }
+  return std::nullopt;
+}
+
+// The effective SASL settings of each SASL listener: the broker-wide ones with the listener's
+// overrides; each enabled mechanism must be one Silt serves.
+tl::expected<void, std::string> resolve_listener_sasl(
+    broker_config& c, const std::map<std::string, property>& given) {
+  for (const auto& [key, p] : given) {
+    const auto ls = listener_sasl_setting(key);
+    if (!ls) continue;
+    bool known = false;
+    for (const auto& l : c.listeners) known = known || l.listener_name == ls->listener;
+    const auto& controllers = c.controller_listener_names;
+    if (!known &&
+        std::find(controllers.begin(), controllers.end(), ls->listener) != controllers.end()) {
+      c.notices.push_back("ignoring Kafka setting " + quote(key) +
+                          " (Silt has no KRaft controller)");
+      continue;
+    }
+    if (!known)
+      return tl::unexpected(
+          at(p.origin, key + ": " + ls->listener + " is not a listener in listeners"));
+    if (!protocol_uses_sasl(security_protocol(c, ls->listener))) {
+      c.notices.push_back("ignoring " + quote(key) + " (listener " + ls->listener +
+                          " does not use SASL)");
+    }
+  }
+  auto check_handler = [](const std::string& mechanism, const std::string& cls,
+                          const std::string& key) -> tl::expected<void, std::string> {
+    if (cls.empty() || (mechanism == "OAUTHBEARER" && is_oauthbearer_validator_class(cls))) {
+      return {};
+    }
+    return tl::unexpected(key + ": " + quote(cls) +
+                          " is not supported (Silt runs no Java callback handler; only Kafka's "
+                          "OAuthBearerValidatorCallbackHandler for OAUTHBEARER is understood)");
+  };
+  c.listener_sasl.clear();
+  for (const auto& l : c.listeners) {
+    if (!protocol_uses_sasl(security_protocol(c, l.listener_name))) continue;
+    sasl_config sc = c.sasl;
+    sc.listener_name = l.listener_name;
+    sc.oauthbearer = c.oauthbearer;
+    for (const auto& [key, p] : given) {
+      const auto ls = listener_sasl_setting(key);
+      if (!ls || ls->listener != l.listener_name) continue;
+      if (ls->setting.starts_with("sasl.oauthbearer.")) {
+        // The broker-wide setting's own parser, on a copy of this listener's values.
+        broker_config scratch;
+        scratch.oauthbearer = sc.oauthbearer;
+        if (auto ok = find_setting(ls->setting)->set(scratch, p.value); !ok) {
+          return tl::unexpected(
+              at(p.origin, "invalid value " + quote(p.value) + " for " + key + ": " + ok.error()));
+        }
+        sc.oauthbearer = std::move(scratch.oauthbearer);
+        continue;
+      }
+      if (auto ok = set_sasl(sc, ls->setting, ls->mechanism, p.value); !ok) {
+        const std::string v = ls->setting == "sasl.jaas.config" ? "[hidden]" : p.value;
+        return tl::unexpected(
+            at(p.origin, "invalid value " + quote(v) + " for " + key + ": " + ok.error()));
+      }
+    }
+    const std::string where = "listener " + quote(to_string(l)) + ": ";
+    const std::string mechanisms_key =
+        given.contains("listener.name." + lower(l.listener_name) + ".sasl.enabled.mechanisms")
+            ? "listener.name." + lower(l.listener_name) + ".sasl.enabled.mechanisms"
+            : "sasl.enabled.mechanisms";
+    if (sc.enabled_mechanisms.empty()) {
+      return tl::unexpected(where + mechanisms_key +
+                            " is empty: enable PLAIN, SCRAM-SHA-256, "
+                            "SCRAM-SHA-512 or OAUTHBEARER");
+    }
+    for (const auto& m : sc.enabled_mechanisms) {
+      if (std::find(std::begin(kSaslMechanisms), std::end(kSaslMechanisms), m) !=
+          std::end(kSaslMechanisms)) {
+        continue;
+      }
+      if (m == "GSSAPI") {
+        std::string msg = where + mechanisms_key;
+        msg += " enables GSSAPI (Kerberos, Kafka's default), which Silt does not serve: set ";
+        msg += mechanisms_key;
+        msg += " to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER";
+        return tl::unexpected(std::move(msg));
+      }
+      return tl::unexpected(where + mechanisms_key + " names " + quote(m) +
+                            ", an unknown SASL mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
+                            "or OAUTHBEARER)");
+    }
+    for (const auto& [mechanism, cls] : sc.callback_handler_class) {
+      const std::string key = mechanism.empty()
+                                  ? "sasl.server.callback.handler.class"
+                                  : "listener.name." + lower(l.listener_name) + "." +
+                                        lower(mechanism) + ".sasl.server.callback.handler.class";
+      if (mechanism.empty()) {
+        // The broker-wide class applies to every enabled mechanism.
+        for (const auto& m : sc.enabled_mechanisms) {
+          if (auto ok = check_handler(m, cls, key); !ok) return tl::unexpected(where + ok.error());
+        }
+      } else if (auto ok = check_handler(mechanism, cls, key); !ok) {
+        return tl::unexpected(where + ok.error());
+      }
+    }
+    const bool oauth = std::find(sc.enabled_mechanisms.begin(), sc.enabled_mechanisms.end(),
+                                 "OAUTHBEARER") != sc.enabled_mechanisms.end();
+    if (oauth && sc.oauthbearer.jwks_endpoint_url.empty()) {
+      return tl::unexpected(where +
+                            "OAUTHBEARER needs sasl.oauthbearer.jwks.endpoint.url (the keys that "
+                            "sign tokens; Silt has no unsecured token validation)");
+    }
+    c.listener_sasl.emplace(l.listener_name, std::move(sc));
+  }
+  return {};
+}
+
+// The effective TLS settings of each SSL listener: the broker-wide ones with the listener's
+// overrides, each checked; every SSL listener must have a key store.
+tl::expected<void, std::string> resolve_listener_ssl(broker_config& c,
+                                                     const std::map<std::string, property>& given) {
+  for (const auto& [key, p] : given) {
+    const auto ls = listener_setting(key);
+    if (!ls) continue;
+    const auto& [name, s] = *ls;
+    bool known = false;
+    for (const auto& l : c.listeners) known = known || l.listener_name == name;
+    const auto& controllers = c.controller_listener_names;
+    if (!known && std::find(controllers.begin(), controllers.end(), name) != controllers.end()) {
+      c.notices.push_back("ignoring Kafka setting " + quote(key) +
+                          " (Silt has no KRaft controller)");
+      continue;
+    }
+    if (!known) {
+      std::string message = key;
+      message += ": " + name + " is not a listener in listeners";
+      return tl::unexpected(at(p.origin, message));
+    }
+    if (!protocol_uses_tls(security_protocol(c, name))) {
+      c.notices.push_back("ignoring " + quote(key) + " (listener " + name + " does not use SSL)");
+    }
+  }
+  c.listener_ssl.clear();
+  for (const auto& l : c.listeners) {
+    if (!protocol_uses_tls(security_protocol(c, l.listener_name))) continue;
+    ssl_config sc = c.ssl;
+    sc.listener_name = l.listener_name;
+    std::string lower = l.listener_name;
+    for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    for (const auto& [key, p] : given) {
+      const auto ls = listener_setting(key);
+      if (!ls || ls->first != l.listener_name) continue;
+      const auto* s = ls->second;
+      if (auto ok = s->set(sc, p.value); !ok) {
+        const std::string v = s->sensitive == sensitive_value::no ? p.value : "[hidden]";
+        return tl::unexpected(
+            at(p.origin, "invalid value " + quote(v) + " for " + key + ": " + ok.error()));
+      }
+      sc.overridden.insert(s->name);
+    }
+    const std::string where = "listener " + quote(to_string(l)) + ": ";
+    const bool inline_pem = !sc.keystore_certificate_chain.empty() || !sc.keystore_key.empty();
+    if (inline_pem) {
+      if (sc.keystore_type != "PEM") {
+        return tl::unexpected(where + sc.key("ssl.keystore.certificate.chain") + " and " +
+                              sc.key("ssl.keystore.key") + " need " + sc.key("ssl.keystore.type") +
+                              "=PEM");
+      }
+      if (sc.keystore_certificate_chain.empty() || sc.keystore_key.empty()) {
+        return tl::unexpected(where + sc.key("ssl.keystore.certificate.chain") + " and " +
+                              sc.key("ssl.keystore.key") + " go together: set both");
+      }
+      if (!sc.keystore_location.empty()) {
+        return tl::unexpected(where + "set either " + sc.key("ssl.keystore.location") + " or " +
+                              sc.key("ssl.keystore.certificate.chain") + " and " +
+                              sc.key("ssl.keystore.key") + ", not both");
+      }
+    } else if (sc.keystore_location.empty()) {
+      return tl::unexpected(
+          where + "an SSL listener needs a key store: set " + sc.key("ssl.keystore.location") +
+          " (or, with " + sc.key("ssl.keystore.type") + "=PEM, " +
+          sc.key("ssl.keystore.certificate.chain") + " and " + sc.key("ssl.keystore.key") + ")");
+    }
+    if (!sc.truststore_certificates.empty()) {
+      if (sc.truststore_type != "PEM") {
+        return tl::unexpected(where + sc.key("ssl.truststore.certificates") + " needs " +
+                              sc.key("ssl.truststore.type") + "=PEM");
+      }
+      if (!sc.truststore_location.empty()) {
+        return tl::unexpected(where + "set either " + sc.key("ssl.truststore.location") + " or " +
+                              sc.key("ssl.truststore.certificates") + ", not both");
+      }
+    }
+    if (sc.client_auth != "none" && sc.truststore_location.empty() &&
+        sc.truststore_certificates.empty()) {
+      return tl::unexpected(where + sc.key("ssl.client.auth") + "=" + sc.client_auth +
+                            " needs a trust store: set " + sc.key("ssl.truststore.location") +
+                            " or " + sc.key("ssl.truststore.certificates"));
+    }
+    if (sc.enabled_protocols.empty()) {
+      return tl::unexpected(where + sc.key("ssl.enabled.protocols") +
+                            " is empty: enable TLSv1.2, TLSv1.3 or both");
+    }
+    c.listener_ssl.emplace(l.listener_name, std::move(sc));
+  }
   return {};
 }
 
@@ -829,10 +1601,10 @@ tl::expected<void, std::string> resolve(broker_config& c,
     if (!given.contains("metadata.store.uri")) {
       c.metadata_store_uri = "sqlite://" + c.metadata_path;
     } else if (c.metadata_store_uri != "sqlite://" + c.metadata_path) {
-      return tl::unexpected(at(given.at("metadata.path").origin,
-                               "metadata.path (" + quote(c.metadata_path) +
-                                   ") and metadata.store.uri (" + quote(c.metadata_store_uri) +
-                                   ") differ; give one of them"));
+      return tl::unexpected(
+          at(given.at("metadata.path").origin,
+             "metadata.path (" + quote(c.metadata_path) + ") and metadata.store.uri (" +
+                 quote(base::redact_uri(c.metadata_store_uri)) + ") differ; give one of them"));
     }
   } else if (!given.contains("metadata.store.uri")) {
     std::error_code ec;
@@ -884,6 +1656,17 @@ tl::expected<void, std::string> resolve(broker_config& c,
       }
     }
   }
+  if (auto ok = resolve_listener_ssl(c, given); !ok) return ok;
+  if (auto ok = resolve_listener_sasl(c, given); !ok) return ok;
+  if (const auto m = parse_http_endpoint(c.metrics_listener); m && m->tls) {
+    const bool inline_pem = !c.ssl.keystore_certificate_chain.empty();
+    if (c.ssl.keystore_location.empty() && !inline_pem) {
+      return tl::unexpected(
+          std::string("metrics.listener is https: set ssl.keystore.location "
+                      "(or ssl.keystore.certificate.chain and "
+                      "ssl.keystore.key) for its certificate"));
+    }
+  }
   if (c.queued_max_request_bytes < c.socket_request_max_bytes) {
     return tl::unexpected("queued.max.request.bytes (" +
                           std::to_string(c.queued_max_request_bytes) +
@@ -905,7 +1688,8 @@ tl::expected<broker_config, std::string> build(const std::vector<property>& prop
   std::vector<const detail::ignored_setting*> ignored;  // in order of first appearance
   for (const auto& p : properties) {
     const auto* kafka_only = detail::find_ignored(p.key);
-    if (find_setting(p.key) == nullptr && kafka_only == nullptr) {
+    if (find_setting(p.key) == nullptr && kafka_only == nullptr && !listener_setting(p.key) &&
+        !listener_sasl_setting(p.key)) {
       return tl::unexpected(at(p.origin, "unknown setting " + quote(p.key)));
     }
     if (kafka_only != nullptr && !given.contains(p.key)) ignored.push_back(kafka_only);
@@ -933,8 +1717,8 @@ tl::expected<broker_config, std::string> build(const std::vector<property>& prop
     if (it == given.end()) continue;
     const auto& p = it->second;
     if (auto ok = s.set(c, p.value); !ok) {
-      return tl::unexpected(
-          at(p.origin, "invalid value " + quote(p.value) + " for " + s.name + ": " + ok.error()));
+      return tl::unexpected(at(p.origin, "invalid value " + quote(shown(s, p.value)) + " for " +
+                                             s.name + ": " + ok.error()));
     }
     c.given.insert(s.name);
   }
@@ -968,7 +1752,7 @@ tl::expected<property, std::string> parse_override(const std::string& text) {
   property p;
   if (eq != std::string::npos) p.key = std::string(trim(std::string_view(text).substr(0, eq)));
   if (eq == std::string::npos || p.key.empty()) {
-    return tl::unexpected("--override expects key=value, got " + quote(text));
+    return tl::unexpected("--override expects key=value, got " + quote(base::redact_uri(text)));
   }
   p.value = std::string(trim(std::string_view(text).substr(eq + 1)));
   p.origin = "--override";
@@ -985,6 +1769,30 @@ std::string escape_cell(std::string_view s) {
 }
 
 }  // namespace
+
+std::string ssl_config::key(std::string_view setting) const {
+  if (listener_name.empty() || !overridden.contains(std::string(setting))) {
+    return std::string(setting);
+  }
+  std::string lower = listener_name;
+  for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return std::string(kListenerPrefix) + lower + "." + std::string(setting);
+}
+
+bool is_oauthbearer_validator_class(std::string_view name) {
+  return name ==
+             "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler" ||
+         name ==
+             "org.apache.kafka.common.security.oauthbearer.secured."
+             "OAuthBearerValidatorCallbackHandler";
+}
+
+std::string security_protocol(const broker_config& c, std::string_view listener) {
+  for (const auto& [name, protocol] : c.listener_security_protocol_map) {
+    if (name == listener) return protocol;
+  }
+  return {};
+}
 
 std::string to_string(const endpoint& e) {
   const bool v6 = e.host.find(':') != std::string::npos;
@@ -1012,8 +1820,10 @@ tl::expected<command_line, std::string> parse_command_line(int argc, const char*
     } else if (arg.starts_with("-") && arg != "-") {
       return tl::unexpected("unknown option " + quote(arg) + " (see --help)");
     } else if (cmd.properties_file) {
-      return tl::unexpected("more than one properties file: " + quote(*cmd.properties_file) +
-                            " and " + quote(arg));
+      // A setting given without --override lands here: masked as a URI, in case it is one.
+      return tl::unexpected(
+          "more than one properties file: " + quote(base::redact_uri(*cmd.properties_file)) +
+          " and " + quote(base::redact_uri(arg)));
     } else {
       cmd.properties_file = std::string(arg);
     }
@@ -1026,7 +1836,9 @@ tl::expected<broker_config, std::string> load(const command_line& cmd) {
   if (cmd.properties_file) {
     std::ifstream in(*cmd.properties_file, std::ios::binary);
     if (!in) {
-      return tl::unexpected("cannot read properties file " + quote(*cmd.properties_file) + ": " +
+      // A setting given without --override lands here: masked as a URI, in case it is one.
+      return tl::unexpected("cannot read properties file " +
+                            quote(base::redact_uri(*cmd.properties_file)) + ": " +
                             std::error_code(errno, std::generic_category()).message());
     }
     std::stringstream buffer;
@@ -1067,6 +1879,9 @@ std::vector<config_entry> describe_broker_configs(const broker_config& broker) {
     e.is_default = e.source == config_source::default_config;
     e.type = s.type;
     e.documentation = s.doc;
+    // A sensitive setting's value stays in the broker, as Kafka keeps a PASSWORD setting's.
+    e.sensitive = s.sensitive != sensitive_value::no;
+    if (e.sensitive) e.value = std::nullopt;
     e.synonyms.push_back({s.name, e.value, e.source});
     out.push_back(std::move(e));
   }
@@ -1075,13 +1890,36 @@ std::vector<config_entry> describe_broker_configs(const broker_config& broker) {
   return out;
 }
 
+std::optional<std::vector<std::pair<std::string, int32_t>>> parse_ip_overrides(std::string_view v) {
+  std::vector<std::pair<std::string, int32_t>> out;
+  while (!v.empty()) {
+    const size_t comma = v.find(',');
+    std::string_view item = trim(v.substr(0, comma));
+    v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
+    if (item.empty()) continue;
+    const size_t colon = item.rfind(':');
+    if (colon == std::string_view::npos || colon == 0) return std::nullopt;
+    std::string_view host = trim(item.substr(0, colon));
+    if (host.starts_with('[') && host.ends_with(']')) host = host.substr(1, host.size() - 2);
+    const auto n = detail::parse_int(trim(item.substr(colon + 1)));
+    if (host.empty() || !n || *n < 0 || *n > INT32_MAX) return std::nullopt;
+    out.emplace_back(std::string(host), static_cast<int32_t>(*n));
+  }
+  return out;
+}
+
 std::optional<http_endpoint> parse_http_endpoint(std::string_view uri) {
-  constexpr std::string_view scheme = "http://";
-  if (!uri.starts_with(scheme)) return std::nullopt;
-  uri.remove_prefix(scheme.size());
+  http_endpoint e;
+  if (uri.starts_with("https://")) {
+    e.tls = true;
+    uri.remove_prefix(8);
+  } else if (uri.starts_with("http://")) {
+    uri.remove_prefix(7);
+  } else {
+    return std::nullopt;
+  }
   const size_t slash = uri.find('/');
   const std::string_view authority = uri.substr(0, slash);
-  http_endpoint e;
   e.path = slash == std::string_view::npos ? "/metrics" : std::string(uri.substr(slash));
   // host:port, the host possibly a bracketed IPv6 address.
   const size_t colon = authority.rfind(':');
@@ -1127,6 +1965,13 @@ std::string config_docs_markdown() {
       "file and line). Sizes are plain numbers of bytes, durations plain numbers of "
       "milliseconds.\n"
       "\n"
+      "Settings that can carry a secret (the two store URIs, the `ssl.*` passwords and keys, "
+      "`sasl.jaas.config`) are sensitive, as Kafka's PASSWORD settings are: "
+      "DescribeConfigs answers them with no value and `is_sensitive=true` (`kafka-configs.sh "
+      "--describe --all` shows `sensitive=true`), and logs and error messages mask their "
+      "credentials. The table below says which; docs/security.md, \"Secrets\", what is "
+      "masked and how.\n"
+      "\n"
       "Apache Kafka's own `config/server.properties` loads as it is. Kafka's names for Silt's "
       "settings stand in for them (`log.dirs` for `data.dir`, `broker.id` for `node.id`, "
       "`log.retention.hours` for `log.retention.ms`); the Kafka settings that have no effect in "
@@ -1165,8 +2010,14 @@ std::string config_docs_markdown() {
     if (const auto* d = find_zero_config_default(s.name)) {
       def += " (`" + std::string(d->value) + "` without a properties file)";
     }
-    md += "| `" + s.name + "` | " + escape_cell(def) + " | " + escape_cell(s.doc) +
-          " Valid: " + escape_cell(s.valid) + ". |\n";
+    std::string meaning = s.doc + " Valid: " + s.valid + ".";
+    if (s.sensitive != sensitive_value::no) {
+      meaning += " Sensitive: DescribeConfigs answers it without its value";
+      meaning += s.sensitive == sensitive_value::credentials
+                     ? ", and logs and errors show it with its credentials masked."
+                     : ", and logs and errors never show it.";
+    }
+    md += "| `" + s.name + "` | " + escape_cell(def) + " | " + escape_cell(meaning) + " |\n";
   }
   md +=
       "\n"

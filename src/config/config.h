@@ -28,9 +28,96 @@ struct endpoint {
 
 enum class timestamp_type : uint8_t { create_time, log_append_time };
 
+// The TLS settings of one listener, as Kafka names them (ssl.*): the broker-wide ones,
+// overridden for a listener by listener.name.<listener, lower case>.ssl.*. Checked for form
+// here; the files and passwords are checked when the listener's TLS context is built, at start.
+struct ssl_config {
+  std::string keystore_type = "PKCS12";    // ssl.keystore.type: PEM | PKCS12
+  std::string keystore_location;           // ssl.keystore.location
+  std::string keystore_password;           // ssl.keystore.password
+  std::string key_password;                // ssl.key.password
+  std::string keystore_certificate_chain;  // ssl.keystore.certificate.chain
+  std::string keystore_key;                // ssl.keystore.key
+  std::string truststore_type = "PKCS12";  // ssl.truststore.type: PEM | PKCS12
+  std::string truststore_location;         // ssl.truststore.location
+  std::string truststore_password;         // ssl.truststore.password
+  std::string truststore_certificates;     // ssl.truststore.certificates
+  std::string client_auth = "none";        // ssl.client.auth
+  std::vector<std::string> enabled_protocols = {"TLSv1.2", "TLSv1.3"};  // ssl.enabled.protocols
+  std::vector<std::string> cipher_suites;           // ssl.cipher.suites (empty: OpenSSL's)
+  std::string principal_mapping_rules = "DEFAULT";  // ssl.principal.mapping.rules
+  // The listener these settings are for (empty: the broker-wide ones) and which settings it
+  // overrides: key() gives the name a message should use for a setting.
+  std::string listener_name;
+  std::set<std::string> overridden;
+  // "ssl.keystore.password", or "listener.name.ssl.ssl.keystore.password" when overridden.
+  [[nodiscard]] std::string key(std::string_view setting) const;
+};
+
+// Kafka's OAUTHBEARER validation settings (sasl.oauthbearer.*), broker-wide, or for one listener as
+// listener.name.<listener>.oauthbearer.sasl.oauthbearer.*.
+struct oauthbearer_config {
+  std::string jwks_endpoint_url;                       // sasl.oauthbearer.jwks.endpoint.url
+  int64_t jwks_endpoint_refresh_ms = 3600000;          // ...jwks.endpoint.refresh.ms
+  int64_t jwks_endpoint_retry_backoff_ms = 100;        // ...jwks.endpoint.retry.backoff.ms
+  int64_t jwks_endpoint_retry_backoff_max_ms = 10000;  // ...jwks.endpoint.retry.backoff.max.ms
+  std::vector<std::string> expected_audience;          // sasl.oauthbearer.expected.audience
+  std::string expected_issuer;                         // sasl.oauthbearer.expected.issuer
+  std::string sub_claim_name = "sub";                  // sasl.oauthbearer.sub.claim.name
+  std::string scope_claim_name = "scope";              // sasl.oauthbearer.scope.claim.name
+  int32_t clock_skew_seconds = 30;                     // sasl.oauthbearer.clock.skew.seconds
+  // sasl.oauthbearer.jwt.validator.class (Kafka 4.1): those that check the JWKS only.
+  std::string jwt_validator_class =
+      "org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator";
+};
+
+// The SASL settings of one SASL_PLAINTEXT or SASL_SSL listener, as Kafka names them: the
+// broker-wide ones, overridden for a listener by listener.name.<listener>.sasl.enabled.mechanisms,
+// listener.name.<listener>.connections.max.reauth.ms and, per mechanism,
+// listener.name.<listener>.<mechanism>.sasl.jaas.config. Checked at start (a PLAIN listener
+// needs users, OAUTHBEARER a JWKS).
+struct sasl_config {
+  std::vector<std::string> enabled_mechanisms = {"GSSAPI"};  // sasl.enabled.mechanisms
+  std::string jaas_config;  // sasl.jaas.config (for every mechanism without its own)
+  // listener.name.<listener>.<mechanism>.sasl.jaas.config, by mechanism (upper case).
+  std::map<std::string, std::string> mechanism_jaas_config;
+  int64_t connections_max_reauth_ms = 0;  // connections.max.reauth.ms (0: never)
+  // listener.name.<listener>.<mechanism>.connections.max.reauth.ms, by mechanism.
+  std::map<std::string, int64_t> mechanism_reauth_ms;
+  // sasl.server.callback.handler.class, broker-wide ("") or per mechanism; only Kafka's JWT
+  // validator for OAUTHBEARER is understood.
+  std::map<std::string, std::string> callback_handler_class;
+  // OAUTHBEARER's token checks: the broker-wide ones with the listener's overrides.
+  oauthbearer_config oauthbearer;
+  std::string listener_name;  // empty: the broker-wide settings
+  // The JAAS config text for `mechanism` (upper case); empty: none.
+  [[nodiscard]] const std::string& jaas_for(const std::string& mechanism) const {
+    const auto it = mechanism_jaas_config.find(mechanism);
+    return it == mechanism_jaas_config.end() ? jaas_config : it->second;
+  }
+  [[nodiscard]] int64_t reauth_ms_for(const std::string& mechanism) const {
+    const auto it = mechanism_reauth_ms.find(mechanism);
+    return it == mechanism_reauth_ms.end() ? connections_max_reauth_ms : it->second;
+  }
+};
+
+// The SASL mechanisms Silt serves, as sasl.enabled.mechanisms names them.
+inline constexpr std::string_view kSaslMechanisms[] = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512",
+                                                       "OAUTHBEARER"};
+// The class names of Kafka's JWT validator (OAUTHBEARER), which Silt's validation stands for.
+[[nodiscard]] bool is_oauthbearer_validator_class(std::string_view name);
+// Whether a security protocol runs over TLS (SSL, SASL_SSL) / authenticates with SASL.
+[[nodiscard]] inline bool protocol_uses_tls(std::string_view p) {
+  return p == "SSL" || p == "SASL_SSL";
+}
+[[nodiscard]] inline bool protocol_uses_sasl(std::string_view p) {
+  return p == "SASL_PLAINTEXT" || p == "SASL_SSL";
+}
+
 struct broker_config {
   // Network
-  // Only PLAINTEXT listeners; those of Kafka's controller (controller.listener.names) dropped.
+  // The broker's listeners (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL); those of Kafka's
+  // controller (controller.listener.names) dropped.
   std::vector<endpoint> listeners = {{"PLAINTEXT", "localhost", 9092}};  // listeners
   std::vector<endpoint> advertised_listeners;  // advertised.listeners (default: listeners;
                                                // an empty, 0.0.0.0 or :: host becomes
@@ -42,6 +129,23 @@ struct broker_config {
       {"PLAINTEXT", "PLAINTEXT"},
       {"SSL", "SSL"},
       {"SASL_PLAINTEXT", "SASL_PLAINTEXT"}};
+  // ssl.*: the broker-wide TLS settings, and the effective ones of each SSL listener (by name).
+  ssl_config ssl;
+  std::map<std::string, ssl_config> listener_ssl;
+  // sasl.*: the broker-wide SASL settings, and the effective ones of each SASL listener.
+  sasl_config sasl;
+  std::map<std::string, sasl_config> listener_sasl;
+  oauthbearer_config oauthbearer;
+  // authorizer.class.name: empty (no authorization: every client may do everything) or Kafka's
+  // StandardAuthorizer, which turns ACLs on.
+  std::string authorizer_class_name;
+  std::string super_users;                        // super.users (';'-separated principals)
+  bool allow_everyone_if_no_acl_found = false;    // allow.everyone.if.no.acl.found
+  int32_t quota_window_num = 11;                  // quota.window.num
+  int32_t quota_window_size_seconds = 1;          // quota.window.size.seconds
+  int32_t sasl_server_max_receive_size = 524288;  // sasl.server.max.receive.size
+  int64_t connection_failed_authentication_delay_ms =
+      100;                                        // connection.failed.authentication.delay.ms
   int32_t node_id = 1;                            // node.id
   std::string cluster_id;                         // cluster.id (default: generated once, stored)
   std::string broker_rack;                        // broker.rack (empty: none)
@@ -54,12 +158,14 @@ struct broker_config {
   int32_t socket_request_max_bytes = 104857600;   // socket.request.max.bytes
   int64_t queued_max_request_bytes = 268435456;   // queued.max.request.bytes (all conns)
   int64_t queued_max_response_bytes = 268435456;  // queued.max.response.bytes (all conns)
-  int32_t max_inflight_requests = 64;        // connections.max.inflight.requests (per connection)
-  int64_t connections_max_idle_ms = 600000;  // connections.max.idle.ms
-  int32_t max_connections = 10000;           // max.connections
-  int64_t metrics_log_interval_ms = 0;       // metrics.log.interval.ms (0: at shutdown only)
-  std::string metrics_listener;              // metrics.listener (empty: no endpoint)
-  std::string log_level = "info";            // log.level: error | warn | info | debug
+  int32_t max_inflight_requests = 64;          // connections.max.inflight.requests (per connection)
+  int64_t connections_max_idle_ms = 600000;    // connections.max.idle.ms
+  int32_t max_connections = 10000;             // max.connections
+  int32_t max_connections_per_ip = INT32_MAX;  // max.connections.per.ip
+  std::string max_connections_per_ip_overrides;  // max.connections.per.ip.overrides
+  int64_t metrics_log_interval_ms = 0;           // metrics.log.interval.ms (0: at shutdown only)
+  std::string metrics_listener;                  // metrics.listener (empty: no endpoint)
+  std::string log_level = "info";                // log.level: error | warn | info | debug
   // Storage
   std::string data_dir = "./data";               // data.dir
   std::string wal_type = "file";                 // wal.type: file | object
@@ -114,7 +220,9 @@ struct broker_config {
   // Every setting as given or defaulted, by name (DescribeConfigs on the broker resource).
   // Settings that only stand in for another (log.retention.hours, log.retention.minutes,
   // log.dirs, log.dir, broker.id) appear only when given; their effect is in the setting they
-  // stand in for. Kafka settings that Silt ignores are not kept.
+  // stand in for. Kafka settings that Silt ignores are not kept. The values of sensitive
+  // settings (the store URIs) are here as given: describe_broker_configs leaves them out, and
+  // nothing else may log or send them unmasked (base/redact.h).
   std::map<std::string, std::string> values;
   // The names of `values` set in the properties file or by --override (the rest are defaults).
   std::set<std::string> given;
@@ -143,7 +251,8 @@ struct command_line {
 // Reads the properties file (if any), applies the overrides, checks every key and value and
 // fills in derived defaults. Without a properties file, a few settings default to what suits a
 // first try rather than to Kafka's default (docs/configuration.md, "Defaults without a
-// properties file"). The error names the bad key or value (and the file and line).
+// properties file"). The error names the bad key or value (and the file and line); the value
+// of a sensitive setting is quoted with its credentials masked.
 // Once loaded, writes each of the configuration's notices to stderr as "silt: <notice>".
 [[nodiscard]] tl::expected<broker_config, std::string> load(const command_line& cmd);
 
@@ -159,14 +268,25 @@ struct command_line {
 inline constexpr std::string_view rack_aware_selector =
     "org.apache.kafka.common.replica.RackAwareReplicaSelector";
 
-// metrics.listener parsed: http://host:port/path (an empty host: all interfaces; no path:
+// metrics.listener parsed: http[s]://host:port/path (an empty host: all interfaces; no path:
 // /metrics). Nullopt for anything else.
 struct http_endpoint {
+  bool tls = false;  // https://: served over TLS with the broker-wide ssl.* settings
   std::string host;
   uint16_t port = 0;
   std::string path;
 };
 [[nodiscard]] std::optional<http_endpoint> parse_http_endpoint(std::string_view uri);
+
+// max.connections.per.ip.overrides parsed: "host:count[,...]" (a host name or an IP address,
+// a bracketed or bare IPv6 one; the count the last colon's), as Kafka reads it. Nullopt for
+// anything else.
+[[nodiscard]] std::optional<std::vector<std::pair<std::string, int32_t>>> parse_ip_overrides(
+    std::string_view v);
+
+// The security protocol of a listener name (PLAINTEXT, SSL...), from
+// listener.security.protocol.map; empty for a name it does not map.
+[[nodiscard]] std::string security_protocol(const broker_config& c, std::string_view listener);
 
 // Where clients are told to reach this broker (Metadata, the broker registry): the first
 // advertised listener, an empty host as "localhost" (localhost:9092 when none is set).

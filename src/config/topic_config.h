@@ -102,7 +102,10 @@ struct config_entry {
     const broker_config& broker, const std::map<std::string, std::string>& overrides);
 
 // Every broker setting with its value (static_broker_config when set in the file or an
-// override, default_config otherwise), in name order. Broker settings are read-only.
+// override, default_config otherwise), in name order. Broker settings are read-only. A setting
+// that can carry a secret (object.store.uri, metadata.store.uri; every *.password, key and
+// JAAS configuration to come) is sensitive, of type PASSWORD, without a value in the entry
+// and its synonym, whatever its value: as Kafka answers its PASSWORD settings.
 [[nodiscard]] std::vector<config_entry> describe_broker_configs(const broker_config& broker);
 
 }  // namespace silt::config

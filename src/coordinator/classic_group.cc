@@ -14,11 +14,18 @@ namespace silt::coordinator {
 
 namespace {
 
+// What new_member_id() puts after the prefix: a dash and a UUID.
+constexpr size_t member_id_suffix_bytes = 37;
+
+const std::string& member_id_prefix(const join_request& req) {
+  return req.group_instance_id ? *req.group_instance_id : req.client_id;
+}
+
 // A member id as Kafka makes them: a static member's instance id (a dynamic one's client id), a
 // dash and a random UUID. Clients' assignors order members by these ids (range gives the first
 // partitions to the first), so the prefix decides who gets what as it does on Kafka.
 std::string new_member_id(const join_request& req) {
-  const std::string& prefix = req.group_instance_id ? *req.group_instance_id : req.client_id;
+  const std::string& prefix = member_id_prefix(req);
   static thread_local std::mt19937_64 rng(std::random_device{}());
   const uint64_t hi = rng();
   const uint64_t lo = rng();
@@ -218,6 +225,12 @@ void classic_group::join(join_request req, const group_limits& limits, int64_t n
 
 void classic_group::join_new_member(join_request req, const group_limits& limits, int64_t now,
                                     join_callback done) {
+  if (member_id_prefix(req).size() + member_id_suffix_bytes > protocol::max_string_bytes) {
+    // Its member id would be longer than a string of the protocol may be: Kafka fails such a
+    // join with UNKNOWN_SERVER_ERROR (client ids past 32,730 bytes, instance ids too).
+    done({.error = error_code::unknown_server_error});
+    return;
+  }
   if (req.group_instance_id && static_members_.contains(*req.group_instance_id)) {
     replace_static_member(std::move(req), now, std::move(done));
     return;

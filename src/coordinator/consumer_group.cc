@@ -1,8 +1,8 @@
 #include "coordinator/consumer_group.h"
 
 #include <algorithm>
+#include <memory>
 #include <random>
-#include <regex>
 
 #include "coordinator/record_codec.h"
 #include "protocol/reader.h"
@@ -119,6 +119,49 @@ std::vector<consumer_member_summary> consumer_group::members() const {
   return out;
 }
 
+std::vector<std::string> consumer_group::regexes_to_match(
+    const std::optional<std::string>& incoming, uint64_t version) const {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& pattern) {
+    auto it = regex_cache_.find(pattern);
+    if (it != regex_cache_.end() && it->second.version == version) return;
+    if (std::find(out.begin(), out.end(), pattern) == out.end()) out.push_back(pattern);
+  };
+  if (matchable_topic_regex(incoming)) add(*incoming);
+  for (const auto& [id, m] : members_) {
+    if (m.regex) add(*m.regex);
+  }
+  return out;
+}
+
+void consumer_group::add_regex_matches(regex_match_map matches) {
+  while (!matches.empty()) {
+    auto node = matches.extract(matches.begin());
+    auto it = regex_cache_.find(node.key());
+    if (it == regex_cache_.end()) {
+      regex_cache_.insert(std::move(node));
+    } else if (node.mapped().ids || !node.mapped().error.empty()) {
+      it->second = std::move(node.mapped());
+    } else {
+      // Not finished within its budget: what it matched before stands, not tried again until
+      // the topics change.
+      it->second.version = node.mapped().version;
+    }
+  }
+}
+
+const regex_matches& consumer_group::matches_of(const std::string& pattern,
+                                                const topic_lookup& topics) const {
+  auto it = regex_cache_.find(pattern);
+  if (it == regex_cache_.end()) {
+    // Not matched before the call: only when the group was loaded again between the
+    // coordinator's look at what to match and the heartbeat, or for OffsetDelete before any
+    // heartbeat since a restart. Matched here, within the same budget.
+    it = regex_cache_.emplace(pattern, match_topic_regexes({pattern}, topics).at(pattern)).first;
+  }
+  return it->second;
+}
+
 std::set<topic_uuid> consumer_group::subscribed_ids(const member& m,
                                                     const topic_lookup& topics) const {
   std::set<topic_uuid> out;
@@ -126,22 +169,9 @@ std::set<topic_uuid> consumer_group::subscribed_ids(const member& m,
     if (auto t = topics.by_name(name)) out.insert(t->id);
   }
   if (m.regex) {
-    const uint64_t version = topics.version();
-    auto [it, fresh] = regex_cache_.try_emplace(*m.regex);
-    if (fresh || it->second.version != version) {
-      it->second = {version, {}};
-      // Kafka matches RE2/J patterns against whole names; ECMAScript agrees on what consumers
-      // use (literals, classes, alternation, repetition). A pattern std::regex cannot compile
-      // was refused at the heartbeat that set it.
-      try {
-        const std::regex re(*m.regex);
-        for (const auto& t : topics.all()) {
-          if (std::regex_match(t.name, re)) it->second.ids.insert(t.id);
-        }
-      } catch (const std::regex_error&) {
-      }
-    }
-    out.insert(it->second.ids.begin(), it->second.ids.end());
+    // As last matched: a pattern is matched again (outside the coordinator's lock) before the
+    // heartbeats that follow a change of the topics.
+    if (const auto& ids = matches_of(*m.regex, topics).ids) out.insert(ids->begin(), ids->end());
   }
   return out;
 }
@@ -337,12 +367,24 @@ consumer_heartbeat_result consumer_group::heartbeat(consumer_heartbeat req,
                        "Supported assignors: uniform, range."};
   }
   if (req.subscribed_topic_regex) {
-    try {
-      (void)std::regex(*req.subscribed_topic_regex);
-    } catch (const std::regex_error&) {
+    if (req.subscribed_topic_regex->size() > max_topic_regex_bytes) {
       return {.error = error_code::invalid_regular_expression,
-              .message = "SubscribedTopicRegex " + *req.subscribed_topic_regex +
-                         " is not a valid regular expression."};
+              .message = "SubscribedTopicRegex is longer than " +
+                         std::to_string(max_topic_regex_bytes) + " bytes."};
+    }
+    if (!req.subscribed_topic_regex->empty()) {
+      const regex_matches& m = matches_of(*req.subscribed_topic_regex, topics);
+      if (!m.error.empty()) {
+        return {.error = error_code::invalid_regular_expression,
+                .message = "SubscribedTopicRegex " + *req.subscribed_topic_regex +
+                           " is not a valid regular expression: " + m.error};
+      }
+      if (!m.ids) {
+        return {.error = error_code::invalid_regular_expression,
+                .message = "SubscribedTopicRegex " + *req.subscribed_topic_regex +
+                           " could not be matched against the topics within " +
+                           std::to_string(topic_regex_cpu_budget.count()) + " ms."};
+      }
     }
   }
   if (req.member_epoch == 0) {

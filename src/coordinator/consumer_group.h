@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "coordinator/assignors.h"
+#include "coordinator/topic_regex.h"
 #include "protocol/generated/error_code.h"
 
 namespace silt::coordinator {
@@ -114,6 +115,16 @@ class consumer_group {
   // The names of the topics the members subscribe to (OffsetDelete's check).
   [[nodiscard]] std::set<std::string> subscribed_topics(const topic_lookup& topics) const;
 
+  // The patterns to match (topic_regex.h) before a heartbeat carrying `incoming` when the topics
+  // are at `version`: that one and the members' whose matches are of another version (or none).
+  [[nodiscard]] std::vector<std::string> regexes_to_match(
+      const std::optional<std::string>& incoming, uint64_t version) const;
+  // Keeps what the patterns matched, for the heartbeats and subscribed_topics(); a pattern whose
+  // matching ran out of its budget keeps what it matched before.
+  void add_regex_matches(regex_match_map matches);
+
+  // A heartbeat. Its pattern, if any, and the members' were matched first (regexes_to_match(),
+  // add_regex_matches()): what was not is matched here.
   [[nodiscard]] consumer_heartbeat_result heartbeat(consumer_heartbeat req,
                                                     const consumer_limits& limits,
                                                     const topic_lookup& topics, int64_t now);
@@ -166,6 +177,9 @@ class consumer_group {
   void remove_member(const std::string& member_id, int64_t now);
   [[nodiscard]] std::set<topic_uuid> subscribed_ids(const member& m,
                                                     const topic_lookup& topics) const;
+  // What `pattern` matched, as last matched (matched now if it never was).
+  [[nodiscard]] const regex_matches& matches_of(const std::string& pattern,
+                                                const topic_lookup& topics) const;
   void refresh_metadata(const topic_lookup& topics);
   void compute_target(const topic_lookup& topics);
   void reconcile(member& m, const std::optional<member_assignment>& owned, int64_t now);
@@ -183,13 +197,9 @@ class consumer_group {
   // False after a restart until the first heartbeat has read them again (without a new epoch).
   bool subscribed_partitions_known_ = true;
   bool dirty_ = false;
-  // The topics each regex in use matched at a topic_lookup version: a heartbeat neither
-  // compiles the pattern nor scans the topics again until the topics change.
-  struct regex_matches {
-    uint64_t version = 0;
-    std::set<topic_uuid> ids;
-  };
-  mutable std::map<std::string, regex_matches> regex_cache_;
+  // What each pattern in use matched, at a topic_lookup version: matched again (outside the
+  // coordinator's lock) only once the topics change.
+  mutable regex_match_map regex_cache_;
 };
 
 }  // namespace silt::coordinator

@@ -16,6 +16,10 @@
 
 namespace silt::coordinator {
 
+bool storable_group_id(std::string_view group_id) {
+  return group_id.size() <= max_group_id_bytes && base::is_storable_text(group_id);
+}
+
 namespace asio = boost::asio;
 
 namespace {
@@ -40,6 +44,7 @@ group_coordinator::group_coordinator(const coordinator_options& options,
                                      boost::asio::any_io_executor blocking)
     : options_(options),
       store_(store),
+      matching_(blocking),
       log_(options.shards),
       writer_(store, std::move(blocking),
               [this](const metadata::shard_write& w) { log_.apply(w, base::now_ms()); }),
@@ -343,7 +348,7 @@ void group_coordinator::join(const std::string& group_id, join_request req, join
     done({.error = error_code::not_coordinator});
     return;
   }
-  if (!base::is_storable_text(group_id)) {
+  if (!storable_group_id(group_id)) {
     done({.error = error_code::invalid_group_id, .member_id = req.member_id});
     return;
   }
@@ -440,7 +445,7 @@ void group_coordinator::commit(const std::string& group_id, const std::string& m
       return;
     }
     // Group ids and metadata go into the store's text columns.
-    if (!base::is_storable_text(group_id)) {
+    if (!storable_group_id(group_id)) {
       done(error_code::invalid_group_id);
       return;
     }
@@ -646,14 +651,30 @@ void group_coordinator::forget_topic(const std::string& topic, bool in_store) {
   }
 }
 
+std::vector<std::string> group_coordinator::regexes_to_match(
+    const std::string& group_id, const std::optional<std::string>& regex, uint64_t version) const {
+  base::lock_guard lock(mu_);
+  if (!holds(group_id) || !storable_group_id(group_id)) return {};
+  auto it = groups_.find(group_id);
+  if (it != groups_.end() && it->second.consumer) {
+    return it->second.consumer->regexes_to_match(regex, version);
+  }
+  // A group to be made: only the heartbeat's own pattern.
+  if (matchable_topic_regex(regex)) return {*regex};
+  return {};
+}
+
 consumer_heartbeat_result group_coordinator::consumer_heartbeat(const std::string& group_id,
                                                                 coordinator::consumer_heartbeat req,
-                                                                const topic_lookup& topics) {
+                                                                const topic_lookup& topics,
+                                                                regex_match_map matched) {
   const int64_t now = base::now_ms();
   base::lock_guard lock(mu_);
   if (!holds(group_id)) return {.error = error_code::not_coordinator};
-  if (!base::is_storable_text(group_id)) {
-    return {.error = error_code::invalid_group_id, .message = "the group id is not text"};
+  if (!storable_group_id(group_id)) {
+    return {.error = error_code::invalid_group_id,
+            .message = "the group id is not text of at most " + std::to_string(max_group_id_bytes) +
+                       " bytes"};
   }
   auto it = groups_.find(group_id);
   if (it == groups_.end()) {
@@ -673,6 +694,7 @@ consumer_heartbeat_result group_coordinator::consumer_heartbeat(const std::strin
     it->second.group.reset();
     it->second.consumer = std::make_unique<consumer_group>(group_id, now);
   }
+  it->second.consumer->add_regex_matches(std::move(matched));
   auto r = it->second.consumer->heartbeat(std::move(req), options_.consumer, topics, now);
   note_deadline(it->second);
   persist(group_id, it->second);

@@ -31,6 +31,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <tl/expected.hpp>
 
 #include "base/mutex.h"
@@ -95,6 +96,13 @@ struct consumer_group_description {
   std::vector<consumer_member_summary> members;
 };
 
+// The longest group id a group may have (bytes): its offsets are keyed by it in the metadata
+// store's indexes, whose entries PostgreSQL caps at about 2.7 KB, topic name included.
+inline constexpr size_t max_group_id_bytes = 2048;
+// Whether a group with this id may be stored: text the store keeps as given
+// (base::is_storable_text), of at most max_group_id_bytes. Others are INVALID_GROUP_ID.
+[[nodiscard]] bool storable_group_id(std::string_view group_id);
+
 class group_coordinator {
  public:
   using done_callback = std::function<void(error_code)>;
@@ -158,12 +166,25 @@ class group_coordinator {
   [[nodiscard]] error_code leave(const std::string& group_id, const std::string& member_id,
                                  const std::optional<std::string>& instance_id);
 
-  // ConsumerGroupHeartbeat (KIP-848). A first heartbeat to an Empty classic group makes it a
-  // consumer group, keeping its offsets; to a classic group with members it is refused
-  // (GROUP_ID_NOT_FOUND: not a consumer group).
+  // The topic patterns to match before a ConsumerGroupHeartbeat of `group_id` carrying `regex`
+  // when the topics are at `version` (consumer_group::regexes_to_match; none when the heartbeat
+  // will be refused before it looks at patterns). The caller matches them with
+  // match_topic_regexes() on regex_executor(), without the coordinator's lock, and passes the
+  // matches to consumer_heartbeat().
+  [[nodiscard]] std::vector<std::string> regexes_to_match(const std::string& group_id,
+                                                          const std::optional<std::string>& regex,
+                                                          uint64_t version) const;
+  // Where topic patterns are matched: a strand of the blocking pool, so that at most one
+  // matching runs at a time whatever clients send.
+  [[nodiscard]] boost::asio::any_io_executor regex_executor() const { return matching_; }
+
+  // ConsumerGroupHeartbeat (KIP-848), with what the patterns regexes_to_match() named matched.
+  // A first heartbeat to an Empty classic group makes it a consumer group, keeping its offsets;
+  // to a classic group with members it is refused (GROUP_ID_NOT_FOUND: not a consumer group).
   [[nodiscard]] consumer_heartbeat_result consumer_heartbeat(const std::string& group_id,
                                                              consumer_heartbeat req,
-                                                             const topic_lookup& topics);
+                                                             const topic_lookup& topics,
+                                                             regex_match_map matched = {});
   // ConsumerGroupDescribe: GROUP_ID_NOT_FOUND for a group that is not a consumer group.
   [[nodiscard]] tl::expected<consumer_group_description, error_code> describe_consumer(
       const std::string& group_id) const;
@@ -265,6 +286,7 @@ class group_coordinator {
 
   const coordinator_options options_;
   metadata::group_store& store_;
+  boost::asio::strand<boost::asio::any_io_executor> matching_;
   offsets_log log_;  // before writer_, which feeds it
   offset_writer writer_;
   std::unique_ptr<boost::asio::steady_timer> timer_;

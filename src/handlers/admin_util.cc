@@ -24,6 +24,14 @@ std::string default_message(error_code e) {
              "details.";
     case error_code::unknown_server_error:
       return "The server experienced an unexpected error when processing the request.";
+    case error_code::topic_authorization_failed:
+      return "Topic authorization failed.";
+    case error_code::group_authorization_failed:
+      return "Group authorization failed.";
+    case error_code::cluster_authorization_failed:
+      return "Cluster authorization failed.";
+    case error_code::transactional_id_authorization_failed:
+      return "Transactional Id authorization failed.";
     default:
       return {};
   }
@@ -37,6 +45,22 @@ protocol::uuid to_uuid(const metadata::topic_id& id) {
   protocol::uuid u;
   u.bytes = id;
   return u;
+}
+
+api_error authorize_alter_configs(const access& a, int8_t resource_type,
+                                  const std::string& resource_name) {
+  using security::acl_operation;
+  switch (resource_type) {
+    case resource_topic:
+      if (a.topic(acl_operation::alter_configs, resource_name)) return {};
+      return error_of(error_code::topic_authorization_failed);
+    case resource_group:
+      if (a.group(acl_operation::alter_configs, resource_name)) return {};
+      return error_of(error_code::group_authorization_failed);
+    default:
+      if (a.cluster(acl_operation::alter_configs)) return {};
+      return error_of(error_code::cluster_authorization_failed);
+  }
 }
 
 std::string resource_type_name(int8_t type) {

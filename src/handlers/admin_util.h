@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "handlers/access.h"
 #include "handlers/context.h"
 #include "protocol/generated/error_code.h"
 #include "protocol/types.h"
@@ -24,6 +25,8 @@ namespace silt::handlers::admin {
 inline constexpr int8_t resource_topic = 2;
 inline constexpr int8_t resource_broker = 4;
 inline constexpr int8_t resource_broker_logger = 8;
+inline constexpr int8_t resource_client_metrics = 16;
+inline constexpr int8_t resource_group = 32;
 
 // Kafka's replica placement limit for one controller operation (QuorumController's
 // MAX_RECORDS_PER_USER_OP): larger topic creations are refused with POLICY_VIOLATION.
@@ -78,6 +81,13 @@ template <typename Resp, typename Req, typename Alter>
   }
   return resp;
 }
+
+// AlterConfigs and IncrementalAlterConfigs: whether `a` may alter the configs of a resource
+// (Kafka's ControllerApis.authorizeAlterResource; BROKER_LOGGER as ConfigAdminManager checks
+// it): CLUSTER:ALTER_CONFIGS for BROKER, BROKER_LOGGER and CLIENT_METRICS, TOPIC:ALTER_CONFIGS
+// or GROUP:ALTER_CONFIGS on the resource's name. The refusal carries Kafka's default message.
+[[nodiscard]] api_error authorize_alter_configs(const access& a, int8_t resource_type,
+                                                const std::string& resource_name);
 
 // The name of a ConfigResource.Type id (TOPIC, BROKER, ...), UNKNOWN for others.
 [[nodiscard]] std::string resource_type_name(int8_t type);

@@ -25,7 +25,9 @@ context::context(const config::broker_config& config, std::string cluster_id,
       registry(registry),
       producers(producers),
       blocking(blocking),
-      sessions(config.max_incremental_fetch_session_cache_slots) {}
+      sessions(config.max_incremental_fetch_session_cache_slots),
+      quotas({.samples = config.quota_window_num,
+              .window_seconds = config.quota_window_size_seconds}) {}
 
 topic_entry_ptr context::topic(std::string_view name) const {
   base::lock_guard lock(mu_);

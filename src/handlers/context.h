@@ -1,5 +1,6 @@
-// What every request handler works with: the broker's configuration, its storage, its topics
-// and the producer and fetch state, owned by the broker (handlers/broker.h) for its lifetime.
+// What every request handler works with: the broker's configuration, its storage, its topics,
+// the producer and fetch state and the users' credentials, owned by the broker (app/node.h) for
+// its lifetime.
 // Thread-safe: handlers of many connections use it at once.
 #pragma once
 
@@ -27,11 +28,16 @@
 #include "config/config.h"
 #include "config/topic_config.h"
 #include "coordinator/coordinator.h"
+#include "handlers/client_quotas.h"
 #include "handlers/data_waiters.h"
 #include "handlers/fetch_sessions.h"
 #include "handlers/produce_order.h"
 #include "handlers/producer_state.h"
+#include "metadata/acl_store.h"
+#include "metadata/credential_store.h"
+#include "metadata/quota_store.h"
 #include "metadata/topic_registry.h"
+#include "security/authorizer.h"
 #include "storage/stream_store.h"
 
 namespace silt::handlers {
@@ -91,7 +97,7 @@ class context {
   const config::broker_config& config;
   const std::string cluster_id;
   const int32_t node_id;
-  const std::string advertised_host;
+  const std::string advertised_host;  // the first advertised listener's (advertised_for())
   const int32_t advertised_port;
   storage::stream_store& store;
   metadata::topic_registry& registry;
@@ -105,6 +111,15 @@ class context {
   // owner (librdkafka 2.0, Debian bookworm's, leaves a preferred read replica only for a
   // redirect, not when it stops answering).
   std::atomic<bool> leaving{false};
+  // ACLs (authorizer.class.name set), set by the broker before it serves; null: no
+  // authorization, every request allowed (see access.h).
+  std::shared_ptr<security::authorizer> authorizer;
+  // Where ACL changes last (null in tests: the authorizer alone), set with the authorizer.
+  metadata::acl_store* acl_store = nullptr;
+  // Client quotas as the request path applies them (client_quotas.h), and where their changes
+  // last (null in tests: memory only), set by the broker before it serves.
+  client_quotas quotas;
+  metadata::quota_store* quota_store = nullptr;
 
   // This broker's cluster membership, set by the broker before it serves (null in tests).
   void set_membership(const cluster::membership* m) { membership_ = m; }
@@ -155,19 +170,36 @@ class context {
   [[nodiscard]] std::shared_ptr<const cluster::broker_list> recently_heard() const {
     return membership_ != nullptr ? membership_->recently_heard() : nullptr;
   }
+  // Where a client that came through `listener` reaches this broker: that listener's advertised
+  // endpoint, as Kafka advertises brokers per listener (the first advertised listener for a
+  // name that has none, or an empty one: requests not read from a listener).
+  [[nodiscard]] const config::endpoint& advertised_for(std::string_view listener) const {
+    for (const auto& e : config.advertised_listeners) {
+      if (e.listener_name == listener) return e;
+    }
+    return default_advertised_;
+  }
   // The live brokers, this one always among them, as a response's broker entries
-  // ({id, host, port, rack} and the tagged fields).
+  // ({id, host, port, rack} and the tagged fields), this one as advertised on `listener`.
+  // Other brokers are listed with the endpoint they registered for that listener (their first
+  // one when they have none of that name).
   template <typename Broker>
-  [[nodiscard]] std::vector<Broker> brokers_as() const {
+  [[nodiscard]] std::vector<Broker> brokers_as(std::string_view listener = {}) const {
     std::vector<Broker> out;
+    const auto& self = advertised_for(listener);
     const auto list = membership_ != nullptr ? membership_->brokers() : nullptr;
     if (!list) {
-      out.push_back({node_id, advertised_host, advertised_port, rack_of(config.broker_rack), {}});
+      out.push_back({node_id, self.host, self.port, rack_of(config.broker_rack), {}});
       return out;
     }
     out.reserve(list->size());
     for (const auto& b : *list) {
-      out.push_back({b.info.node.value(), b.info.host, b.info.port, rack_of(b.info.rack), {}});
+      if (b.info.node.value() == node_id) {
+        out.push_back({node_id, self.host, self.port, rack_of(b.info.rack), {}});
+        continue;
+      }
+      const auto [host, port] = b.info.endpoint_for(listener);
+      out.push_back({b.info.node.value(), std::string(host), port, rack_of(b.info.rack), {}});
     }
     return out;
   }
@@ -186,6 +218,10 @@ class context {
   // The group coordinator, set by the broker before it serves (null in tests without groups).
   [[nodiscard]] coordinator::group_coordinator& groups() const { return *groups_; }
   void set_groups(coordinator::group_coordinator* groups) { groups_ = groups; }
+  // The users' SCRAM credentials, set by the broker before it serves (null in tests without
+  // them).
+  [[nodiscard]] metadata::credential_store& credentials() const { return *credentials_; }
+  void set_credentials(metadata::credential_store* credentials) { credentials_ = credentials; }
   // The broker coordinating `group_id` now: this one while it holds the group's shard, else
   // where the shard is placed as last seen (-1: none known).
   [[nodiscard]] int32_t coordinator_node(std::string_view group_id) const {
@@ -198,7 +234,9 @@ class context {
   }
 
   coordinator::group_coordinator* groups_ = nullptr;
+  metadata::credential_store* credentials_ = nullptr;
   const cluster::membership* membership_ = nullptr;
+  const config::endpoint default_advertised_ = config::advertised_endpoint(config);
   base::log_limiter late_agreement_log_{std::chrono::seconds(10)};
   base::mutex create_mu_;  // held through create_topic()
   mutable base::mutex mu_;

@@ -6,8 +6,17 @@
 // broker there is (INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT). With validate_only
 // every check runs and nothing is created. Success results carry (v5+) the partition count,
 // replication factor 1 and the effective configs, and (v7) the topic id.
+//
+// ACLs, as Kafka's ControllerApis.createTopics: CLUSTER:CREATE lets every topic be created, else
+// each needs TOPIC:CREATE; a refused topic is TOPIC_AUTHORIZATION_FAILED "Authorization failed."
+// before anything else is checked of it (its name, whether it exists), validate_only or not.
+// Names given twice and __cluster_metadata are refused before the check. A created topic's
+// configs, partition count and replication factor are answered only with TOPIC:DESCRIBE_CONFIGS
+// on it (CLUSTER:CREATE does not give it): otherwise topic_config_error_code is
+// TOPIC_AUTHORIZATION_FAILED, with no configs and -1 for the counts.
 #include <set>
 
+#include "handlers/access.h"
 #include "handlers/admin_util.h"
 #include "handlers/handlers.h"
 
@@ -83,9 +92,11 @@ create_topics_response::CreatableTopicResult error_result(const std::string& nam
 
 }  // namespace
 
-asio::awaitable<create_topics_response> handle_create_topics(context& ctx,
-                                                             const net::request& /*raw*/,
+asio::awaitable<create_topics_response> handle_create_topics(context& ctx, const net::request& raw,
                                                              const create_topics_request& req) {
+  using security::acl_operation;
+  const access a(ctx, raw);
+  const bool cluster_create = a.cluster(acl_operation::create);
   create_topics_response resp;
   const int64_t since = ctx.registry.last_change();
   // Names given more than once are refused, once each, after the others (as ControllerApis).
@@ -100,6 +111,11 @@ asio::awaitable<create_topics_response> handle_create_topics(context& ctx,
       resp.topics.push_back(
           error_result(t.name, {error_code::invalid_request,
                                 "Creation of internal topic __cluster_metadata is prohibited."}));
+      continue;
+    }
+    if (!cluster_create && !a.topic(acl_operation::create, t.name)) {
+      resp.topics.push_back(
+          error_result(t.name, {error_code::topic_authorization_failed, "Authorization failed."}));
       continue;
     }
     if (auto e = admin::check_new_topic_name(ctx, t.name); !e.ok()) {
@@ -163,9 +179,14 @@ asio::awaitable<create_topics_response> handle_create_topics(context& ctx,
       r.topic_id = admin::to_uuid((*created)->info->id);
     }
     // What was (or would be) created: the encoder writes these fields from v5 (topic_id v7).
+    r.configs.emplace();
+    if (!a.topic(acl_operation::describe_configs, t.name)) {
+      r.topic_config_error_code = static_cast<int16_t>(error_code::topic_authorization_failed);
+      resp.topics.push_back(std::move(r));
+      continue;
+    }
     r.num_partitions = partitions;
     r.replication_factor = 1;
-    r.configs.emplace();
     for (const auto& e : config::describe_topic_configs(ctx.config, configs)) {
       create_topics_response::CreatableTopicConfigs c;
       c.name = e.name;

@@ -4,10 +4,21 @@
 // UNKNOWN_TOPIC_ID; with delete.topic.enable=false every topic gets TOPIC_DELETION_DISABLED
 // (INVALID_REQUEST before v3). A deleted topic is gone at once: its name can be reused and its
 // data is freed. Results name the topic and (v6) its id.
+//
+// ACLs, as Kafka's ControllerApis.deleteTopics: CLUSTER:DELETE lets every topic be deleted,
+// else each needs TOPIC:DELETE, and TOPIC:DESCRIBE decides what a refused one learns. By name:
+// one the principal may not describe is TOPIC_AUTHORIZATION_FAILED whether it exists or not; one
+// it may describe but not delete is UNKNOWN_TOPIC_OR_PARTITION when it does not exist,
+// TOPIC_AUTHORIZATION_FAILED when it does. By id: an unknown id is UNKNOWN_TOPIC_ID; a topic the
+// principal may not delete is TOPIC_AUTHORIZATION_FAILED, with its name only if it may describe
+// it. Names and ids given twice are refused before the checks. With ACLs on, the results are
+// shuffled, as Kafka does so that their positions do not tell absent topics from hidden ones.
 #include <algorithm>
+#include <random>
 #include <set>
 
 #include "base/memory.h"
+#include "handlers/access.h"
 #include "handlers/admin_util.h"
 #include "handlers/handlers.h"
 
@@ -34,7 +45,16 @@ delete_topics_response::DeletableTopicResult result(std::optional<std::string> n
 
 asio::awaitable<delete_topics_response> handle_delete_topics(context& ctx, const net::request& raw,
                                                              const delete_topics_request& req) {
+  using security::acl_operation;
   const int16_t version = raw.header.header.request_api_version;
+  const access a(ctx, raw);
+  const bool cluster_delete = a.cluster(acl_operation::delete_);
+  auto describable = [&](const std::string& name) {
+    return cluster_delete || a.topic(acl_operation::describe, name);
+  };
+  auto deletable = [&](const std::string& name) {
+    return cluster_delete || a.topic(acl_operation::delete_, name);
+  };
   delete_topics_response resp;
   const int64_t since = ctx.registry.last_change();
   // v6 names topics in `topics` (a zero id means by name); earlier versions in topic_names.
@@ -101,10 +121,29 @@ asio::awaitable<delete_topics_response> handle_delete_topics(context& ctx, const
           result(std::nullopt, id, admin::error_of(error_code::unknown_topic_id)));
       continue;
     }
+    if (!deletable(info->name)) {
+      resp.responses.push_back(
+          result(describable(info->name) ? std::optional(info->name) : std::nullopt, id,
+                 admin::error_of(error_code::topic_authorization_failed)));
+      continue;
+    }
     to_delete.push_back({info->name, id});
   }
   for (const auto& n : names) {
     if (dup_names.contains(n)) continue;
+    if (!describable(n)) {
+      resp.responses.push_back(
+          result(n, {}, admin::error_of(error_code::topic_authorization_failed)));
+      continue;
+    }
+    if (!deletable(n)) {
+      // Known to the principal, which may learn whether it exists.
+      resp.responses.push_back(
+          result(n, {},
+                 admin::error_of(ctx.registry.find(n) ? error_code::topic_authorization_failed
+                                                      : error_code::unknown_topic_or_partition)));
+      continue;
+    }
     auto same = std::find_if(to_delete.begin(), to_delete.end(),
                              [&](const target& t) { return t.name == n; });
     if (same != to_delete.end()) {
@@ -135,6 +174,10 @@ asio::awaitable<delete_topics_response> handle_delete_topics(context& ctx, const
     // Groups forget their offsets of it, as Kafka's coordinator does on a topic's deletion.
     ctx.groups().forget_topic(t.name);
     resp.responses.push_back(result(t.name, admin::to_uuid(deleted->id), {}));
+  }
+  if (a.enabled()) {
+    static thread_local std::mt19937_64 rng(std::random_device{}());
+    std::shuffle(resp.responses.begin(), resp.responses.end(), rng);
   }
   // What the deleted topics' partitions held in memory goes back to the system.
   if (!to_delete.empty()) base::release_free_memory();

@@ -2,8 +2,9 @@
 // controller (the Java admin client sends controller-bound requests to it), as Kafka 4.1's
 // AuthHelper.computeDescribeClusterResponse: a request for another endpoint type than brokers
 // (1) is refused (v0 INVALID_REQUEST; v1 UNSUPPORTED_ENDPOINT_TYPE or MISMATCHED_ENDPOINT_TYPE).
-// The cluster authorized operations, when asked, are all of the cluster's operations (there is
-// no authorizer).
+// The cluster authorized operations, when asked: those the principal has on the cluster if it
+// may DESCRIBE it, 0 if not (every one of them without ACLs).
+#include "handlers/access.h"
 #include "handlers/admin_util.h"
 #include "handlers/handlers.h"
 
@@ -16,11 +17,6 @@ using protocol::error_code;
 
 constexpr int8_t endpoint_brokers = 1;
 constexpr int8_t endpoint_controllers = 2;
-
-// AclOperation codes the CLUSTER resource supports: CREATE 5, ALTER 7, DESCRIBE 8,
-// CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
-constexpr int32_t cluster_operations =
-    (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
 
 }  // namespace
 
@@ -43,9 +39,14 @@ asio::awaitable<describe_cluster_response> handle_describe_cluster(
   resp.endpoint_type = endpoint_brokers;
   resp.cluster_id = ctx.cluster_id;
   resp.controller_id = ctx.node_id;
-  resp.brokers = ctx.brokers_as<describe_cluster_response::DescribeClusterBroker>();
-  resp.cluster_authorized_operations =
-      req.include_cluster_authorized_operations ? cluster_operations : INT32_MIN;
+  resp.brokers = ctx.brokers_as<describe_cluster_response::DescribeClusterBroker>(listener_of(raw));
+  if (req.include_cluster_authorized_operations) {
+    const access a(ctx, raw);
+    resp.cluster_authorized_operations =
+        a.cluster(security::acl_operation::describe)
+            ? a.operations(security::acl_resource_type::cluster, kClusterResource)
+            : 0;
+  }
   co_return resp;
 }
 

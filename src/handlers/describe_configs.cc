@@ -1,16 +1,28 @@
 // DescribeConfigs (key 32, v1-4): the configs of topics (every topic config with its effective
 // value and source) and of this broker (its settings, all read-only), as Kafka 4.1's
 // ConfigHelper describes them. configuration_keys null or empty asks for all; otherwise only
-// those named (unknown names are left out). Synonyms (v1+) only when asked, documentation
-// (v3+) only when asked, config_type from v3 (the encoder leaves out what a version lacks).
+// those named (unknown names are left out). A sensitive config (a broker setting that can carry
+// a secret: the store URIs) is answered as Kafka answers a PASSWORD config, to every client:
+// value null, is_sensitive, its synonyms without value. Synonyms (v1+) only when asked,
+// documentation (v3+) only when asked, config_type from v3 (the encoder leaves out what a
+// version lacks).
 // Errors per resource: an unknown topic (UNKNOWN_TOPIC_OR_PARTITION), an invalid topic name
 // (INVALID_TOPIC_EXCEPTION), a broker name that is not this node's id (INVALID_REQUEST; empty
 // means the cluster-wide dynamic defaults, of which Silt has none), BROKER_LOGGER and other
-// resource types (INVALID_REQUEST: Silt has no runtime-adjustable loggers).
+// resource types (INVALID_REQUEST: Silt has no runtime-adjustable loggers). A resource of a type
+// Kafka does not know fails the whole request, as in Kafka: every result INVALID_REQUEST.
+//
+// ACLs, as Kafka's ConfigHelper.handleDescribeConfigsRequest: BROKER, BROKER_LOGGER and
+// CLIENT_METRICS resources need CLUSTER:DESCRIBE_CONFIGS, a TOPIC TOPIC:DESCRIBE_CONFIGS on its
+// name (before its name is checked or looked up), a GROUP GROUP:DESCRIBE_CONFIGS (ALTER_CONFIGS
+// implies DESCRIBE_CONFIGS). The refused ones are answered after the others:
+// CLUSTER_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED or GROUP_AUTHORIZATION_FAILED with
+// Kafka's default message and no configs.
 #include <algorithm>
 #include <map>
 #include <string>
 
+#include "handlers/access.h"
 #include "handlers/admin_util.h"
 #include "handlers/handlers.h"
 #include "handlers/offsets_topic.h"
@@ -121,6 +133,24 @@ describe_configs_response::DescribeConfigsResult describe(
   }
 }
 
+// The error a resource refused by `a` is answered with, or none when it may be described.
+error_code authorize(const access& a, const describe_configs_request::DescribeConfigsResource& r) {
+  using security::acl_operation;
+  switch (r.resource_type) {
+    case admin::resource_topic:
+      return a.topic(acl_operation::describe_configs, r.resource_name)
+                 ? error_code::none
+                 : error_code::topic_authorization_failed;
+    case admin::resource_group:
+      return a.group(acl_operation::describe_configs, r.resource_name)
+                 ? error_code::none
+                 : error_code::group_authorization_failed;
+    default:  // BROKER, BROKER_LOGGER, CLIENT_METRICS
+      return a.cluster(acl_operation::describe_configs) ? error_code::none
+                                                        : error_code::cluster_authorization_failed;
+  }
+}
+
 }  // namespace
 
 asio::awaitable<describe_configs_response> handle_describe_configs(
@@ -131,8 +161,42 @@ asio::awaitable<describe_configs_response> handle_describe_configs(
   const bool documentation = version >= 3 && req.include_documentation;
   describe_configs_response resp;
   resp.results.reserve(req.resources.size());
-  for (const auto& r : req.resources)
+  const bool known_types =
+      std::all_of(req.resources.begin(), req.resources.end(), [](const auto& r) {
+        return r.resource_type == admin::resource_topic ||
+               r.resource_type == admin::resource_broker ||
+               r.resource_type == admin::resource_broker_logger ||
+               r.resource_type == admin::resource_client_metrics ||
+               r.resource_type == admin::resource_group;
+      });
+  if (!known_types) {
+    for (const auto& r : req.resources) {
+      auto& out = resp.results.emplace_back();
+      out.resource_type = r.resource_type;
+      out.resource_name = r.resource_name;
+      out.error_code = static_cast<int16_t>(error_code::invalid_request);
+      out.error_message = admin::default_message(error_code::invalid_request);
+    }
+    co_return resp;
+  }
+  const access a(ctx, raw);
+  // The refused resources and their errors, answered last.
+  std::vector<std::pair<const describe_configs_request::DescribeConfigsResource*, error_code>>
+      refused;
+  for (const auto& r : req.resources) {
+    if (const auto e = authorize(a, r); e != error_code::none) {
+      refused.emplace_back(&r, e);
+      continue;
+    }
     resp.results.push_back(describe(ctx, r, synonyms, documentation));
+  }
+  for (const auto& [r, e] : refused) {
+    auto& out = resp.results.emplace_back();
+    out.resource_type = r->resource_type;
+    out.resource_name = r->resource_name;
+    out.error_code = static_cast<int16_t>(e);
+    out.error_message = admin::default_message(e);
+  }
   co_return resp;
 }
 

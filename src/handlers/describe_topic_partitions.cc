@@ -4,12 +4,19 @@
 // and the client sends it back as the request's cursor. The Java admin client (3.8 on)
 // describes topics with it and falls back to Metadata only when a broker lacks it. Topics are
 // never auto-created here.
+//
+// ACLs, as Kafka's DescribeTopicPartitionsRequestHandler: TOPIC:DESCRIBE on each topic, once the
+// cursor is found valid. Of all topics those refused are left out; a named one refused is
+// answered TOPIC_AUTHORIZATION_FAILED (its name, a zero id, no partitions) after the answered
+// topics, if the page reached it (a refused topic takes no room in the page and is never the
+// next cursor). topic_authorized_operations is set on every answered topic.
 #include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "handlers/access.h"
 #include "handlers/admin_util.h"
 #include "handlers/handlers.h"
 #include "handlers/offsets_topic.h"
@@ -28,13 +35,6 @@ using response_partition =
 // Kafka's max.request.partition.size.limit: the most partitions one response carries, whatever
 // the request asks for. A limit below 1 is taken as 1, as Kafka does.
 constexpr int32_t max_partitions_per_response = 2000;
-
-// What a broker without an authorizer grants on a topic, as Kafka's bitfield of AclOperation
-// codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10,
-// ALTER_CONFIGS 11. Unlike Metadata, the request has no flag to ask for it: Kafka fills it in
-// every topic it answers, those with an error included.
-constexpr int32_t topic_operations =
-    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
 
 // Kafka answers a request it refuses as a whole with the error in every topic the request
 // names (none when it names none), without partitions, ids or a cursor.
@@ -57,7 +57,7 @@ response_topic missing_topic(const std::string& name) {
 }  // namespace
 
 asio::awaitable<describe_topic_partitions_response> handle_describe_topic_partitions(
-    context& ctx, const net::request& /*raw*/, const describe_topic_partitions_request& req) {
+    context& ctx, const net::request& raw, const describe_topic_partitions_request& req) {
   const bool all = req.topics.empty();  // an empty list means every topic
   const std::string cursor_topic = req.cursor ? req.cursor->topic_name : std::string();
   // The cursor must point into the topics asked for, at a partition index of 0 or more.
@@ -93,11 +93,18 @@ asio::awaitable<describe_topic_partitions_response> handle_describe_topic_partit
   const size_t count = all ? existing.size() : named.size();
   auto named_it = named.begin();
 
+  const access a(ctx, raw);
+  // Named topics refused, answered after the others.
+  std::vector<std::string> refused;
   describe_topic_partitions_response resp;
   int32_t remaining =
       std::max(std::min(max_partitions_per_response, req.response_partition_limit), 1);
   for (size_t i = 0; i < count; ++i) {
     const std::string name = all ? existing[i].first : *named_it++;
+    if (!a.topic(security::acl_operation::describe, name)) {
+      if (!all) refused.push_back(name);
+      continue;
+    }
     if (remaining == 0) {
       // The previous topic ended exactly at the limit: the next page starts with this one
       // (which need not exist, as in Kafka).
@@ -141,7 +148,18 @@ asio::awaitable<describe_topic_partitions_response> handle_describe_topic_partit
       break;
     }
   }
-  for (auto& t : resp.topics) t.topic_authorized_operations = topic_operations;
+  // Unlike Metadata, the request has no flag to ask for them: Kafka fills them in every topic it
+  // answers, those with an error included.
+  const int32_t every_operation =
+      a.enabled() ? 0 : a.operations(security::acl_resource_type::topic, {});
+  for (auto& t : resp.topics) {
+    t.topic_authorized_operations =
+        a.enabled() ? a.operations(security::acl_resource_type::topic, *t.name) : every_operation;
+  }
+  for (auto& name : refused) {
+    resp.topics.push_back(
+        topic_error<response_topic>(std::move(name), {}, error_code::topic_authorization_failed));
+  }
   co_return resp;
 }
 

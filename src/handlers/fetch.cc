@@ -4,6 +4,12 @@
 // near the client (KIP-392: a consumer's rack, preferred read replicas).
 // Log-cache reads run on the connection; reads that need the object store run on the
 // blocking pool.
+//
+// ACLs, as Kafka's KafkaApis.handleFetchRequest: a consumer needs TOPIC:READ on each topic, a
+// follower (replica_id >= 0) CLUSTER:CLUSTER_ACTION; a refused partition is answered
+// TOPIC_AUTHORIZATION_FAILED whether it exists or not. An incremental fetch checks every
+// partition of its session, not only those the request names (Kafka's
+// IncrementalFetchContext.foreachPartition): READ revoked shows on the session's next fetch.
 #include <map>
 #include <mutex>
 
@@ -12,6 +18,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "base/clock.h"
+#include "handlers/access.h"
 #include "handlers/handlers.h"
 #include "handlers/offsets_topic.h"
 
@@ -30,6 +37,7 @@ struct wanted {
   int32_t max_bytes = 0;
   int32_t current_leader_epoch = -1;
   std::optional<base::offset> log_start_offset;  // the client's
+  bool refused = false;                          // by the ACLs: not read
 };
 
 // Who fetches, for reads near the client (KIP-392, when replica.selector.class asks for
@@ -137,6 +145,12 @@ bool gather_one(context& ctx, const wanted& w, const fetcher& who, gathered& g, 
                 size_t& total, bool may_block) {
   g = gathered{};
   g.data.partition_index = w.partition;
+  if (w.refused) {
+    // As Kafka's FetchResponse.partitionResponse: no offsets.
+    g.data.error_code = static_cast<int16_t>(error_code::topic_authorization_failed);
+    g.data.high_watermark = -1;
+    return true;
+  }
   if (is_offsets_topic(ctx, w.topic)) {
     // The view of the groups' internal topic, from memory (offsets_topic.h).
     g.offsets_topic = true;
@@ -263,11 +277,23 @@ fetch_plan plan_fetch(context& ctx, int16_t version, const protocol::fetch_reque
     }
     auto& parts = session->partitions;
     for (const auto& ft : req.forgotten_topics_data) {
-      for (int32_t p : ft.partitions) parts.erase({ft.topic, p});
+      for (int32_t p : ft.partitions) {
+        parts.erase({ft.topic, p});
+        session->unknown.erase({ft.topic, p});
+      }
     }
     for (const auto& t : req.topics) {
+      const auto topic = ctx.topic(t.topic);
       for (const auto& p : t.partitions) {
-        auto& sp = parts.upsert({t.topic, p.partition});
+        session_key key{t.topic, p.partition};
+        if (!stream_of(topic, p.partition) && parts.find(key) == nullptr) {
+          // Past the bound, a partition that exists nowhere is not kept: this fetch and the
+          // next ones say nothing of it (a client that asks for it alone gets
+          // UNKNOWN_TOPIC_OR_PARTITION from a full fetch).
+          if (session->unknown.size() >= max_unknown_session_partitions) continue;
+          session->unknown.insert(key);
+        }
+        auto& sp = parts.upsert(key);
         sp.fetch_offset = base::offset(p.fetch_offset);
         sp.max_bytes = p.partition_max_bytes;
         sp.log_start_offset = known_offset(p.log_start_offset);
@@ -298,6 +324,40 @@ fetch_plan plan_fetch(context& ctx, int16_t version, const protocol::fetch_reque
     }
   }
   return plan;
+}
+
+// Marks the partitions `a` may not read (only called with ACLs on): all of them for a follower
+// without CLUSTER:CLUSTER_ACTION, else those of topics without TOPIC:READ, asked once per run of
+// partitions of one topic. A topic asked for by an unknown id is left to the read (Kafka answers
+// it UNKNOWN_TOPIC_ID before any check).
+void refuse_unauthorized(const context& ctx, const access& a, bool follower,
+                         std::vector<wanted>& ws) {
+  if (follower) {
+    if (!a.cluster(security::acl_operation::cluster_action)) {
+      for (auto& w : ws) w.refused = true;
+    }
+    return;
+  }
+  std::string_view last;       // the topic of the previous partition
+  topic_entry_ptr last_by_id;  // holds `last` when that topic was asked for by id
+  bool last_allowed = false;
+  bool first = true;
+  for (auto& w : ws) {
+    std::string_view name = w.topic;
+    topic_entry_ptr by_id;
+    if (name.empty()) {
+      by_id = ctx.topic(w.topic_id.bytes);
+      if (!by_id) continue;
+      name = by_id->info->name;
+    }
+    if (first || name != last) {
+      last_allowed = a.topic(security::acl_operation::read, name);
+      last = name;
+      last_by_id = std::move(by_id);
+      first = false;
+    }
+    w.refused = !last_allowed;
+  }
 }
 
 // An incremental fetch answers the partitions with news (records, an error, a moved high
@@ -357,15 +417,17 @@ asio::awaitable<with_owners<fetch_response>> handle_fetch(context& ctx, const ne
     co_return result;
   }
   auto& ws = plan.partitions;
+  const int32_t replica = version >= 15 ? req.replica_state.replica_id : req.replica_id;
+  if (const access a(ctx, raw); a.enabled()) refuse_unauthorized(ctx, a, replica >= 0, ws);
 
   std::vector<base::stream_id> streams;
   for (const auto& w : ws) {
+    if (w.refused) continue;
     if (const auto stream = stream_of(ctx.topic(w.topic), w.partition)) {
       streams.push_back(*stream);
     }
   }
   fetcher who;
-  const int32_t replica = version >= 15 ? req.replica_state.replica_id : req.replica_id;
   // (Only for a consumer that names its rack: one that names none is not sent from broker to
   // broker, since librdkafka 2.0 keeps a preferred read replica that stopped answering.)
   who.may_read_elsewhere =
@@ -390,7 +452,10 @@ asio::awaitable<with_owners<fetch_response>> handle_fetch(context& ctx, const ne
       if (waiter) ctx.waiters.unsubscribe(waiter);
       break;
     }
+    const auto parked_from = std::chrono::steady_clock::now();
     (void)co_await data_waiters::wait(waiter, std::chrono::milliseconds(left));
+    result.parked += std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - parked_from);
     ctx.waiters.unsubscribe(waiter);
   }
 
@@ -432,7 +497,8 @@ asio::awaitable<with_owners<fetch_response>> handle_fetch(context& ctx, const ne
     }
     if (g.data.error_code == static_cast<int16_t>(error_code::not_leader_or_follower) &&
         !g.offsets_topic) {
-      point_to_leader(ctx, g.stream_id, g.data.current_leader, resp.node_endpoints);
+      point_to_leader(ctx, listener_of(raw), g.stream_id, g.data.current_leader,
+                      resp.node_endpoints);
     }
     resp.responses.back().partitions.push_back(std::move(g.data));
     for (auto& o : g.owners) result.owners.push_back(std::move(o));

@@ -28,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -90,6 +91,8 @@ class session_partitions {
   std::map<session_key, entries::iterator> index_;
 };
 
+inline constexpr size_t max_unknown_session_partitions = 1000;
+
 struct fetch_session {
   fetch_session(int32_t session_id, int64_t created) : id(session_id), created_ms(created) {}
   const int32_t id;
@@ -97,6 +100,10 @@ struct fetch_session {
   base::mutex mu;
   int32_t epoch GUARDED_BY(mu) = 1;  // the next request's
   session_partitions partitions GUARDED_BY(mu);
+  // The partitions added while this broker did not know them (no such topic or partition),
+  // at most max_unknown_session_partitions: a client cannot grow a session without bound
+  // with names that exist nowhere.
+  std::set<session_key> unknown GUARDED_BY(mu);
   // Copies of what the table's eviction needs, readable without `mu`.
   std::atomic<size_t> size{0};
   std::atomic<int64_t> last_used_ms{0};

@@ -1,6 +1,6 @@
 // One function per Kafka API, each in its own file (handlers/<api>.cc), and the table of
 // versions the broker honours. A handler gets the decoded request and returns the response;
-// the broker (handlers/broker.cc) decodes, dispatches and encodes.
+// the dispatcher (handlers/dispatch.cc) decodes, dispatches and encodes.
 #pragma once
 
 #include <cstdint>
@@ -15,26 +15,38 @@
 
 #include "handlers/context.h"
 #include "net/server.h"
+#include "protocol/generated/alter_client_quotas_request.h"
+#include "protocol/generated/alter_client_quotas_response.h"
 #include "protocol/generated/alter_configs_request.h"
 #include "protocol/generated/alter_configs_response.h"
 #include "protocol/generated/alter_partition_reassignments_request.h"
 #include "protocol/generated/alter_partition_reassignments_response.h"
+#include "protocol/generated/alter_user_scram_credentials_request.h"
+#include "protocol/generated/alter_user_scram_credentials_response.h"
 #include "protocol/generated/api_versions_request.h"
 #include "protocol/generated/api_versions_response.h"
 #include "protocol/generated/consumer_group_describe_request.h"
 #include "protocol/generated/consumer_group_describe_response.h"
 #include "protocol/generated/consumer_group_heartbeat_request.h"
 #include "protocol/generated/consumer_group_heartbeat_response.h"
+#include "protocol/generated/create_acls_request.h"
+#include "protocol/generated/create_acls_response.h"
 #include "protocol/generated/create_partitions_request.h"
 #include "protocol/generated/create_partitions_response.h"
 #include "protocol/generated/create_topics_request.h"
 #include "protocol/generated/create_topics_response.h"
+#include "protocol/generated/delete_acls_request.h"
+#include "protocol/generated/delete_acls_response.h"
 #include "protocol/generated/delete_groups_request.h"
 #include "protocol/generated/delete_groups_response.h"
 #include "protocol/generated/delete_records_request.h"
 #include "protocol/generated/delete_records_response.h"
 #include "protocol/generated/delete_topics_request.h"
 #include "protocol/generated/delete_topics_response.h"
+#include "protocol/generated/describe_acls_request.h"
+#include "protocol/generated/describe_acls_response.h"
+#include "protocol/generated/describe_client_quotas_request.h"
+#include "protocol/generated/describe_client_quotas_response.h"
 #include "protocol/generated/describe_cluster_request.h"
 #include "protocol/generated/describe_cluster_response.h"
 #include "protocol/generated/describe_configs_request.h"
@@ -43,6 +55,8 @@
 #include "protocol/generated/describe_groups_response.h"
 #include "protocol/generated/describe_topic_partitions_request.h"
 #include "protocol/generated/describe_topic_partitions_response.h"
+#include "protocol/generated/describe_user_scram_credentials_request.h"
+#include "protocol/generated/describe_user_scram_credentials_response.h"
 #include "protocol/generated/fetch_request.h"
 #include "protocol/generated/fetch_response.h"
 #include "protocol/generated/find_coordinator_request.h"
@@ -75,6 +89,10 @@
 #include "protocol/generated/offset_for_leader_epoch_response.h"
 #include "protocol/generated/produce_request.h"
 #include "protocol/generated/produce_response.h"
+#include "protocol/generated/sasl_authenticate_request.h"
+#include "protocol/generated/sasl_authenticate_response.h"
+#include "protocol/generated/sasl_handshake_request.h"
+#include "protocol/generated/sasl_handshake_response.h"
 #include "protocol/generated/sync_group_request.h"
 #include "protocol/generated/sync_group_response.h"
 #include "protocol/types.h"
@@ -169,11 +187,12 @@ template <typename Partition>
 
 // KIP-951: a partition refused with NOT_LEADER_OR_FOLLOWER because another live broker owns
 // its stream names that broker and its epoch (`leader`), and the response lists the broker's
-// endpoint once (`endpoints`), so that the client goes there without asking for metadata.
-// Encoded from the versions that have the fields (Produce 10, Fetch 12 and 16).
+// endpoint once (`endpoints`), as advertised on the request's `listener`, so that the client
+// goes there without asking for metadata. Encoded from the versions that have the fields
+// (Produce 10, Fetch 12 and 16).
 template <typename Leader, typename Endpoint>
-void point_to_leader(const context& ctx, base::stream_id stream, Leader& leader,
-                     std::vector<Endpoint>& endpoints) {
+void point_to_leader(const context& ctx, std::string_view listener, base::stream_id stream,
+                     Leader& leader, std::vector<Endpoint>& endpoints) {
   const auto o = ctx.store.offsets(stream);
   const int32_t owner = o.owner.value();
   if (!o.fenced || owner == -1 || owner == ctx.node_id) return;
@@ -186,8 +205,9 @@ void point_to_leader(const context& ctx, base::stream_id stream, Leader& leader,
   }
   Endpoint e;
   e.node_id = owner;
-  e.host = m->host;
-  e.port = m->port;
+  const auto [host, port] = m->endpoint_for(listener);
+  e.host = host;
+  e.port = port;
   if (!m->rack.empty()) e.rack = m->rack;
   endpoints.push_back(std::move(e));
 }
@@ -208,6 +228,9 @@ template <typename Resp>
 struct with_owners {
   Resp response;
   std::vector<std::shared_ptr<const void>> owners;
+  // Time the handler waited with nothing to do (a fetch's long poll): not counted under
+  // request_percentage.
+  std::chrono::microseconds parked{0};
 };
 
 asio::awaitable<protocol::api_versions_response> handle_api_versions(
@@ -249,6 +272,24 @@ asio::awaitable<protocol::describe_cluster_response> handle_describe_cluster(
 asio::awaitable<protocol::describe_topic_partitions_response> handle_describe_topic_partitions(
     context& ctx, const net::request& raw, const protocol::describe_topic_partitions_request& req);
 
+// Users and their SCRAM credentials (the credential store, context::credentials()); quotas.
+asio::awaitable<protocol::describe_user_scram_credentials_response>
+handle_describe_user_scram_credentials(
+    context& ctx, const net::request& raw,
+    const protocol::describe_user_scram_credentials_request& req);
+asio::awaitable<protocol::alter_user_scram_credentials_response>
+handle_alter_user_scram_credentials(context& ctx, const net::request& raw,
+                                    const protocol::alter_user_scram_credentials_request& req);
+asio::awaitable<protocol::describe_client_quotas_response> handle_describe_client_quotas(
+    context& ctx, const net::request& raw, const protocol::describe_client_quotas_request& req);
+asio::awaitable<protocol::alter_client_quotas_response> handle_alter_client_quotas(
+    context& ctx, const net::request& raw, const protocol::alter_client_quotas_request& req);
+
+// The name of the listener a request came through (empty for one not read from a listener).
+[[nodiscard]] inline std::string_view listener_of(const net::request& raw) {
+  return raw.identity != nullptr ? std::string_view(raw.identity->listener) : std::string_view();
+}
+
 // Consumer groups (coordinator/): the client's host as DescribeGroups shows it ("/address").
 [[nodiscard]] std::string client_host(const net::request& raw);
 asio::awaitable<protocol::offset_commit_response> handle_offset_commit(
@@ -259,6 +300,16 @@ asio::awaitable<protocol::find_coordinator_response> handle_find_coordinator(
     context& ctx, const net::request& raw, const protocol::find_coordinator_request& req);
 asio::awaitable<protocol::join_group_response> handle_join_group(
     context& ctx, const net::request& raw, const protocol::join_group_request& req);
+asio::awaitable<protocol::describe_acls_response> handle_describe_acls(
+    context& ctx, const net::request& raw, const protocol::describe_acls_request& req);
+asio::awaitable<protocol::create_acls_response> handle_create_acls(
+    context& ctx, const net::request& raw, const protocol::create_acls_request& req);
+asio::awaitable<protocol::delete_acls_response> handle_delete_acls(
+    context& ctx, const net::request& raw, const protocol::delete_acls_request& req);
+asio::awaitable<protocol::sasl_handshake_response> handle_sasl_handshake(
+    context& ctx, const net::request& raw, const protocol::sasl_handshake_request& req);
+asio::awaitable<protocol::sasl_authenticate_response> handle_sasl_authenticate(
+    context& ctx, const net::request& raw, const protocol::sasl_authenticate_request& req);
 asio::awaitable<protocol::heartbeat_response> handle_heartbeat(
     context& ctx, const net::request& raw, const protocol::heartbeat_request& req);
 asio::awaitable<protocol::leave_group_response> handle_leave_group(

@@ -1,6 +1,10 @@
 // JoinGroup (key 11): a member joins (or rejoins) a classic group and waits until the rebalance
 // completes; the coordinator's state machine decides (coordinator/classic_group.h). From v4 on
 // a first join gets MEMBER_ID_REQUIRED and a member id to join with.
+//
+// ACLs: GROUP:READ on the group, before anything else (refused: GROUP_AUTHORIZATION_FAILED,
+// generation -1, no member id, no members, as Kafka's JoinGroupRequest.getErrorResponse).
+#include "handlers/access.h"
 #include "handlers/group_reply.h"
 #include "handlers/handlers.h"
 
@@ -23,6 +27,10 @@ asio::awaitable<protocol::join_group_response> handle_join_group(
   protocol::join_group_response resp;
   // A string in every version up to 6, nullable from 7.
   resp.protocol_name = version >= 7 ? std::nullopt : std::optional<std::string>("");
+  if (!access(ctx, raw).group(security::acl_operation::read, req.group_id)) {
+    resp.error_code = static_cast<int16_t>(protocol::error_code::group_authorization_failed);
+    co_return resp;
+  }
   if (req.group_id.empty()) {
     resp.error_code = static_cast<int16_t>(protocol::error_code::invalid_group_id);
     resp.member_id = req.member_id;

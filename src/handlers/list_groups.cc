@@ -1,7 +1,11 @@
 // ListGroups (key 16): every group this broker coordinates, classic and consumer (KIP-848),
 // filtered by state (v4+) and type (v5+). Filters match case-insensitively.
+//
+// ACLs, as Kafka's KafkaApis.handleListGroupsRequest: with CLUSTER:DESCRIBE every group is
+// listed; without, only the groups the principal may DESCRIBE (never an error).
 #include <algorithm>
 
+#include "handlers/access.h"
 #include "handlers/handlers.h"
 
 namespace silt::handlers {
@@ -23,10 +27,13 @@ bool matches(const std::vector<std::string>& filter, std::string_view value) {
 }  // namespace
 
 asio::awaitable<protocol::list_groups_response> handle_list_groups(
-    context& ctx, const net::request& /*raw*/, const protocol::list_groups_request& req) {
+    context& ctx, const net::request& raw, const protocol::list_groups_request& req) {
+  const access a(ctx, raw);
+  const bool every_group = a.cluster(security::acl_operation::describe);
   protocol::list_groups_response resp;
   for (const auto& g : ctx.groups().list()) {
     if (!matches(req.states_filter, g.state) || !matches(req.types_filter, g.type)) continue;
+    if (!every_group && !a.group(security::acl_operation::describe, g.group_id)) continue;
     resp.groups.push_back(
         {g.group_id, g.protocol_type, std::string(g.state), std::string(g.type), {}});
   }

@@ -3,6 +3,10 @@
 // tiered storage), and by timestamp: the first offset whose record timestamp is at or after
 // the target. Timestamp searches scan the partition's batches on the blocking pool (there is
 // no time index yet; batches whose max timestamp is below the target are skipped unread).
+//
+// ACLs, as Kafka's KafkaApis.handleListOffsetRequest: TOPIC:DESCRIBE on each topic (not READ);
+// a refused topic's partitions are answered TOPIC_AUTHORIZATION_FAILED (no offset, no
+// timestamp) whether it exists or not, after the other topics.
 #include <map>
 #include <optional>
 #include <string_view>
@@ -11,6 +15,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "handlers/access.h"
 #include "handlers/handlers.h"
 #include "handlers/offsets_topic.h"
 #include "handlers/stream_scan.h"
@@ -33,6 +38,9 @@ struct found {
 // record with the largest timestamp (target == -3, the first one of equals).
 found scan(storage::stream_store& store, base::stream_id stream, int64_t target) {
   found best;
+  // Records are walked in place: their headers, which a hostile producer may have made
+  // millions of, are never decoded one by one.
+  std::vector<uint8_t> scratch;
   best.read = scan_batches(store, stream, base::offset(0), [&](const protocol::record_batch& b) {
     const auto& h = b.header;
     const bool wanted = target >= 0 ? h.max_timestamp >= target : h.max_timestamp > best.timestamp;
@@ -42,9 +50,13 @@ found scan(storage::stream_store& store, base::stream_id stream, int64_t target)
       best = {base::offset(h.base_offset), h.max_timestamp};
       return target < 0;
     }
-    auto records = protocol::decode_records(b);
-    if (!records) return true;
-    for (const auto& rec : *records) {
+    auto section = protocol::records_section(b, scratch, size_t{64} << 20);
+    if (!section) return true;
+    protocol::record_walker walker(*section, h.records_count);
+    for (;;) {
+      auto next = walker.next();
+      if (!next || !*next) break;
+      const protocol::record_view& rec = **next;
       const base::offset o(h.base_offset + rec.offset_delta);
       const int64_t ts = h.base_timestamp + rec.timestamp_delta;
       if (target >= 0 && ts >= target) {
@@ -61,14 +73,21 @@ found scan(storage::stream_store& store, base::stream_id stream, int64_t target)
 }  // namespace
 
 asio::awaitable<protocol::list_offsets_response> handle_list_offsets(
-    context& ctx, const net::request& /*raw*/, const protocol::list_offsets_request& req) {
+    context& ctx, const net::request& raw, const protocol::list_offsets_request& req) {
   protocol::list_offsets_response resp;
+  const access a(ctx, raw);
+  // The topics refused, answered last (none without ACLs).
+  std::vector<const protocol::list_offsets_request::ListOffsetsTopic*> refused;
   // A partition named twice is answered once, with INVALID_REQUEST, as Kafka does.
   std::map<std::pair<std::string_view, int32_t>, int> asked;
   for (const auto& t : req.topics) {
     for (const auto& p : t.partitions) ++asked[{t.name, p.partition_index}];
   }
   for (const auto& t : req.topics) {
+    if (!a.topic(security::acl_operation::describe, t.name)) {
+      refused.push_back(&t);
+      continue;
+    }
     auto& rt = resp.topics.emplace_back();
     rt.name = t.name;
     auto topic = ctx.topic(t.name);
@@ -138,6 +157,15 @@ asio::awaitable<protocol::list_offsets_response> handle_list_offsets(
           break;
         }
       }
+    }
+  }
+  for (const auto* t : refused) {
+    auto& rt = resp.topics.emplace_back();
+    rt.name = t->name;
+    for (const auto& p : t->partitions) {
+      auto& rp = rt.partitions.emplace_back();
+      rp.partition_index = p.partition_index;
+      rp.error_code = static_cast<int16_t>(error_code::topic_authorization_failed);
     }
   }
   co_return resp;

@@ -1,8 +1,14 @@
 // OffsetCommit (key 8): a group's consumed positions, durable in the metadata store (batched
 // with other commits, coordinator/offset_writer.h) before the answer. Checked as Kafka does:
 // the committer's member id and generation, each partition's topic, the metadata's size.
+//
+// ACLs, as Kafka's KafkaApis.handleOffsetCommitRequest: GROUP:READ on the group (refused:
+// GROUP_AUTHORIZATION_FAILED on every partition, nothing committed), then TOPIC:READ on each
+// topic (refused: TOPIC_AUTHORIZATION_FAILED on its partitions whether it exists or not; the
+// other topics are committed).
 #include "base/clock.h"
 #include "base/utf8.h"
+#include "handlers/access.h"
 #include "handlers/group_reply.h"
 #include "handlers/handlers.h"
 
@@ -13,8 +19,20 @@ asio::awaitable<protocol::offset_commit_response> handle_offset_commit(
   using protocol::error_code;
   const int16_t version = raw.header.header.request_api_version;
   auto& groups = ctx.groups();
+  const access a(ctx, raw);
   protocol::offset_commit_response resp;
   resp.topics.reserve(req.topics.size());
+  if (!a.group(security::acl_operation::read, req.group_id)) {
+    for (const auto& t : req.topics) {
+      auto& rt = resp.topics.emplace_back();
+      rt.name = t.name;
+      for (const auto& p : t.partitions) {
+        rt.partitions.push_back(
+            {p.partition_index, static_cast<int16_t>(error_code::group_authorization_failed), {}});
+      }
+    }
+    co_return resp;
+  }
   std::vector<coordinator::commit_partition> offsets;
   // Where each partition's answer goes, and whether it waits for the commit.
   std::vector<std::pair<int16_t*, bool>> slots;
@@ -26,12 +44,15 @@ asio::awaitable<protocol::offset_commit_response> handle_offset_commit(
     rt.name = t.name;
     rt.partitions.resize(t.partitions.size());
     const auto topic = ctx.topic(t.name);
+    const bool may_read = a.topic(security::acl_operation::read, t.name);
     for (size_t i = 0; i < t.partitions.size(); ++i) {
       const auto& p = t.partitions[i];
       auto& out = rt.partitions[i];
       out.partition_index = p.partition_index;
       error_code e = error_code::none;
-      if (req.group_id.empty()) {
+      if (!may_read) {
+        e = error_code::topic_authorization_failed;
+      } else if (req.group_id.empty()) {
         e = error_code::invalid_group_id;
       } else if (!stream_of(topic, p.partition_index)) {
         e = error_code::unknown_topic_or_partition;

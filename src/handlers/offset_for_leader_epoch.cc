@@ -2,16 +2,28 @@
 // stream's, each recorded in the metadata store with the offset it began at when a broker took
 // the stream; an epoch ends where the next one begins, the current one at the log end. Reads
 // the metadata store: runs on the blocking pool.
+//
+// ACLs, as Kafka's KafkaApis.handleOffsetForLeaderEpochRequest: CLUSTER:CLUSTER_ACTION (a
+// follower) allows every topic, else each needs TOPIC:DESCRIBE; a refused topic's partitions are
+// answered TOPIC_AUTHORIZATION_FAILED, after the other topics.
+#include "handlers/access.h"
 #include "handlers/handlers.h"
 
 namespace silt::handlers {
 
 asio::awaitable<protocol::offset_for_leader_epoch_response> handle_offset_for_leader_epoch(
-    context& ctx, const net::request& /*raw*/,
-    const protocol::offset_for_leader_epoch_request& req) {
+    context& ctx, const net::request& raw, const protocol::offset_for_leader_epoch_request& req) {
   using protocol::error_code;
+  const access a(ctx, raw);
+  const bool every_topic = a.cluster(security::acl_operation::cluster_action);
   protocol::offset_for_leader_epoch_response resp;
+  // The topics refused, answered last.
+  std::vector<const protocol::offset_for_leader_epoch_request::OffsetForLeaderTopic*> refused;
   for (const auto& t : req.topics) {
+    if (!every_topic && !a.topic(security::acl_operation::describe, t.topic)) {
+      refused.push_back(&t);
+      continue;
+    }
     auto& rt = resp.topics.emplace_back();
     rt.topic = t.topic;
     auto topic = ctx.topic(t.topic);
@@ -60,6 +72,15 @@ asio::awaitable<protocol::offset_for_leader_epoch_response> handle_offset_for_le
         rp.leader_epoch = (floor != nullptr ? floor->epoch : asked).value();
         rp.end_offset = higher->start_offset.value();
       }
+    }
+  }
+  for (const auto* t : refused) {
+    auto& rt = resp.topics.emplace_back();
+    rt.topic = t->topic;
+    for (const auto& p : t->partitions) {
+      auto& rp = rt.partitions.emplace_back();
+      rp.partition = p.partition;
+      rp.error_code = static_cast<int16_t>(error_code::topic_authorization_failed);
     }
   }
   co_return resp;

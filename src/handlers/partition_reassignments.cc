@@ -9,8 +9,15 @@
 // reassignment that has not completed (NO_REASSIGNMENT_IN_PROGRESS when there is none). Any
 // broker takes the request: the target is written to the metadata store, where the owner finds
 // it within a tenth of a second.
+//
+// ACLs, as Kafka's ControllerApis: AlterPartitionReassignments needs CLUSTER:ALTER (refused:
+// CLUSTER_AUTHORIZATION_FAILED as the request's error and every partition's),
+// ListPartitionReassignments CLUSTER:DESCRIBE (refused: CLUSTER_AUTHORIZATION_FAILED, the
+// partitions asked echoed without reassignments), before anything else.
 #include <set>
 
+#include "handlers/access.h"
+#include "handlers/admin_util.h"
 #include "handlers/handlers.h"
 
 namespace silt::handlers {
@@ -28,10 +35,25 @@ void set(Out& out, error_code e, std::string message = {}) {
 }  // namespace
 
 asio::awaitable<protocol::alter_partition_reassignments_response>
-handle_alter_partition_reassignments(context& ctx, const net::request& /*raw*/,
+handle_alter_partition_reassignments(context& ctx, const net::request& raw,
                                      const protocol::alter_partition_reassignments_request& req) {
   protocol::alter_partition_reassignments_response resp;
   resp.error_message.reset();
+  if (!access(ctx, raw).cluster(security::acl_operation::alter)) {
+    const auto e = error_code::cluster_authorization_failed;
+    const auto message = admin::default_message(e);
+    set(resp, e, message);
+    for (const auto& t : req.topics) {
+      auto& rt = resp.responses.emplace_back();
+      rt.name = t.name;
+      for (const auto& p : t.partitions) {
+        auto& rp = rt.partitions.emplace_back();
+        rp.partition_index = p.partition_index;
+        set(rp, e, message);
+      }
+    }
+    co_return resp;
+  }
   std::map<base::stream_id, base::node_id> pending;
   for (const auto& [id, s] : ctx.store.targets()) pending[id] = s.target;
   std::vector<metadata::stream_target> targets;
@@ -100,10 +122,24 @@ handle_alter_partition_reassignments(context& ctx, const net::request& /*raw*/,
 }
 
 asio::awaitable<protocol::list_partition_reassignments_response>
-handle_list_partition_reassignments(context& ctx, const net::request& /*raw*/,
+handle_list_partition_reassignments(context& ctx, const net::request& raw,
                                     const protocol::list_partition_reassignments_request& req) {
   protocol::list_partition_reassignments_response resp;
   resp.error_message.reset();
+  if (!access(ctx, raw).cluster(security::acl_operation::describe)) {
+    const auto e = error_code::cluster_authorization_failed;
+    set(resp, e, admin::default_message(e));
+    if (req.topics) {
+      for (const auto& t : *req.topics) {
+        auto& out = resp.topics.emplace_back();
+        out.name = t.name;
+        for (const int32_t index : t.partition_indexes) {
+          out.partitions.emplace_back().partition_index = index;
+        }
+      }
+    }
+    co_return resp;
+  }
   std::map<base::stream_id, metadata::stream_state> pending;
   for (const auto& [id, s] : ctx.store.targets()) pending[id] = s;
   // Only the partitions asked for (all, for a null list).

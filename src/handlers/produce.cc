@@ -11,6 +11,14 @@
 // timestamp in range, nothing after the last. What is appended is still the client's batch
 // as it came, compressed or not. LogAppendTime topics get the broker's clock written into
 // each batch. Idempotent batches go through producer_state.
+//
+// ACLs, as Kafka's KafkaApis.handleProduceRequest: a request carrying a transactional batch
+// needs TRANSACTIONAL_ID:WRITE on its transactional_id (refused: every partition
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, nothing written); then each topic needs TOPIC:WRITE
+// (refused: its partitions TOPIC_AUTHORIZATION_FAILED, whether the topic exists or not). Checked
+// once per topic, not per partition. No CLUSTER:IDEMPOTENT_WRITE here: since Kafka 2.8
+// InitProducerId checks it.
+#include <algorithm>
 #include <atomic>
 
 #include <boost/asio/co_spawn.hpp>
@@ -19,6 +27,7 @@
 
 #include "base/clock.h"
 #include "base/endian.h"
+#include "handlers/access.h"
 #include "handlers/handlers.h"
 #include "handlers/offsets_topic.h"
 #include "protocol/record_batch.h"
@@ -50,6 +59,65 @@ struct checked {
 // counts compressed bytes), far below this, and a batch that expands further is a
 // decompression bomb, refused with MESSAGE_TOO_LARGE before it takes more memory.
 constexpr size_t max_decompressed_batch_bytes = size_t{64} << 20;
+// All the compressed batches of one request may decompress to at most this many times the
+// request's size (and at least max_decompressed_batch_bytes): a request of small batches that
+// each expand to the batch limit cannot make the broker decompress gigabytes.
+constexpr size_t max_request_expansion = 32;
+// A request with this many bytes of compressed batches or more is checked on the blocking
+// pool: decompressing it takes long enough to hold up the network thread's other connections.
+constexpr size_t off_thread_compressed_bytes = size_t{1} << 20;
+
+// The partitions a request names more than once, sorted (none: no allocation).
+std::vector<std::pair<std::string_view, int32_t>> partitions_named_twice(
+    const protocol::produce_request& req) {
+  size_t entries = 0;
+  for (const auto& t : req.topic_data) entries += t.partition_data.size();
+  if (entries < 2) return {};
+  std::vector<std::pair<std::string_view, int32_t>> all;
+  all.reserve(entries);
+  for (const auto& t : req.topic_data) {
+    for (const auto& pd : t.partition_data) all.emplace_back(t.name, pd.index);
+  }
+  std::sort(all.begin(), all.end());
+  std::vector<std::pair<std::string_view, int32_t>> twice;
+  for (size_t i = 1; i < all.size(); ++i) {
+    if (all[i] == all[i - 1] && (twice.empty() || twice.back() != all[i])) twice.push_back(all[i]);
+  }
+  return twice;
+}
+
+// The bytes of compressed batches in a request's partitions (read from their first batch's
+// attributes; what does not parse is left to the checks).
+size_t compressed_bytes(const protocol::produce_request& req) {
+  size_t n = 0;
+  for (const auto& t : req.topic_data) {
+    for (const auto& pd : t.partition_data) {
+      if (!pd.records) continue;
+      const auto bytes = pd.records->bytes();
+      constexpr size_t attributes_at = 21;
+      if (bytes.size() <= attributes_at + 1) continue;
+      const auto attributes = base::load_be<int16_t>(bytes.data() + attributes_at);
+      if ((attributes & 0x7) != 0) n += bytes.size();
+    }
+  }
+  return n;
+}
+
+// Whether the first batch of some partition is transactional (Kafka's
+// RequestUtils.hasTransactionalRecords; what does not parse is left to the checks).
+bool has_transactional_records(const protocol::produce_request& req) {
+  for (const auto& t : req.topic_data) {
+    for (const auto& pd : t.partition_data) {
+      if (!pd.records) continue;
+      const auto bytes = pd.records->bytes();
+      constexpr size_t attributes_at = 21;
+      if (bytes.size() <= attributes_at + 1) continue;
+      const auto attributes = base::load_be<int16_t>(bytes.data() + attributes_at);
+      if ((attributes & protocol::record_batch_header::transactional_flag) != 0) return true;
+    }
+  }
+  return false;
+}
 
 void set_error(partition_response& p, error_code e, std::string message = {}) {
   p.error_code = static_cast<int16_t>(e);
@@ -78,9 +146,18 @@ bool timestamp_out_of_range(const config::topic_config& cfg, int64_t timestamp, 
 // Walks the records of one batch (decompressing them into `scratch` if need be), checking what
 // LogValidator checks of each record a client produces. Returns none or the partition's error.
 error_code validate_records(const config::topic_config& cfg, const protocol::record_batch& b,
-                            int64_t now, std::vector<uint8_t>& scratch, std::string& message) {
+                            int64_t now, std::vector<uint8_t>& scratch, size_t& decompress_left,
+                            std::string& message) {
   const auto& h = b.header;
-  auto section = protocol::records_section(b, scratch, max_decompressed_batch_bytes);
+  if (h.codec() != protocol::compression_codec::none && decompress_left == 0) {
+    message = "the request's compressed records decompress to more than its limit in all";
+    return error_code::message_too_large;
+  }
+  auto section = protocol::records_section(b, scratch,
+                                           std::min(max_decompressed_batch_bytes, decompress_left));
+  if (section && h.codec() != protocol::compression_codec::none) {
+    decompress_left -= std::min(decompress_left, section->size());
+  }
   if (!section) {
     const std::string codec(protocol::compression_codec_name(h.codec()));
     switch (section.error()) {
@@ -137,7 +214,8 @@ error_code validate_records(const config::topic_config& cfg, const protocol::rec
 // Validates the batches of one partition and rewrites what the broker owns in them (leader
 // epoch; max timestamp and CRC for LogAppendTime). Returns none or the partition's error.
 error_code validate(const config::topic_config& cfg, std::span<uint8_t> records, int64_t now,
-                    std::vector<uint8_t>& scratch, checked& c, std::string& message) {
+                    std::vector<uint8_t>& scratch, size_t& decompress_left, checked& c,
+                    std::string& message) {
   if (records.empty()) return error_code::invalid_record;
   protocol::batch_reader reader(records);
   int batches = 0;
@@ -179,7 +257,8 @@ error_code validate(const config::topic_config& cfg, std::span<uint8_t> records,
       c.idempotent = true;
       c.first = h;
     }
-    const error_code records_error = validate_records(cfg, b, now, scratch, message);
+    const error_code records_error =
+        validate_records(cfg, b, now, scratch, decompress_left, message);
     if (records_error != error_code::none) return records_error;
     auto* p = const_cast<uint8_t*>(b.bytes.data());
     const std::span<uint8_t> mutable_batch(p, b.bytes.size());
@@ -391,6 +470,18 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
       rt.partition_responses[i].index = t.partition_data[i].index;
     }
   }
+  const access a(ctx, raw);
+  if (a.enabled() && has_transactional_records(req) &&
+      !(req.transactional_id &&
+        a.allowed(security::acl_operation::write, security::acl_resource_type::transactional_id,
+                  *req.transactional_id))) {
+    for (auto& rt : resp.responses) {
+      for (auto& p : rt.partition_responses) {
+        set_error(p, error_code::transactional_id_authorization_failed);
+      }
+    }
+    co_return resp;
+  }
   // Message format v0/v1 producers (Produce v0-2) are gone in Kafka 4.
   const bool bad_version = version < 3;
   const bool bad_acks = req.acks != 0 && req.acks != 1 && req.acks != -1;
@@ -400,75 +491,110 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
   // again and retries).
   const bool member = ctx.can_acknowledge();
   std::vector<checked> work;
-  std::vector<uint8_t> scratch;  // decompressed records, one batch at a time
-  for (size_t ti = 0; ti < req.topic_data.size(); ++ti) {
-    const auto& t = req.topic_data[ti];
-    auto topic = ctx.topic(t.name);
-    if (topic) topic->counters->produce_requests.fetch_add(1, std::memory_order_relaxed);
-    for (size_t pi = 0; pi < t.partition_data.size(); ++pi) {
-      const auto& pd = t.partition_data[pi];
-      auto& out = resp.responses[ti].partition_responses[pi];
-      if (bad_version) {
-        set_error(out, error_code::unsupported_version);
-        continue;
-      }
-      if (bad_acks) {
-        set_error(out, error_code::invalid_required_acks);
-        continue;
-      }
-      if (t.name == offsets_topic_name) {
-        // As Kafka: only the group coordinator writes its internal topic.
-        set_error(out, error_code::invalid_topic_exception,
-                  "Cannot append to internal topic __consumer_offsets");
-        continue;
-      }
-      const auto stream = stream_of(topic, pd.index);
-      if (!stream) {
-        set_error(out, error_code::unknown_topic_or_partition);
-        continue;
-      }
-      if (!member) {
-        set_error(out, error_code::not_leader_or_follower,
-                  "this broker's cluster membership lease has lapsed");
-        // Noted as the refusals of a moving partition are: a batch the producer pipelined
-        // behind this one, arriving once the lease holds again, is then answered
-        // NOT_LEADER_OR_FOLLOWER rather than OUT_OF_ORDER_SEQUENCE_NUMBER (fatal to
-        // librdkafka's idempotent producer).
-        if (pd.records) {
-          protocol::batch_reader reader(pd.records->bytes());
-          if (auto b = reader.next(); b && *b && (**b).header.producer_id >= 0) {
-            ctx.producers.note_refused(*stream, (**b).header);
-          }
+  // A partition named twice in one request: each time INVALID_REQUEST, nothing appended (its
+  // batches would be checked, and decompressed, once per copy).
+  const auto named_twice = partitions_named_twice(req);
+  size_t decompress_left =
+      std::max(max_decompressed_batch_bytes,
+               max_request_expansion * (raw.frame != nullptr ? raw.frame->size() : 0));
+  auto check_all = [&] {
+    std::vector<uint8_t> scratch;  // decompressed records, one batch at a time
+    for (size_t ti = 0; ti < req.topic_data.size(); ++ti) {
+      const auto& t = req.topic_data[ti];
+      auto topic = ctx.topic(t.name);
+      if (topic) topic->counters->produce_requests.fetch_add(1, std::memory_order_relaxed);
+      const bool may_write = a.topic(security::acl_operation::write, t.name);
+      for (size_t pi = 0; pi < t.partition_data.size(); ++pi) {
+        const auto& pd = t.partition_data[pi];
+        auto& out = resp.responses[ti].partition_responses[pi];
+        if (bad_version) {
+          set_error(out, error_code::unsupported_version);
+          continue;
         }
-        continue;
+        if (!may_write) {
+          set_error(out, error_code::topic_authorization_failed);
+          continue;
+        }
+        if (bad_acks) {
+          set_error(out, error_code::invalid_required_acks);
+          continue;
+        }
+        if (!named_twice.empty() &&
+            std::binary_search(named_twice.begin(), named_twice.end(),
+                               std::pair<std::string_view, int32_t>(t.name, pd.index))) {
+          set_error(out, error_code::invalid_request,
+                    "partition " + std::to_string(pd.index) + " of " + t.name +
+                        " is named more than once in the request");
+          continue;
+        }
+        if (t.name == offsets_topic_name) {
+          // As Kafka: only the group coordinator writes its internal topic.
+          set_error(out, error_code::invalid_topic_exception,
+                    "Cannot append to internal topic __consumer_offsets");
+          continue;
+        }
+        const auto stream = stream_of(topic, pd.index);
+        if (!stream) {
+          set_error(out, error_code::unknown_topic_or_partition);
+          continue;
+        }
+        if (!member) {
+          set_error(out, error_code::not_leader_or_follower,
+                    "this broker's cluster membership lease has lapsed");
+          // Noted as the refusals of a moving partition are: a batch the producer pipelined
+          // behind this one, arriving once the lease holds again, is then answered
+          // NOT_LEADER_OR_FOLLOWER rather than OUT_OF_ORDER_SEQUENCE_NUMBER (fatal to
+          // librdkafka's idempotent producer).
+          if (pd.records) {
+            protocol::batch_reader reader(pd.records->bytes());
+            if (auto b = reader.next(); b && *b && (**b).header.producer_id >= 0) {
+              ctx.producers.note_refused(*stream, (**b).header);
+            }
+          }
+          continue;
+        }
+        if (req.transactional_id) {
+          set_error(out, error_code::transactional_id_authorization_failed,
+                    "transactions are not supported yet");
+          continue;
+        }
+        checked c;
+        c.out = &out;
+        c.topic = topic;
+        c.stream_id = *stream;
+        note_arrival(ctx, c);
+        if (pd.records) {
+          // The records view points into the request frame, which this handler may modify.
+          const auto bytes = pd.records->bytes();
+          c.records = std::span<uint8_t>(const_cast<uint8_t*>(bytes.data()), bytes.size());
+        }
+        std::string message;
+        const error_code e =
+            validate(topic->cfg, c.records, now, scratch, decompress_left, c, message);
+        if (e != error_code::none) {
+          set_error(out, e, std::move(message));
+          continue;
+        }
+        out.log_append_time_ms =
+            topic->cfg.message_timestamp_type == config::timestamp_type::log_append_time ? now : -1;
+        work.push_back(std::move(c));
       }
-      if (req.transactional_id) {
-        set_error(out, error_code::transactional_id_authorization_failed,
-                  "transactions are not supported yet");
-        continue;
-      }
-      checked c;
-      c.out = &out;
-      c.topic = topic;
-      c.stream_id = *stream;
-      note_arrival(ctx, c);
-      if (pd.records) {
-        // The records view points into the request frame, which this handler may modify.
-        const auto bytes = pd.records->bytes();
-        c.records = std::span<uint8_t>(const_cast<uint8_t*>(bytes.data()), bytes.size());
-      }
-      std::string message;
-      const error_code e = validate(topic->cfg, c.records, now, scratch, c, message);
-      if (e != error_code::none) {
-        set_error(out, e, std::move(message));
-        continue;
-      }
-      out.log_append_time_ms =
-          topic->cfg.message_timestamp_type == config::timestamp_type::log_append_time ? now : -1;
-      work.push_back(std::move(c));
     }
+  };
+  if (compressed_bytes(req) >= off_thread_compressed_bytes) {
+    // Long to decompress: on the blocking pool, then back on the connection's executor.
+    // (Posting to the pool and awaiting that would resume here at once: a use_awaitable
+    // completion runs on the coroutine's own executor.)
+    co_await asio::co_spawn(
+        ctx.blocking,
+        [&check_all]() -> asio::awaitable<void> {
+          check_all();
+          co_return;
+        },
+        asio::use_awaitable);
+  } else {
+    check_all();
   }
-  scratch = std::vector<uint8_t>();  // not held while the appends wait for the WAL
 
   // Waits end by the request's timeout: for room in the WAL, for a batch in flight that a
   // retry matches, for durability. Partitions not written by then get REQUEST_TIMED_OUT.
@@ -558,7 +684,8 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
         break;
     }
     if (c.out->error_code == static_cast<int16_t>(error_code::not_leader_or_follower)) {
-      point_to_leader(ctx, c.stream_id, c.out->current_leader, resp.node_endpoints);
+      point_to_leader(ctx, listener_of(raw), c.stream_id, c.out->current_leader,
+                      resp.node_endpoints);
     }
     if (c.out->error_code == 0) {
       c.out->log_start_offset = ctx.store.offsets(c.stream_id).start_offset.value();

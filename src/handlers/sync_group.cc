@@ -1,12 +1,25 @@
 // SyncGroup (key 14): the leader hands in the assignment; every member waits for its part.
+// ACLs: GROUP:READ on the group, before anything else but the protocol type and name v5
+// requires (refused: GROUP_AUTHORIZATION_FAILED, an empty assignment).
+#include "handlers/access.h"
 #include "handlers/group_reply.h"
 #include "handlers/handlers.h"
 
 namespace silt::handlers {
 
 asio::awaitable<protocol::sync_group_response> handle_sync_group(
-    context& ctx, const net::request& /*raw*/, const protocol::sync_group_request& req) {
+    context& ctx, const net::request& raw, const protocol::sync_group_request& req) {
   protocol::sync_group_response resp;
+  // From v5 on the protocol type and name are mandatory (Kafka's
+  // SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent), checked before the ACLs.
+  if (raw.header.header.request_api_version >= 5 && (!req.protocol_type || !req.protocol_name)) {
+    resp.error_code = static_cast<int16_t>(protocol::error_code::inconsistent_group_protocol);
+    co_return resp;
+  }
+  if (!access(ctx, raw).group(security::acl_operation::read, req.group_id)) {
+    resp.error_code = static_cast<int16_t>(protocol::error_code::group_authorization_failed);
+    co_return resp;
+  }
   if (req.group_id.empty()) {
     resp.error_code = static_cast<int16_t>(protocol::error_code::invalid_group_id);
     co_return resp;

@@ -88,6 +88,48 @@ std::vector<stream_load> parse_loads(std::string_view text) {
   return out;
 }
 
+std::string format_listeners(const std::vector<listener_endpoint>& listeners) {
+  std::string out;
+  for (const auto& l : listeners) {
+    if (!out.empty()) out += ',';
+    out += l.name;
+    out += "://";
+    if (l.host.find(':') != std::string::npos) {
+      out += '[';
+      out += l.host;
+      out += ']';
+    } else {
+      out += l.host;
+    }
+    out += ':';
+    out += std::to_string(l.port);
+  }
+  return out;
+}
+
+std::vector<listener_endpoint> parse_listeners(std::string_view text) {
+  std::vector<listener_endpoint> out;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    const size_t scheme = item.find("://");
+    const size_t colon = item.rfind(':');
+    if (scheme == std::string_view::npos || scheme == 0 || colon <= scheme + 2) continue;
+    std::string_view host = item.substr(scheme + 3, colon - scheme - 3);
+    if (host.starts_with('[') && host.ends_with(']') && host.size() >= 2) {
+      host = host.substr(1, host.size() - 2);
+    }
+    int32_t port = 0;
+    const auto p = std::from_chars(item.data() + colon + 1, item.data() + item.size(), port);
+    if (p.ec != std::errc() || p.ptr != item.data() + item.size() || port <= 0 || port > 65535) {
+      continue;
+    }
+    out.push_back({std::string(item.substr(0, scheme)), std::string(host), port});
+  }
+  return out;
+}
+
 std::string same_machine_id() {
   std::string boot;
   std::ifstream in("/proc/sys/kernel/random/boot_id");
@@ -139,16 +181,18 @@ tl::expected<int64_t, membership_error> broker_registry::register_broker(
   }
   auto up = c_->query(
       with_now("INSERT INTO brokers(node_id, broker_epoch, host, port, rack, wal_location, "
-               "machine, lease_expires_ms, registered_ms) VALUES(?,?,?,?,?,?,?,{now} + ?,{now}) "
+               "machine, listeners, lease_expires_ms, registered_ms) "
+               "VALUES(?,?,?,?,?,?,?,?,{now} + ?,{now}) "
                "ON CONFLICT(node_id) DO UPDATE SET broker_epoch = excluded.broker_epoch, "
                "host = excluded.host, port = excluded.port, rack = excluded.rack, "
                "wal_location = excluded.wal_location, machine = excluded.machine, "
-               "lease_expires_ms = excluded.lease_expires_ms, "
+               "listeners = excluded.listeners, lease_expires_ms = excluded.lease_expires_ms, "
                "registered_ms = excluded.registered_ms, draining = 0, topics_applied = -1",
                now_),
       i64(info.node), broker_epoch, std::string_view(info.host), int64_t{info.port},
       std::string_view(info.rack), std::string_view(info.wal_location),
-      std::string_view(info.machine), static_cast<int64_t>(session_timeout.count()));
+      std::string_view(info.machine), format_listeners(info.listeners),
+      static_cast<int64_t>(session_timeout.count()));
   if (!up) return fail(membership_error::io);
   if (!tx.commit()) return fail(membership_error::io);
   return broker_epoch;
@@ -216,7 +260,8 @@ tl::expected<std::vector<broker_record>, membership_error> broker_registry::brok
   base::lock_guard lock(mu_);
   auto r = c_->query(
       with_now("SELECT node_id, broker_epoch, host, port, rack, wal_location, "
-               "machine, lease_expires_ms - {now}, draining, stream_loads FROM brokers ORDER BY "
+               "machine, lease_expires_ms - {now}, draining, stream_loads, listeners FROM brokers "
+               "ORDER BY "
                "node_id",
                now_));
   if (!r) return fail(membership_error::io);
@@ -234,6 +279,7 @@ tl::expected<std::vector<broker_record>, membership_error> broker_registry::brok
     b.lease_left_ms = row.integer(7);
     b.draining = row.integer(8) != 0;
     b.loads = parse_loads(row.text(9));
+    b.info.listeners = parse_listeners(row.text(10));
     out.push_back(std::move(b));
   }
   return out;

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <tl/expected.hpp>
@@ -35,15 +37,39 @@ enum class membership_error : uint8_t {
 
 [[nodiscard]] std::string_view membership_error_name(membership_error e);
 
+// One advertised listener of a broker: where clients of that listener reach it.
+struct listener_endpoint {
+  std::string name;  // the listener's name, e.g. SASL_SSL
+  std::string host;
+  int32_t port = 0;
+  bool operator==(const listener_endpoint&) const = default;
+};
+
+// Advertised listeners as the brokers table stores them: "NAME://host:port" joined by commas
+// (an IPv6 host in brackets). parse_listeners() skips an entry it cannot read.
+[[nodiscard]] std::string format_listeners(const std::vector<listener_endpoint>& listeners);
+[[nodiscard]] std::vector<listener_endpoint> parse_listeners(std::string_view text);
+
 // What a broker registers.
 struct broker_info {
   base::node_id node{-1};
-  std::string host;  // advertised host and port, as clients reach it
+  std::string host;  // advertised host and port of its first listener
   int32_t port = 0;
-  std::string rack;          // broker.rack; empty: none
-  std::string wal_location;  // where a survivor finds this broker's WAL
-  std::string machine;       // the machine and boot it runs on (same_machine_id())
+  std::string rack;                          // broker.rack; empty: none
+  std::string wal_location;                  // where a survivor finds this broker's WAL
+  std::string machine;                       // the machine and boot it runs on (same_machine_id())
+  std::vector<listener_endpoint> listeners;  // every advertised listener (may be empty)
   bool operator==(const broker_info&) const = default;
+
+  // Where a client that came through the listener `name` reaches this broker, as Kafka
+  // advertises a broker per listener: that listener's endpoint, or the first listener's when
+  // the broker has none of that name.
+  [[nodiscard]] std::pair<std::string_view, int32_t> endpoint_for(std::string_view name) const {
+    for (const auto& l : listeners) {
+      if (l.name == name) return {l.host, l.port};
+    }
+    return {host, port};
+  }
 };
 
 // A stream's ingest as the broker owning it measured it (bytes uploaded per second).

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "base/log.h"
+#include "base/redact.h"
 #include "metadata/sql_drivers.h"
 
 namespace silt::metadata::sql {
@@ -170,6 +171,53 @@ ALTER TABLE coordinator_shards ADD COLUMN target {int} NOT NULL DEFAULT -1;
     {9, R"sql(
 ALTER TABLE brokers ADD COLUMN topics_applied {int} NOT NULL DEFAULT -1;
 )sql"},
+    // Security (credential_store.h): each user's SCRAM credential per mechanism, and a counter
+    // of changes to what the brokers authenticate and authorize with, which they poll.
+    {10, R"sql(
+CREATE TABLE scram_credentials(
+  user_name TEXT NOT NULL,
+  mechanism TEXT NOT NULL,
+  salt {blob} NOT NULL,
+  stored_key {blob} NOT NULL,
+  server_key {blob} NOT NULL,
+  iterations {int} NOT NULL,
+  PRIMARY KEY(user_name, mechanism));
+INSERT INTO registry_counters VALUES('security_changed', 0) ON CONFLICT DO NOTHING;
+)sql"},
+    // ACLs (acl_store.h), keyed by a digest of their fields (names may be longer than an
+    // index row takes), and the counter of their changes, which brokers poll.
+    {11, R"sql(
+CREATE TABLE acls(
+  key TEXT PRIMARY KEY,
+  resource_type {int} NOT NULL,
+  resource_name TEXT NOT NULL,
+  pattern_type {int} NOT NULL,
+  principal TEXT NOT NULL,
+  host TEXT NOT NULL,
+  operation {int} NOT NULL,
+  permission_type {int} NOT NULL);
+INSERT INTO registry_counters VALUES('acls_changed', 0) ON CONFLICT DO NOTHING;
+)sql"},
+    // Every advertised listener of each broker (broker_registry.h), so that a client is told
+    // of the other brokers on the listener it came through.
+    {12, R"sql(
+ALTER TABLE brokers ADD COLUMN listeners TEXT NOT NULL DEFAULT '';
+)sql"},
+    // Client quotas (quota_store.h), one row per entity and key, the entity keyed by a digest
+    // of its parts (names may be longer than an index row takes), and the counter of their
+    // changes, which brokers poll.
+    {13, R"sql(
+CREATE TABLE client_quotas(
+  entity_key TEXT NOT NULL,
+  user_kind {int} NOT NULL,
+  user_name TEXT NOT NULL,
+  client_kind {int} NOT NULL,
+  client_name TEXT NOT NULL,
+  quota_key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY(entity_key, quota_key));
+INSERT INTO registry_counters VALUES('quotas_changed', 0) ON CONFLICT DO NOTHING;
+)sql"},
 };
 
 std::string expand(std::string_view sql, dialect d) {
@@ -283,7 +331,10 @@ tl::expected<int64_t, std::string> stored_schema_version(connection& c) {
   return r->rows.empty() ? 0 : r->rows.front().integer(0);
 }
 
-tl::expected<std::shared_ptr<database>, std::string> open_database(const std::string& uri) {
+namespace {
+
+// open_database, but for the masking of the error.
+tl::expected<std::shared_ptr<database>, std::string> open_unmasked(const std::string& uri) {
   tl::expected<std::shared_ptr<database>, std::string> db;
   if (uri.starts_with("sqlite://")) {
     db = open_sqlite(uri.substr(9));
@@ -292,7 +343,7 @@ tl::expected<std::shared_ptr<database>, std::string> open_database(const std::st
   } else if (uri.find("://") == std::string::npos) {
     db = open_sqlite(uri);  // a bare path, or ":memory:"
   } else {
-    return tl::make_unexpected("unsupported metadata store URI " + uri +
+    return tl::make_unexpected("unsupported metadata store URI " + base::redact_uri(uri) +
                                " (sqlite:///path or postgresql://user:password@host:port/db)");
   }
   if (!db) return db;
@@ -301,6 +352,15 @@ tl::expected<std::shared_ptr<database>, std::string> open_database(const std::st
   if (auto r = migrate(**c); !r) {
     return tl::make_unexpected("metadata store " + (*db)->describe() + ": " + r.error());
   }
+  return db;
+}
+
+}  // namespace
+
+tl::expected<std::shared_ptr<database>, std::string> open_database(const std::string& uri) {
+  auto db = open_unmasked(uri);
+  // The drivers mask what they quote of the URI; this catches anything else that does.
+  if (!db) return tl::make_unexpected(base::redact_secrets(db.error(), uri));
   return db;
 }
 

@@ -111,17 +111,17 @@ class database {
   // A new connection to the same database.
   [[nodiscard]] virtual tl::expected<std::unique_ptr<connection>, std::string> connect() = 0;
   [[nodiscard]] virtual dialect kind() const = 0;
-  // The URI with any password hidden, for messages.
+  // The URI with its credentials masked (base::redact_uri), for messages.
   [[nodiscard]] virtual std::string describe() const = 0;
 };
 
 // The schema version this build writes; open_database() migrates older schemas to it and
 // refuses newer ones.
-inline constexpr int64_t schema_version = 9;
+inline constexpr int64_t schema_version = 13;
 
 // Opens `uri` (sqlite:///path/file.db, sqlite://:memory: for a private in-memory database,
 // or postgresql://user:password@host:port/dbname; a bare path is an SQLite file), creating
-// or migrating the schema.
+// or migrating the schema. The error quotes no credential of `uri` (base::redact_secrets).
 [[nodiscard]] tl::expected<std::shared_ptr<database>, std::string> open_database(
     const std::string& uri);
 
@@ -138,6 +138,10 @@ inline constexpr int64_t schema_version = 9;
 // Statements sent to the metadata store since start (BEGIN and COMMIT included): on
 // PostgreSQL, each is a round trip to the server.
 [[nodiscard]] uint64_t statements_sent();
+
+// Memory SQLite holds (its page caches, of up to 2 MiB per connection, and its statements),
+// over every SQLite metadata store of the process; 0 without one.
+[[nodiscard]] uint64_t sqlite_memory_bytes();
 
 // Network threads mark themselves; the metadata store refuses to run a statement on one
 // (and counts the attempt), so that a slow database can never stall a connection's thread.

@@ -2,6 +2,9 @@
 // travel in text form, byte strings in binary. Every wait is bounded: connecting by
 // connect_timeout, a statement by statement_timeout, a dead peer by TCP keepalives and
 // tcp_user_timeout. A connection found broken is re-established before the next statement.
+// libpq's messages may quote the connection URI or a piece of it (a malformed one, a
+// percent-escape it cannot decode): every message is masked (base::redact_secrets) before it
+// is logged or returned.
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -10,6 +13,7 @@
 #include <libpq-fe.h>
 
 #include "base/log.h"
+#include "base/redact.h"
 #include "metadata/sql_drivers.h"
 
 namespace silt::metadata::sql {
@@ -49,18 +53,17 @@ std::string number_placeholders(std::string_view sql) {
   return out;
 }
 
-std::string hide_password(const std::string& uri) {
-  const size_t scheme = uri.find("://");
-  const size_t at = uri.find('@');
-  if (scheme == std::string::npos || at == std::string::npos || at < scheme) return uri;
-  const size_t colon = uri.find(':', scheme + 3);
-  if (colon == std::string::npos || colon > at) return uri;
-  return uri.substr(0, colon + 1) + "***" + uri.substr(at);
+// A libpq message, without its trailing newlines and with the credentials of `uri` masked.
+std::string masked(std::string_view message, std::string_view uri) {
+  while (message.ends_with('\n')) message.remove_suffix(1);
+  return base::redact_secrets(message, uri);
 }
 
 class pg_connection final : public connection {
  public:
-  pg_connection(PGconn* conn, std::string where) : conn_(conn), where_(std::move(where)) {}
+  // `uri` is what `conn` was opened with: PQreset reconnects with it, and messages are masked
+  // with it.
+  pg_connection(PGconn* conn, std::string uri) : conn_(conn), uri_(std::move(uri)) {}
   ~pg_connection() override { PQfinish(conn_); }
 
   tl::expected<result, std::string> run(std::string_view sql,
@@ -165,8 +168,8 @@ class pg_connection final : public connection {
     prepared_.clear();
     PQreset(conn_);
     if (PQstatus(conn_) != CONNECTION_OK) {
-      std::string msg = "cannot reach " + where_ + ": " + PQerrorMessage(conn_);
-      while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+      const std::string msg =
+          "cannot reach " + base::redact_uri(uri_) + ": " + masked(PQerrorMessage(conn_), uri_);
       SILT_LOG(info, "metadata (postgresql): %s", msg.c_str());
       return tl::make_unexpected(msg);
     }
@@ -187,16 +190,16 @@ class pg_connection final : public connection {
   }
 
   std::string error(PGresult* res, std::string_view sql) {
-    std::string msg = res != nullptr ? PQresultErrorMessage(res) : PQerrorMessage(conn_);
-    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
-    if (msg.empty()) msg = PQerrorMessage(conn_);
+    std::string msg =
+        masked(res != nullptr ? PQresultErrorMessage(res) : PQerrorMessage(conn_), uri_);
+    if (msg.empty()) msg = masked(PQerrorMessage(conn_), uri_);
     SILT_LOG(info, "metadata (postgresql): %s: %.*s", msg.c_str(),
              static_cast<int>(std::min<size_t>(sql.size(), 200)), sql.data());
     return msg;
   }
 
   PGconn* conn_;
-  std::string where_;
+  std::string uri_;
   std::map<std::string, std::string, std::less<>> prepared_;
 };
 
@@ -222,17 +225,16 @@ class pg_database final : public database {
     PGconn* conn = PQconnectdbParams(keys, values, 1);
     if (conn == nullptr || PQstatus(conn) != CONNECTION_OK) {
       std::string msg = "cannot connect to " + describe() + ": " +
-                        (conn != nullptr ? PQerrorMessage(conn) : "out of memory");
-      while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+                        (conn != nullptr ? masked(PQerrorMessage(conn), uri_) : "out of memory");
       PQfinish(conn);
       return tl::make_unexpected(msg);
     }
     // Only warnings and errors from the server; notices (e.g. "relation exists") are noise.
     PQclear(PQexec(conn, "SET client_min_messages = warning"));
-    return std::unique_ptr<connection>(std::make_unique<pg_connection>(conn, describe()));
+    return std::unique_ptr<connection>(std::make_unique<pg_connection>(conn, uri_));
   }
   [[nodiscard]] dialect kind() const override { return dialect::postgresql; }
-  [[nodiscard]] std::string describe() const override { return hide_password(uri_); }
+  [[nodiscard]] std::string describe() const override { return base::redact_uri(uri_); }
 
  private:
   std::string uri_;

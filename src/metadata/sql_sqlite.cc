@@ -181,4 +181,8 @@ tl::expected<std::shared_ptr<database>, std::string> open_sqlite(const std::stri
   return std::make_shared<sqlite_database>(p);
 }
 
+uint64_t sqlite_memory_bytes() {
+  return static_cast<uint64_t>(sqlite3_memory_used());
+}
+
 }  // namespace silt::metadata::sql

@@ -1,5 +1,7 @@
 #include "net/frame_arena.h"
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cassert>
 #include <cstdint>
@@ -46,6 +48,7 @@ class chunk_pool {
       if (!free_.empty()) {
         chunk* c = free_.back();
         free_.pop_back();
+        low_water_ = std::min(low_water_, free_.size());
         ++reused_;
         return c;
       }
@@ -66,6 +69,22 @@ class chunk_pool {
       ++unmapped_;
     }
     ::munmap(c, chunk_size);
+  }
+
+  size_t release_idle() noexcept {
+    std::array<chunk*, kept_chunks> idle{};
+    size_t n = 0;
+    {
+      base::lock_guard lock(mu_);
+      // The chunks at the bottom of the list (free_ is used as a stack) stayed untouched.
+      n = std::min(low_water_, free_.size());
+      std::copy_n(free_.begin(), n, idle.begin());
+      free_.erase(free_.begin(), free_.begin() + static_cast<std::ptrdiff_t>(n));
+      unmapped_ += n;
+      low_water_ = free_.size();
+    }
+    for (size_t i = 0; i < n; ++i) ::munmap(idle[i], chunk_size);
+    return n;
   }
 
   arena_stats stats() {
@@ -98,6 +117,8 @@ class chunk_pool {
   uint64_t mapped_ GUARDED_BY(mu_) = 0;
   uint64_t reused_ GUARDED_BY(mu_) = 0;
   uint64_t unmapped_ GUARDED_BY(mu_) = 0;
+  // The fewest chunks free_ held since the last release_idle().
+  size_t low_water_ GUARDED_BY(mu_) = 0;
 };
 
 // Never destroyed: frames may be freed by threads that outlive static destruction.
@@ -156,6 +177,10 @@ void deallocate(void* p) noexcept {
 
 arena_stats stats() {
   return pool().stats();
+}
+
+size_t release_idle() noexcept {
+  return pool().release_idle();
 }
 
 void release_thread_chunk() noexcept {

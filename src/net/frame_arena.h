@@ -9,8 +9,8 @@
 // list of chunks that are reused whole (already mapped and touched), or unmapped beyond that
 // list. Frames die roughly in the order they were made (the log cache evicts in WAL
 // order), so chunks empty in turn; a chunk stays mapped while any of its frames lives, and
-// an idle broker keeps up to kept_chunks of them (128 MiB) mapped, as malloc keeps the freed
-// memory of its heaps.
+// a busy broker keeps up to kept_chunks of them (128 MiB) mapped, as malloc keeps the freed
+// memory of its heaps, and release_idle() unmaps those that no frame needed for a while.
 //
 // Larger frames (and every frame in AddressSanitizer builds, so that it checks their bounds)
 // come from operator new.
@@ -46,8 +46,15 @@ struct arena_stats {
 };
 [[nodiscard]] arena_stats stats();
 
-// The chunk a thread is carving is released when the thread ends; this releases it now (a
-// test's way to see a chunk emptied).
+// Unmaps the free chunks that stayed free since the previous call (the fewest the free list
+// held in between), so that what a burst of work mapped goes back once the broker is idle,
+// while a steady load keeps what it reuses. Returns how many it unmapped. Call it now and then
+// (every few seconds), from any thread.
+size_t release_idle() noexcept;
+
+// The chunk a thread is carving is released when the thread ends; this releases it now: an
+// idle network thread then holds no partly carved chunk (the chunk goes back with its last
+// frame), and a test sees a chunk emptied.
 void release_thread_chunk() noexcept;
 
 }  // namespace silt::net::frame_arena

@@ -16,6 +16,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 
 #include "net/listener.h"
 
@@ -34,12 +35,13 @@ constexpr auto request_timeout = std::chrono::seconds(10);
 }  // namespace
 
 struct metrics_http::impl : std::enable_shared_from_this<impl> {
-  impl(asio::io_context& io, std::string path, render r)
-      : io(io), path(std::move(path)), renderer(std::move(r)) {}
+  impl(asio::io_context& io, std::string path, render r, std::shared_ptr<tls_context_source> tls)
+      : io(io), path(std::move(path)), renderer(std::move(r)), tls(std::move(tls)) {}
 
   asio::io_context& io;
   const std::string path;
   const render renderer;
+  const std::shared_ptr<tls_context_source> tls;  // null: plain HTTP
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
   std::list<beast::tcp_stream*> open;  // the connections being served
   bool stopping = false;
@@ -71,13 +73,39 @@ struct metrics_http::impl : std::enable_shared_from_this<impl> {
 
   asio::awaitable<void> serve(tcp::socket socket) {
     auto self = shared_from_this();
+    if (tls) {
+      const auto ctx = tls->get();
+      beast::ssl_stream<beast::tcp_stream> stream(beast::tcp_stream(std::move(socket)), *ctx);
+      auto& lowest = beast::get_lowest_layer(stream);
+      const auto me = open.insert(open.end(), &lowest);
+      lowest.expires_after(request_timeout);
+      auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, use_tuple);
+      if (!ec) co_await exchange(stream);
+      open.erase(me);
+      close(lowest);
+      co_return;
+    }
     beast::tcp_stream stream(std::move(socket));
     const auto me = open.insert(open.end(), &stream);
+    co_await exchange(stream);
+    open.erase(me);
+    close(stream);
+  }
+
+  static void close(beast::tcp_stream& stream) {
+    boost::system::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream.socket().close(ignored);
+  }
+
+  // Requests and their answers, until the client is done or the endpoint stops.
+  template <typename Stream>
+  asio::awaitable<void> exchange(Stream& stream) {
     beast::flat_buffer buffer;
     while (!stopping) {
       http::request_parser<http::empty_body> parser;
       parser.header_limit(max_header_bytes);
-      stream.expires_after(request_timeout);
+      beast::get_lowest_layer(stream).expires_after(request_timeout);
       auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_tuple);
       if (ec || stopping) break;
       const auto& req = parser.get();
@@ -94,10 +122,6 @@ struct metrics_http::impl : std::enable_shared_from_this<impl> {
       }
       if (!keep) break;
     }
-    open.erase(me);
-    boost::system::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream.socket().close(ignored);
   }
 
   asio::awaitable<void> accept(tcp::acceptor& a) {
@@ -120,8 +144,9 @@ struct metrics_http::impl : std::enable_shared_from_this<impl> {
   }
 };
 
-metrics_http::metrics_http(asio::io_context& io, std::string path, render r)
-    : impl_(std::make_shared<impl>(io, std::move(path), std::move(r))) {}
+metrics_http::metrics_http(asio::io_context& io, std::string path, render r,
+                           std::shared_ptr<tls_context_source> tls)
+    : impl_(std::make_shared<impl>(io, std::move(path), std::move(r), std::move(tls))) {}
 
 metrics_http::~metrics_http() {
   stop();
@@ -130,8 +155,8 @@ metrics_http::~metrics_http() {
 tl::expected<uint16_t, std::string> metrics_http::listen(const std::string& host, uint16_t port) {
   auto acc = open_listener(impl_->io, impl_->io.get_executor(), host, port, "metrics");
   if (!acc) return tl::unexpected(acc.error());
-  const uint16_t bound = acc->local_endpoint().port();
-  impl_->acceptors.push_back(std::make_unique<tcp::acceptor>(std::move(*acc)));
+  const uint16_t bound = acc->front().local_endpoint().port();
+  for (auto& a : *acc) impl_->acceptors.push_back(std::make_unique<tcp::acceptor>(std::move(a)));
   return bound;
 }
 

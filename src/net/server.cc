@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cassert>
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <tuple>
+#include <utility>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -19,13 +23,19 @@
 #include <boost/asio/write.hpp>
 
 #include "base/endian.h"
+#include "base/log.h"
 #include "net/listener.h"
+#include "net/tls_context.h"
+#include "net/tls_socket.h"
+#include "net/x509_subject.h"
+#include "security/authorizer.h"
 
 namespace silt::net {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using strand_type = asio::strand<asio::io_context::executor_type>;
+using tls_stream = tls_socket;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 size_t response::size() const {
@@ -50,6 +60,7 @@ class byte_budget {
     }
   }
   void release(int64_t n) { used_.fetch_sub(n, std::memory_order_relaxed); }
+  std::atomic<int64_t>& used() { return used_; }
 
  private:
   const int64_t limit_;
@@ -71,12 +82,36 @@ class signal {
   asio::steady_timer timer_;
 };
 
+// The address a client is counted under: an IPv4 client of a dual-stack listener as IPv4.
+asio::ip::address client_address(const asio::ip::address& a) {
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) {
+    return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  }
+  return a;
+}
+
 }  // namespace
 
-struct connection;
+// What the server knows of a connection, whatever its stream.
+struct connection_base {
+  connection_base(const asio::io_context::executor_type& ex, asio::ip::address address)
+      : strand(asio::make_strand(ex)), address(std::move(address)) {}
+  virtual ~connection_base() = default;
+  // Stops reading; what is in flight is still answered. Runs on the strand.
+  virtual void stop_reading() = 0;
+
+  strand_type strand;
+  const asio::ip::address address;  // the client's, as counted for max_connections_per_ip
+};
+
+// A bound listener: its sockets and what it speaks.
+struct bound_listener {
+  std::unique_ptr<tcp::acceptor> acceptor;
+  std::shared_ptr<const listener_options> options;
+};
 
 struct server::impl : std::enable_shared_from_this<server::impl> {
-  impl(asio::io_context& io, std::vector<asio::io_context*> workers, server_options o,
+  impl(asio::io_context& io, std::vector<asio::io_context*> workers, const server_options& o,
        request_handler& h)
       : io(io),
         workers(std::move(workers)),
@@ -100,58 +135,90 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   request_handler& handler;
   strand_type strand;  // owns acceptors and stop state
   byte_budget budget;
-  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  std::vector<bound_listener> acceptors;
   bool stopping = false;
   std::function<void()> on_stopped;
 
   std::mutex mu;  // guards conns and the counters below
-  std::map<uint64_t, std::shared_ptr<connection>> conns;
+  std::map<uint64_t, std::shared_ptr<connection_base>> conns;
+  std::map<asio::ip::address, int32_t> per_ip;  // open connections of each client address
   uint64_t next_id = 1;
   server_stats stats;
   std::atomic<uint64_t> requests{0};
   std::atomic<int64_t> unsent_response_bytes{0};
   std::atomic<uint64_t> reads_held{0};
+  std::atomic<uint64_t> throttled{0};
+  std::atomic<uint64_t> tls_handshakes{0};
+  std::atomic<uint64_t> tls_handshake_failures{0};
+  std::atomic<uint64_t> tls_handshake_timeouts{0};
   request_metrics metrics;
 };
 
-struct connection : std::enable_shared_from_this<connection> {
+// One client connection over `Stream`: a tcp::socket (PLAINTEXT) or a tls_stream (SSL).
+template <typename Stream>
+struct connection final : connection_base, std::enable_shared_from_this<connection<Stream>> {
   using clock = std::chrono::steady_clock;
+  static constexpr bool kTls = std::is_same_v<Stream, tls_stream>;
   struct slot {
     bool ready = false;
     response resp;
-    int64_t budget_bytes = 0;
+    std::optional<request_budget> budget;  // the request's bytes, until released
     int64_t unsent_bytes = 0;  // counted in the connection's and the server's unsent bytes
     request_metrics::api_timing* timing = nullptr;  // null: not timed (unparsable header)
     clock::time_point arrived;                      // the request's last byte read
     clock::time_point handled;                      // the handler's end
   };
 
-  // Runs on `ex`, the context `s` was opened on.
-  connection(std::shared_ptr<server::impl> srv, const asio::io_context::executor_type& ex,
-             tcp::socket s, uint64_t id, std::string peer)
-      : srv(std::move(srv)),
-        strand(asio::make_strand(ex)),
+  // Runs on `ex`, the context `s` was opened on; `ctx`: the TLS context of `s` (SSL only).
+  connection(std::shared_ptr<server::impl> srv, const asio::io_context::executor_type& ex, Stream s,
+             uint64_t id, std::string peer, asio::ip::address address,
+             const listener_options& listener, tls_context_ptr ctx)
+      : connection_base(ex, address),
+        srv(std::move(srv)),
         sock(std::move(s)),
+        tls_context(std::move(ctx)),
+        principal_rules(listener.principal_rules),
+        sasl(listener.sasl ? std::make_unique<sasl_session>(listener.sasl) : nullptr),
         id(id),
         peer(std::move(peer)),
         writer_wake(strand),
         reader_wake(strand),
-        idle_timer(strand) {}
+        idle_timer(strand),
+        mute_timer(strand) {
+    identity.listener = listener.name;
+    identity.protocol = listener.protocol;
+    if (this->address.is_v4()) {
+      const auto b = this->address.to_v4().to_bytes();
+      identity.host = security::kafka_host_address(b);
+    } else {
+      const auto v6 = this->address.to_v6();
+      const auto b = v6.to_bytes();
+      identity.host = security::kafka_host_address(b, static_cast<uint32_t>(v6.scope_id()));
+    }
+  }
+
+  tcp::socket& socket() {
+    if constexpr (kTls) {
+      return sock.next_layer();
+    } else {
+      return sock;
+    }
+  }
 
   // Each coroutine holds the connection through its `self` parameter, copied into its frame
   // when it is created: a coroutine that starts after the others finished still finds it.
   void start() {
-    asio::co_spawn(strand, reader(shared_from_this()), asio::detached);
-    asio::co_spawn(strand, writer(shared_from_this()), asio::detached);
-    asio::co_spawn(strand, watchdog(shared_from_this()), asio::detached);
+    asio::co_spawn(strand, reader(this->shared_from_this()), asio::detached);
+    asio::co_spawn(strand, writer(this->shared_from_this()), asio::detached);
+    asio::co_spawn(strand, watchdog(this->shared_from_this()), asio::detached);
   }
 
-  // Stops reading; what is in flight is still answered. Runs on the strand.
-  void stop_reading() {
+  void stop_reading() override {
     if (read_stopped) return;
     read_stopped = true;
     boost::system::error_code ec;
-    sock.shutdown(tcp::socket::shutdown_receive, ec);
+    socket().shutdown(tcp::socket::shutdown_receive, ec);
+    mute_timer.cancel();
     reader_wake.notify();
     writer_wake.notify();
   }
@@ -161,105 +228,325 @@ struct connection : std::enable_shared_from_this<connection> {
     closed = true;
     read_stopped = true;
     boost::system::error_code ec;
-    sock.shutdown(tcp::socket::shutdown_both, ec);
-    sock.close(ec);
+    socket().shutdown(tcp::socket::shutdown_both, ec);
+    socket().close(ec);
     idle_timer.cancel();
+    mute_timer.cancel();
     reader_wake.notify();
     writer_wake.notify();
   }
 
+  // The TLS handshake, bounded by handshake_timeout; then the client's principal from its
+  // certificate. False: the connection is to close.
+  asio::awaitable<bool> handshake() {
+    // 0: handshaking, 1: done, 2: timed out (the expiry may be queued as the handshake ends).
+    auto state = std::make_shared<int>(0);
+    asio::steady_timer deadline(strand, srv->options.handshake_timeout);
+    deadline.async_wait([self = this->shared_from_this(), state](boost::system::error_code ec) {
+      if (ec || *state != 0) return;
+      *state = 2;
+      self->close();
+    });
+    const auto ec = co_await sock.handshake();
+    const bool timed_out = *state == 2;
+    *state = 1;
+    deadline.cancel();
+    if (!ec && !read_stopped) {
+      srv->tls_handshakes.fetch_add(1, std::memory_order_relaxed);
+      last_activity = clock::now();
+      co_return sasl != nullptr || client_principal();  // SASL_SSL: the SASL user
+    }
+    srv->tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
+    if (timed_out) srv->tls_handshake_timeouts.fetch_add(1, std::memory_order_relaxed);
+    SILT_LOG(debug, "silt: TLS handshake with %s on %s failed: %s", peer.c_str(),
+             identity.listener.c_str(), timed_out ? "timed out" : ec.message().c_str());
+    co_return false;
+  }
+
+  // The principal of a client certificate (none: User:ANONYMOUS). False: no mapping rule
+  // applies to its subject.
+  bool client_principal() {
+    X509* cert = SSL_get1_peer_certificate(sock.native_handle());
+    if (cert == nullptr) return true;
+    const std::string subject = rfc2253_subject(X509_get_subject_name(cert));
+    X509_free(cert);
+    auto name = principal_rules ? principal_rules->map(subject) : std::optional(subject);
+    if (!name) {
+      srv->tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
+      SILT_LOG(debug, "silt: %s on %s: no ssl.principal.mapping.rules rule applies to '%s'",
+               peer.c_str(), identity.listener.c_str(), subject.c_str());
+      return false;
+    }
+    identity.who.name = std::move(*name);
+    SILT_LOG(debug, "silt: %s on %s is %s", peer.c_str(), identity.listener.c_str(),
+             identity.who.to_string().c_str());
+    return true;
+  }
+
+  // Completes `size_buf` (the next frame's size). False: a read error.
+  asio::awaitable<bool> read_size() {
+#ifdef __clang_analyzer__
+    // clang-analyzer 14 follows asio's awaitable internals here into a null dereference that
+    // cannot happen (resume_context_ is set whenever a coroutine is resumed): not analyzed.
+    co_return false;
+#endif
+    while (size_have < sizeof size_buf) {
+      const auto rest = asio::buffer(size_buf + size_have, sizeof size_buf - size_have);
+      boost::system::error_code ec;
+      size_t n = 0;
+      if constexpr (kTls) {
+        std::tie(ec, n) = co_await sock.read_some(rest);
+      } else {
+        std::tie(ec, n) = co_await asio::async_read(sock, rest, use_tuple);
+      }
+      if (ec) co_return false;
+      size_have += n;
+    }
+    co_return true;
+  }
+
+  // Reads the next frame, of at most `max` bytes, into a buffer counted against the server's
+  // budget (the caller releases it). Null: the connection is to stop reading (a read error, a
+  // stop, a frame too large).
+  asio::awaitable<std::shared_ptr<frame_bytes>> read_frame(int32_t max) {
+    if (!co_await read_size()) co_return nullptr;
+    size_have = 0;
+    last_activity = clock::now();
+    const auto size = base::load_be<int32_t>(size_buf);
+    if (size <= 0 || size > max) {
+      // Kafka closes the connection on a frame it will not read (InvalidReceiveException).
+      std::lock_guard lock(srv->mu);
+      ++srv->stats.oversized_frames;
+      co_return nullptr;
+    }
+    for (int wait_ms = 1; !srv->budget.try_acquire(size); wait_ms = std::min(wait_ms * 2, 20)) {
+      asio::steady_timer t(strand, std::chrono::milliseconds(wait_ms));
+      co_await t.async_wait(use_tuple);
+      if (read_stopped) co_return nullptr;
+    }
+    auto frame = std::make_shared<frame_bytes>(static_cast<size_t>(size));
+    // The frame, and whatever of the next frame's size has come with it.
+    for (size_t got = 0; got < frame->size();) {
+      const std::array<asio::mutable_buffer, 2> bufs{
+          asio::buffer(frame->data() + got, frame->size() - got), asio::buffer(size_buf)};
+      boost::system::error_code e;
+      size_t n = 0;
+      if constexpr (kTls) {
+        std::tie(e, n) = co_await sock.read_some(bufs);
+      } else {
+        std::tie(e, n) = co_await sock.async_read_some(bufs, use_tuple);
+      }
+      if (e) {
+        srv->budget.release(size);
+        co_return nullptr;
+      }
+      const size_t body = std::min(n, frame->size() - got);
+      got += body;
+      size_have = n - body;
+    }
+    last_activity = clock::now();
+    srv->requests.fetch_add(1, std::memory_order_relaxed);
+    co_return frame;
+  }
+
+  // Waits until the connection may read another request: fewer than max_inflight are
+  // unanswered and its responses do not pile up (see server.h).
+  asio::awaitable<void> wait_for_room() {
+    while (
+        (static_cast<int32_t>(slots.size()) >= srv->options.max_inflight || responses_pile_up()) &&
+        !read_stopped) {
+      if (responses_pile_up()) srv->reads_held.fetch_add(1, std::memory_order_relaxed);
+      co_await reader_wake.wait();
+    }
+  }
+
+  // Waits while the connection is muted: a response throttled its client (KIP-219). A timer on
+  // the strand: the thread serves other connections meanwhile. A connection never throttled
+  // reads no clock here.
+  asio::awaitable<void> wait_unmuted() {
+    while (!read_stopped && muted_until != clock::time_point{} && clock::now() < muted_until) {
+      mute_timer.expires_at(muted_until);
+      co_await mute_timer.async_wait(use_tuple);
+    }
+  }
+
+  // Queues a response that needs no handler (the SASL exchange's) behind those in flight.
+  void push_response(response&& r) {
+    auto s = std::make_shared<slot>();
+    s->resp = std::move(r);
+    s->ready = true;
+    slots.push_back(std::move(s));
+    writer_wake.notify();
+  }
+
+  // Starts the handler of a request read into `frame` (its bytes counted in the budget).
+  // False: its header does not parse, and the connection is to close.
+  bool dispatch(const std::shared_ptr<connection>& self, std::shared_ptr<frame_bytes> frame) {
+    auto s = std::make_shared<slot>();
+    s->budget.emplace(srv->budget.used(), static_cast<int64_t>(frame->size()));
+    s->arrived = last_activity;
+    slots.push_back(s);
+    auto header = protocol::parse_request_header(*frame);
+    if (!header) {
+      // Unknown API key or a header that does not parse: nothing sensible can be answered.
+      s->budget->release();
+      s->ready = true;
+      s->resp = response::close_connection();
+      writer_wake.notify();
+      return false;
+    }
+    s->timing = srv->metrics.of(header->header.request_api_key);
+    // (The slot outlives the handler's run, which holds it.)
+    request req{std::move(frame), *header, id, peer, &*s->budget, &identity};
+    ++running;
+    asio::co_spawn(strand, run(self, s, std::move(req)), asio::detached);
+    return true;
+  }
+
+  // The SASL exchange (sasl_session.h), from `first` if it was read already (a
+  // re-authentication's SaslHandshake) or from the next frame. True: authenticated; false: the
+  // connection is to close (its last answers are queued).
+  asio::awaitable<bool> authenticate(const std::shared_ptr<connection>& self,
+                                     std::shared_ptr<frame_bytes> first) {
+    const auto& options = sasl->options();
+    const bool reauth = first != nullptr;
+    auto frame = std::move(first);
+    for (;;) {
+      if (!frame) {
+        co_await wait_for_room();
+        if (read_stopped) co_return false;
+        frame = co_await read_frame(options.max_receive_size);
+      }
+      if (!frame || read_stopped) co_return false;
+      auto step = sasl->on_frame(*frame, std::chrono::system_clock::now());
+      if (step.what == sasl_session::action::api_versions) {
+        if (!dispatch(self, std::exchange(frame, nullptr))) co_return false;
+        continue;
+      }
+      srv->budget.release(static_cast<int64_t>(frame->size()));
+      frame.reset();
+      switch (step.what) {
+        case sasl_session::action::api_versions:
+        case sasl_session::action::reply:
+          push_response(response{.bytes = std::move(step.frame)});
+          break;
+        case sasl_session::action::authenticated: {
+          push_response(response{.bytes = std::move(step.frame)});
+          identity.who.type = "User";
+          identity.who.name = sasl->principal();
+          {
+            std::lock_guard lock(srv->mu);
+            ++srv->stats.sasl_authentications;
+            if (reauth) ++srv->stats.sasl_reauthentications;
+          }
+          SILT_LOG(debug, "silt: %s on %s %s as %s with %s", peer.c_str(),
+                   identity.listener.c_str(), reauth ? "re-authenticated" : "authenticated",
+                   identity.who.to_string().c_str(), sasl->mechanism().c_str());
+          co_return true;
+        }
+        case sasl_session::action::failed:
+        case sasl_session::action::refuse: {
+          const bool failed = step.what == sasl_session::action::failed;
+          {
+            std::lock_guard lock(srv->mu);
+            ++srv->stats.sasl_failures;
+          }
+          SILT_LOG(debug, "silt: SASL authentication of %s on %s failed: %s", peer.c_str(),
+                   identity.listener.c_str(), step.detail.c_str());
+          if (failed && options.failed_delay.count() > 0) {
+            // Kafka's connection.failed.authentication.delay.ms: the answer and the close wait,
+            // which slows down whoever guesses passwords.
+            asio::steady_timer t(strand, options.failed_delay);
+            co_await t.async_wait(use_tuple);
+          }
+          response last = response::close_connection();
+          if (failed && !step.frame.empty()) {
+            last = response{.bytes = std::move(step.frame), .close = true};
+          }
+          push_response(std::move(last));
+          co_return false;
+        }
+      }
+    }
+  }
+
   asio::awaitable<void> reader(std::shared_ptr<connection> self) {
     const auto& opt = srv->options;
-    // The next frame's size; its first `size_have` bytes came with the frame before it (a
-    // client with several requests in flight has the next one waiting: one receive per
-    // request instead of two).
-    uint8_t size_buf[4];
-    size_t size_have = 0;
-    while (!read_stopped) {
-      while ((static_cast<int32_t>(slots.size()) >= opt.max_inflight || responses_pile_up()) &&
-             !read_stopped) {
-        if (responses_pile_up()) srv->reads_held.fetch_add(1, std::memory_order_relaxed);
-        co_await reader_wake.wait();
-      }
-      if (read_stopped) break;
-      if (size_have < sizeof size_buf) {
-        auto [ec, n] = co_await asio::async_read(
-            sock, asio::buffer(size_buf + size_have, sizeof size_buf - size_have), use_tuple);
-        if (ec) break;
-      }
-      size_have = 0;
-      last_activity = std::chrono::steady_clock::now();
-      const auto size = base::load_be<int32_t>(size_buf);
-      if (size <= 0 || size > opt.max_request_bytes) {
-        // Kafka closes the connection on a frame it will not read (InvalidReceiveException).
-        std::lock_guard lock(srv->mu);
-        ++srv->stats.oversized_frames;
-        break;
-      }
-      for (int wait_ms = 1; !srv->budget.try_acquire(size); wait_ms = std::min(wait_ms * 2, 20)) {
-        asio::steady_timer t(strand, std::chrono::milliseconds(wait_ms));
-        co_await t.async_wait(use_tuple);
-        if (read_stopped) co_return;
-      }
-      auto frame = std::make_shared<frame_bytes>(static_cast<size_t>(size));
-      // The frame, and whatever of the next frame's size has come with it.
-      boost::system::error_code ec2;
-      for (size_t got = 0; got < frame->size();) {
-        const std::array<asio::mutable_buffer, 2> bufs{
-            asio::buffer(frame->data() + got, frame->size() - got), asio::buffer(size_buf)};
-        auto [e, n] = co_await sock.async_read_some(bufs, use_tuple);
-        if (e) {
-          ec2 = e;
-          break;
-        }
-        const size_t body = std::min(n, frame->size() - got);
-        got += body;
-        size_have = n - body;
-      }
-      if (ec2) {
-        srv->budget.release(size);
-        break;
-      }
-      last_activity = clock::now();
-      srv->requests.fetch_add(1, std::memory_order_relaxed);
-      auto s = std::make_shared<slot>();
-      s->budget_bytes = size;
-      s->arrived = last_activity;
-      slots.push_back(s);
-      auto header = protocol::parse_request_header(*frame);
-      if (!header) {
-        // Unknown API key or a header that does not parse: nothing sensible can be answered.
-        srv->budget.release(size);
-        s->budget_bytes = 0;
-        s->ready = true;
-        s->resp = response::close_connection();
+    if constexpr (kTls) {
+      if (!co_await handshake()) {
+        reading_done = true;
         writer_wake.notify();
+        co_return;
+      }
+    }
+    if (sasl && !co_await authenticate(self, nullptr)) {
+      reading_done = true;
+      writer_wake.notify();
+      co_return;
+    }
+    while (!read_stopped) {
+      co_await wait_for_room();
+      co_await wait_unmuted();
+      if (read_stopped) break;
+      auto frame = co_await read_frame(opt.max_request_bytes);
+      if (!frame) break;
+      // A throttle that came while the frame was read holds it until the throttle ends.
+      co_await wait_unmuted();
+      if (read_stopped) {
+        srv->budget.release(static_cast<int64_t>(frame->size()));
         break;
       }
-      s->timing = srv->metrics.of(header->header.request_api_key);
-      request req{std::move(frame), *header, id, peer};
-      ++running;
-      asio::co_spawn(strand, run(self, s, std::move(req)), asio::detached);
+      if (sasl && !co_await sasl_gate(self, frame)) break;
+      if (frame && !dispatch(self, std::move(frame))) break;
     }
     reading_done = true;
     writer_wake.notify();
   }
 
+  // On an authenticated SASL connection, before a request is dispatched: a SaslHandshake
+  // starts a re-authentication (KIP-368; `frame` is then consumed), any other request after
+  // the session's end closes the connection, as Kafka does. False: the connection is to close.
+  asio::awaitable<bool> sasl_gate(const std::shared_ptr<connection>& self,
+                                  std::shared_ptr<frame_bytes>& frame) {
+    constexpr int16_t kSaslHandshake = 17;
+    const bool handshake =
+        frame->size() >= 2 && base::load_be<int16_t>(frame->data()) == kSaslHandshake;
+    if (handshake && sasl->begin_reauthentication(clock::now())) {
+      co_return co_await authenticate(self, std::move(frame));
+    }
+    const auto expiry = sasl->expiry();
+    if (!expiry || clock::now() < *expiry) co_return true;
+    srv->budget.release(static_cast<int64_t>(frame->size()));
+    frame.reset();
+    {
+      std::lock_guard lock(srv->mu);
+      ++srv->stats.sasl_expired_sessions;
+    }
+    SILT_LOG(debug, "silt: closing the connection of %s on %s: its SASL session expired",
+             peer.c_str(), identity.listener.c_str());
+    push_response(response::close_connection());
+    co_return false;
+  }
+
   asio::awaitable<void> run([[maybe_unused]] std::shared_ptr<connection> self,
                             std::shared_ptr<slot> s, request req) {
     try {
-      s->resp = co_await srv->handler.handle(std::move(req));
+      // Moved once: clang-tidy reads the coroutine's expansion in this template as a loop.
+      s->resp = co_await srv->handler.handle(std::move(req));  // NOLINT(bugprone-use-after-move)
     } catch (const std::exception&) {
       s->resp = response::close_connection();
     }
-    srv->budget.release(s->budget_bytes);
-    s->budget_bytes = 0;
+    s->budget->release();
     if (s->resp.send && !writer_done) {
       s->unsent_bytes = static_cast<int64_t>(s->resp.size());
       unsent += s->unsent_bytes;
       srv->unsent_response_bytes.fetch_add(s->unsent_bytes, std::memory_order_relaxed);
     }
     s->handled = clock::now();
+    if (s->resp.throttle.count() > 0) {
+      muted_until = std::max(muted_until, s->handled + s->resp.throttle);
+      srv->throttled.fetch_add(1, std::memory_order_relaxed);
+    }
     if (s->timing != nullptr) {
       s->timing->handle.record(base::micros(s->handled - s->arrived));
       if (!s->resp.send) s->timing->total.record(base::micros(s->handled - s->arrived));
@@ -322,7 +609,13 @@ struct connection : std::enable_shared_from_this<connection> {
       reader_wake.notify();
       if (!bufs.empty()) {
         const auto write_start = clock::now();
-        auto [ec, n] = co_await asio::async_write(sock, bufs, use_tuple);
+        boost::system::error_code ec;
+        if constexpr (kTls) {
+          coalesce(bufs);
+          ec = std::get<0>(co_await sock.write(bufs));
+        } else {
+          ec = std::get<0>(co_await asio::async_write(sock, bufs, use_tuple));
+        }
         for (const auto& s : batch) sent(*s);
         reader_wake.notify();
         if (ec) break;
@@ -346,6 +639,40 @@ struct connection : std::enable_shared_from_this<connection> {
     maybe_remove();
   }
 
+  // A TLS stream starts a record for each buffer: runs of small buffers (the size prefixes and
+  // headers around zero-copy record segments) are copied into one.
+  void coalesce(std::vector<asio::const_buffer>& bufs) {
+    constexpr size_t kSmall = 16384;
+    size_t small_bytes = 0;
+    for (const auto& b : bufs) {
+      if (b.size() < kSmall) small_bytes += b.size();
+    }
+    staging.clear();
+    staging.reserve(small_bytes);  // no reallocation below: the buffers into it stay valid
+    std::vector<asio::const_buffer> out;
+    size_t run_start = 0;  // where the current run of small buffers begins in `staging`
+    for (const auto& b : bufs) {
+      if (b.size() >= kSmall) {
+        if (staging.size() > run_start) {
+          out.emplace_back(staging.data() + run_start, staging.size() - run_start);
+        }
+        run_start = staging.size();
+        out.push_back(b);
+        continue;
+      }
+      const auto* p = static_cast<const uint8_t*>(b.data());
+      staging.insert(staging.end(), p, p + b.size());
+      if (staging.size() - run_start >= kSmall) {
+        out.emplace_back(staging.data() + run_start, staging.size() - run_start);
+        run_start = staging.size();
+      }
+    }
+    if (staging.size() > run_start) {
+      out.emplace_back(staging.data() + run_start, staging.size() - run_start);
+    }
+    bufs = std::move(out);
+  }
+
   static void add_buffers(const response& r, std::vector<asio::const_buffer>& out) {
     size_t pos = 0;
     for (const auto& seg : r.segments) {
@@ -363,6 +690,10 @@ struct connection : std::enable_shared_from_this<connection> {
       idle_timer.expires_after(period);
       co_await idle_timer.async_wait(use_tuple);
       if (closed) break;
+      // Quiet for a period: the TLS output buffers go (the next write makes them again).
+      if constexpr (kTls) {
+        if (std::chrono::steady_clock::now() - last_activity >= period) sock.trim();
+      }
       // Idle: nothing being handled and no byte read or written for `idle`, whether the
       // client sends nothing, dribbles a frame, or leaves its responses unread.
       if (running == 0 && std::chrono::steady_clock::now() - last_activity >= idle) {
@@ -376,15 +707,26 @@ struct connection : std::enable_shared_from_this<connection> {
   }
 
   std::shared_ptr<server::impl> srv;
-  strand_type strand;
-  tcp::socket sock;
+  Stream sock;
+  const tls_context_ptr tls_context;  // SSL: the context the stream was made with
+  const std::shared_ptr<const principal_mapper> principal_rules;
+  const std::unique_ptr<sasl_session> sasl;  // SASL_*: the authentication; null otherwise
   const uint64_t id;
   const std::string peer;
   // All below owned by `strand`.
+  client_identity identity;      // fixed before the first request is read
+  std::vector<uint8_t> staging;  // TLS: small buffers of one write, copied together
+  // The next frame's size; its first `size_have` bytes came with the frame before it (a client
+  // with several requests in flight has the next one waiting: one receive per request instead
+  // of two).
+  uint8_t size_buf[4] = {};
+  size_t size_have = 0;
   std::deque<std::shared_ptr<slot>> slots;  // requests in arrival order
   signal writer_wake;
   signal reader_wake;
   asio::steady_timer idle_timer;
+  asio::steady_timer mute_timer;
+  clock::time_point muted_until;  // no request is read before (a quota's throttle)
   std::chrono::steady_clock::time_point last_activity = std::chrono::steady_clock::now();
   bool read_stopped = false;
   bool reading_done = false;
@@ -399,35 +741,50 @@ void server::impl::remove(uint64_t id) {
   std::function<void()> done;
   {
     std::lock_guard lock(mu);
-    if (conns.erase(id) == 0) return;
+    const auto it = conns.find(id);
+    if (it == conns.end()) return;
+    if (auto n = per_ip.find(it->second->address); n != per_ip.end() && --n->second == 0) {
+      per_ip.erase(n);
+    }
+    conns.erase(it);
     --stats.connections_open;
     if (conns.empty()) done = std::move(on_stopped);
   }
   if (done) asio::post(strand, std::move(done));
 }
 
-server::server(asio::io_context& io, server_options options, request_handler& handler)
+server::server(asio::io_context& io, const server_options& options, request_handler& handler)
     : server(io, {}, options, handler) {}
 
-server::server(asio::io_context& io, std::vector<asio::io_context*> workers, server_options options,
-               request_handler& handler)
+server::server(asio::io_context& io, std::vector<asio::io_context*> workers,
+               const server_options& options, request_handler& handler)
     : impl_(std::make_shared<impl>(io, std::move(workers), options, handler)) {}
 
 server::~server() = default;
 
-tl::expected<uint16_t, std::string> server::listen(const std::string& host, uint16_t port) {
+tl::expected<uint16_t, std::string> server::listen(const std::string& host, uint16_t port,
+                                                   listener_options listener) {
+  assert(!uses_tls(listener.protocol) || listener.tls);
+  assert(!uses_sasl(listener.protocol) || listener.sasl);
   auto acc = open_listener(impl_->io, impl_->strand, host, port, "listener");
   if (!acc) return tl::unexpected(acc.error());
-  const uint16_t bound = acc->local_endpoint().port();
-  impl_->acceptors.push_back(std::make_unique<tcp::acceptor>(std::move(*acc)));
+  const uint16_t bound = acc->front().local_endpoint().port();
+  auto options = std::make_shared<const listener_options>(std::move(listener));
+  impl_->acceptors.reserve(impl_->acceptors.size() + acc->size());
+  for (auto& a : *acc) {
+    bound_listener l;
+    l.acceptor = std::make_unique<tcp::acceptor>(std::move(a));
+    l.options = options;
+    impl_->acceptors.push_back(std::move(l));
+  }
   return bound;
 }
 
 void server::start() {
-  for (auto& acc : impl_->acceptors) {
+  for (auto& l : impl_->acceptors) {
     asio::co_spawn(
         impl_->strand,
-        [srv = impl_, a = acc.get()]() -> asio::awaitable<void> {
+        [srv = impl_, a = l.acceptor.get(), listener = l.options]() -> asio::awaitable<void> {
           while (!srv->stopping) {
             auto [ec, accepted] = co_await a->async_accept(use_tuple);
             if (srv->stopping) break;
@@ -456,20 +813,46 @@ void server::start() {
             sock.set_option(tcp::no_delay(true), ignored);
             auto remote = sock.remote_endpoint(ignored);
             std::string peer = remote.address().to_string() + ":" + std::to_string(remote.port());
-            std::shared_ptr<connection> c;
+            const asio::ip::address address = client_address(remote.address());
+            std::shared_ptr<connection_base> c;
+            std::function<void()> start;
             {
               std::lock_guard lock(srv->mu);
               if (static_cast<int32_t>(srv->conns.size()) >= srv->options.max_connections) {
                 sock.close(ignored);
                 continue;
               }
+              const auto o = srv->options.max_connections_per_ip_overrides.find(address);
+              const int32_t limit = o != srv->options.max_connections_per_ip_overrides.end()
+                                        ? o->second
+                                        : srv->options.max_connections_per_ip;
+              int32_t& from_address = srv->per_ip[address];
+              if (from_address >= limit) {
+                if (from_address == 0) srv->per_ip.erase(address);
+                ++srv->stats.refused_per_ip;
+                sock.close(ignored);
+                continue;
+              }
+              ++from_address;
               const uint64_t id = srv->next_id++;
-              c = std::make_shared<connection>(srv, ex, std::move(sock), id, std::move(peer));
+              if (uses_tls(listener->protocol)) {
+                auto ctx = listener->tls->get();
+                auto conn = std::make_shared<connection<tls_stream>>(
+                    srv, ex, tls_stream(std::move(sock), *ctx), id, std::move(peer), address,
+                    *listener, ctx);
+                start = [conn] { conn->start(); };
+                c = std::move(conn);
+              } else {
+                auto conn = std::make_shared<connection<tcp::socket>>(
+                    srv, ex, std::move(sock), id, std::move(peer), address, *listener, nullptr);
+                start = [conn] { conn->start(); };
+                c = std::move(conn);
+              }
               srv->conns.emplace(id, c);
               ++srv->stats.connections_accepted;
               ++srv->stats.connections_open;
             }
-            c->start();
+            start();
           }
         },
         asio::detached);
@@ -480,11 +863,11 @@ void server::stop(std::function<void()> done) {
   asio::post(impl_->strand, [srv = impl_, done = std::move(done)]() mutable {
     if (srv->stopping) return;
     srv->stopping = true;
-    for (auto& acc : srv->acceptors) {
+    for (auto& l : srv->acceptors) {
       boost::system::error_code ec;
-      acc->close(ec);
+      l.acceptor->close(ec);
     }
-    std::vector<std::shared_ptr<connection>> conns;
+    std::vector<std::shared_ptr<connection_base>> conns;
     {
       std::lock_guard lock(srv->mu);
       if (srv->conns.empty()) {
@@ -504,6 +887,10 @@ server_stats server::stats() const {
   s.requests = impl_->requests.load(std::memory_order_relaxed);
   s.unsent_response_bytes = impl_->unsent_response_bytes.load(std::memory_order_relaxed);
   s.reads_held_for_responses = impl_->reads_held.load(std::memory_order_relaxed);
+  s.throttled_responses = impl_->throttled.load(std::memory_order_relaxed);
+  s.tls_handshakes = impl_->tls_handshakes.load(std::memory_order_relaxed);
+  s.tls_handshake_failures = impl_->tls_handshake_failures.load(std::memory_order_relaxed);
+  s.tls_handshake_timeouts = impl_->tls_handshake_timeouts.load(std::memory_order_relaxed);
   return s;
 }
 

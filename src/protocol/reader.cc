@@ -27,6 +27,10 @@ std::string_view decode_error_name(decode_error e) {
       return "trailing bytes";
     case decode_error::unknown_api_key:
       return "unknown API key";
+    case decode_error::string_too_long:
+      return "string too long";
+    case decode_error::too_much_memory:
+      return "decodes to more memory than the message may take";
   }
   return "unknown";
 }
@@ -128,7 +132,12 @@ std::optional<std::string> reader::nullable_string(bool compact, bool nullable) 
     if (!nullable) fail(decode_error::null_in_non_nullable_field);
     return std::nullopt;
   }
+  if (static_cast<uint64_t>(n) > max_string_bytes) {
+    fail(decode_error::string_too_long);
+    return std::string();
+  }
   auto s = raw(static_cast<size_t>(n));
+  if (!charge(s.size())) return std::string();
   return std::string(reinterpret_cast<const char*>(s.data()), s.size());
 }
 
@@ -143,6 +152,7 @@ std::optional<std::vector<uint8_t>> reader::nullable_bytes(bool compact, bool nu
     return std::nullopt;
   }
   auto s = raw(static_cast<size_t>(n));
+  if (!charge(s.size())) return std::vector<uint8_t>();
   return std::vector<uint8_t>(s.begin(), s.end());
 }
 
@@ -195,11 +205,15 @@ reader reader::sub(size_t n) {
     r.fail(err_);
     return r;
   }
-  return reader(s);
+  reader out(s);
+  out.memory_left_ = memory_left_;  // the message's budget, shared
+  return out;
 }
 
 std::vector<uint8_t> reader::rest() {
   auto s = raw(remaining());
+  // (An unknown tagged field's bytes, with its entry in the message's list.)
+  if (!charge(s.size() + 32)) return {};
   return std::vector<uint8_t>(s.begin(), s.end());
 }
 

@@ -30,14 +30,56 @@ enum class decode_error : uint8_t {
   tagged_field_size_mismatch,  // a known tagged field did not fill its declared size
   trailing_bytes,              // bytes left after a value that must fill its buffer
   unknown_api_key,             // a request header naming an API that is not in the table
+  too_much_memory,             // decoding would take more memory than the message may
+  string_too_long,             // a string longer than max_string_bytes
 };
+
+// The longest string a message may hold, in every encoding (Kafka's generated readers refuse a
+// longer one, compact strings included, and so fail the whole request: an int16 length bounds
+// the classic encoding anyway). Client ids, group, member, instance, rack and transactional ids
+// are all bounded by it.
+inline constexpr size_t max_string_bytes = 32767;
+
+// What decoding a message may allocate: memory_base bytes, and memory_per_byte times the bytes
+// of the message. Kafka's messages decode to a few times their size (an element of an array
+// takes a few tens of bytes where it took a few on the wire); a hostile one made of empty
+// elements would take tens of times its size.
+inline constexpr size_t memory_base = size_t{1} << 20;
+inline constexpr size_t memory_per_byte = 16;
 
 [[nodiscard]] std::string_view decode_error_name(decode_error e);
 
 class reader {
  public:
   reader() = default;
-  explicit reader(std::span<const uint8_t> buf) : p_(buf.data()), end_(buf.data() + buf.size()) {}
+  explicit reader(std::span<const uint8_t> buf)
+      : p_(buf.data()),
+        end_(buf.data() + buf.size()),
+        own_memory_left_(memory_base + memory_per_byte * buf.size()) {}
+  // A copy or a moved reader that had a budget of its own keeps one (the same amount left); a
+  // reader from sub() keeps sharing its parent's.
+  reader(const reader& o) noexcept { *this = o; }
+  reader& operator=(const reader& o) noexcept {
+    if (this == &o) return *this;
+    p_ = o.p_;
+    end_ = o.end_;
+    err_ = o.err_;
+    own_memory_left_ = o.own_memory_left_;
+    memory_left_ = o.memory_left_ == &o.own_memory_left_ ? &own_memory_left_ : o.memory_left_;
+    return *this;
+  }
+  ~reader() = default;
+
+  // Counts `n` bytes the caller is about to allocate for the message against its budget;
+  // fails with too_much_memory (and returns false) past it.
+  bool charge(size_t n) {
+    if (n > *memory_left_) {
+      fail(decode_error::too_much_memory);
+      return false;
+    }
+    *memory_left_ -= n;
+    return true;
+  }
 
   [[nodiscard]] bool ok() const { return err_ == decode_error::none; }
   [[nodiscard]] decode_error error() const { return err_; }
@@ -108,6 +150,8 @@ class reader {
   const uint8_t* p_ = nullptr;
   const uint8_t* end_ = nullptr;
   decode_error err_ = decode_error::none;
+  size_t own_memory_left_ = memory_base;
+  size_t* memory_left_ = &own_memory_left_;  // own_memory_left_, or a parent reader's
 };
 
 }  // namespace silt::protocol

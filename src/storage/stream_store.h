@@ -311,6 +311,9 @@ class stream_store {
   }
   [[nodiscard]] wal::wal_position wal_trim_point() const { return wal_->trim_point(); }
   [[nodiscard]] wal::wal_stats wal_stats() const { return wal_->stats(); }
+  // The WAL's write buffers that stayed unused since the previous call go back (see
+  // wal::release_idle_buffers()); returns the bytes freed.
+  size_t release_idle_buffers() { return wal_->release_idle_buffers(); }
 
   // Stops the background thread and closes the WAL (pending appends complete first).
   void close();

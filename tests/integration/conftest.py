@@ -25,7 +25,6 @@ Environment:
 A Silt broker that stops is also checked not to have run a metadata statement on a network
 thread (the store refuses them and logs it).
 """
-import hashlib
 import os
 import shutil
 import random
@@ -34,6 +33,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.parse
 import uuid
 from pathlib import Path
 
@@ -65,10 +65,25 @@ def fresh_postgres_database():
 def azure_objects(uri):
     """The azblob:// URI that replaces a broker's object store `uri` (None: the default, a
     directory of its own) when the suite runs on Azurite: a fresh container, or for a file://
-    store shared by several brokers, one named after it. Other stores (s3://) are kept."""
+    store shared by several brokers, the one first given for that directory. Other stores
+    (s3://) are kept.
+
+    The name is kept beside the directory (DIR.azurite-container), not derived from its path: a
+    test's directory is removed once it passes, and a later test of the same name then gets the
+    same path. Its brokers, of another cluster, must not find the first test's objects (they
+    would refuse the store: docs/formats/cluster-marker.md)."""
     if uri is not None and not uri.startswith("file://"):
         return uri
-    name = uuid.uuid4().hex if uri is None else hashlib.sha1(uri.encode()).hexdigest()
+    name = uuid.uuid4().hex
+    if uri is not None:
+        where = Path(urllib.parse.unquote(uri[len("file://"):].split("?", 1)[0]).rstrip("/"))
+        where.parent.mkdir(parents=True, exist_ok=True)
+        kept = where.parent / (where.name + ".azurite-container")
+        try:
+            with open(kept, "x") as f:
+                f.write(name)
+        except FileExistsError:
+            name = kept.read_text()
     return (f"azblob://it-{name[:24]}?endpoint={AZURE_ENDPOINT}&account={AZURE_ACCOUNT}"
             "&create_container=true")
 

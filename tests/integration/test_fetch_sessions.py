@@ -189,3 +189,28 @@ def test_many_racing_requests_advance_the_epoch_once_each(broker, topic_name):
     finally:
         for s in socks:
             s.close()
+
+
+def test_a_session_keeps_at_most_a_thousand_partitions_that_exist_nowhere(silt_shared,
+                                                                         topic_name):
+    """Silt-only: Kafka keeps whatever partitions a session names. Silt keeps at most 1,000 that
+    no topic has, so that a client cannot grow a session without bound with made-up names;
+    the others are not kept, and existing partitions are kept as ever."""
+    create_topic(silt_shared.bootstrap, topic_name, 2)
+    with connect(silt_shared.bootstrap) as s:
+        sid = open_session(s, topic_name)
+        epoch = 1
+        for batch in range(3):
+            made_up = [(f"nowhere-{topic_name}", batch * 500 + i, 0) for i in range(500)]
+            err, _, _ = fetch_v12(s, sid, epoch, made_up, max_bytes=64 << 20)
+            assert err == 0
+            epoch += 1
+        # Every partition with an error is answered again each time: those kept.
+        err, got_sid, parts = fetch_v12(s, sid, epoch, max_bytes=64 << 20)
+        assert (err, got_sid) == (0, sid)
+        kept = [k for k in parts if k[0].startswith("nowhere-")]
+        assert len(kept) == 1000, len(kept)
+        # Existing partitions still join the session.
+        produce_all(silt_shared.bootstrap, topic_name, [{"value": b"x", "partition": 1}])
+        err, _, parts = fetch_v12(s, sid, epoch + 1, [(topic_name, 1, 0)], max_bytes=64 << 20)
+        assert err == 0 and parts[(topic_name, 1)][2] > 0

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import POSTGRES_URI, SiltBroker, fresh_postgres_database, \
+from conftest import POSTGRES_URI, SiltBroker, free_port, fresh_postgres_database, \
     selected_brokers, start_silt
 from test_record_validation import Client, batch, records
 from util import admin, compact_string, connect, consume_all, create_topic, i16, i32, \
@@ -152,6 +152,42 @@ def test_brokers_sharing_a_store_list_each_other_and_drop_a_dead_one(shared_stor
     wait_listed(a.bootstrap, both)
     wait_listed(b.bootstrap, both)
     assert "registered with a live lease" not in b.log_text()
+
+
+def test_each_listener_lists_the_other_brokers_on_that_listener(tmp_path):
+    """As Kafka advertises brokers per listener: a client that came through a broker's second
+    listener is told of the other brokers at their endpoints of that listener, not at their
+    first listener's (which may speak another security protocol)."""
+    if "silt" not in selected_brokers():
+        pytest.skip("Silt not selected (SILT_TEST_BROKERS)")
+    uri = fresh_postgres_database() if POSTGRES_URI else f"sqlite://{tmp_path}/shared.db"
+    brokers, external = [], {}
+    for node in (1, 2):
+        d = tmp_path / f"broker{node}"
+        d.mkdir()
+        b = SiltBroker(d, {"metadata.store.uri": uri,
+                           "object.store.uri": f"file://{tmp_path}/objects",
+                           "broker.heartbeat.interval.ms": str(HEARTBEAT_MS),
+                           "broker.session.timeout.ms": str(SESSION_MS),
+                           "node.id": str(node)})
+        external[node] = free_port()
+        b.overrides["listeners"] = (f"PLAINTEXT://127.0.0.1:{b.port},"
+                                    f"EXTERNAL://127.0.0.1:{external[node]}")
+        b.overrides["listener.security.protocol.map"] = "PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT"
+        brokers.append(b)
+    try:
+        for b in brokers:
+            start_silt(b)
+        internal = {n: ("127.0.0.1", b.port, None) for n, b in zip((1, 2), brokers)}
+        outside = {n: ("127.0.0.1", external[n], None) for n in (1, 2)}
+        for n, b in zip((1, 2), brokers):
+            wait_listed(b.bootstrap, internal)
+            wait_listed(f"127.0.0.1:{external[n]}", outside)
+    finally:
+        for b in brokers:
+            if b.alive():
+                assert b.stop() == 0, b.log_text()[-4000:]
+            b.check_log()
 
 
 def test_a_live_node_id_is_refused_to_another_broker(shared_store_brokers, tmp_path):

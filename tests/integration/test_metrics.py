@@ -2,6 +2,7 @@
 (prometheus_client) has the request, topic, WAL, upload, object store, cache, group and
 connection metrics, with values that follow what clients did; promtool's lint passes when
 promtool is installed."""
+import os
 import shutil
 import subprocess
 import time
@@ -103,6 +104,11 @@ def test_a_scrape_shows_what_clients_did(metrics_broker):
     if not SANITIZED:  # (AddressSanitizer's allocator is not glibc's: mallinfo2 sees nothing)
         heap = value(got, "silt_heap_allocated_bytes")
         assert 1 << 20 < heap < value(got, "process_resident_memory_bytes")
+        mapped = value(got, "silt_request_buffer_mapped_bytes")
+        assert mapped >= 1 << 20 and mapped % (1 << 20) == 0  # the chunks the requests used
+        assert 0 <= value(got, "silt_request_buffer_free_bytes") <= mapped
+    sqlite = value(got, "silt_metadata_sqlite_memory_bytes")
+    assert sqlite == 0 if os.environ.get("SILT_TEST_POSTGRES_URI") else sqlite > 0
     assert types["silt_object_store_requests"] == "counter"
 
     # Other paths are not found.

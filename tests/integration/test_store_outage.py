@@ -7,6 +7,11 @@ cached data in milliseconds, produce must wait for room at most until its timeou
 REQUEST_TIMED_OUT (the producers retry), and SIGTERM must stop it within 10 s. When the store
 comes back, uploads resume by themselves and every acknowledged record reads back, also after
 a restart (from the objects).
+
+A store already down when the broker starts cannot show it its cluster marker
+(docs/formats/cluster-marker.md): the broker starts all the same after a bounded wait, serves
+from its WAL as in an outage with nothing reaching the store, and claims the store once it
+answers.
 """
 import os
 import select
@@ -22,7 +27,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from conftest import ROOT, SiltBroker, free_port
-from util import QUIET, admin, api_versions_request, connect, create_topic, read_response
+from test_rack_reads import wait_uploaded
+from util import (QUIET, admin, api_versions_request, connect, consume_all, create_topic,
+                  produce_all, read_response)
 
 S3_SERVER = ROOT / "scripts" / "s3-test-server.sh"
 OUTAGE_SECONDS = float(os.environ.get("SILT_TEST_OUTAGE_SECONDS", "60"))
@@ -90,7 +97,8 @@ class Proxy:
                     if not data:
                         return
                     (b if s is a else a).sendall(data)
-        except OSError:
+        except (OSError, ValueError):
+            # A socket closed by _drop_connections has fileno -1: select refuses it.
             return
         finally:
             for s in (a, b):
@@ -162,6 +170,24 @@ def make_bucket(s3):
          f"{s3['SILT_S3_ENDPOINT']}/{bucket}"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, f"cannot create bucket {bucket}: {r.stderr}"
     return bucket
+
+
+def s3_get(s3, bucket, key):
+    """The object's bytes, read from the S3 server itself (not through the proxy); None if
+    there is none."""
+    r = subprocess.run(
+        ["curl", "-sS", "--aws-sigv4", f"aws:amz:{s3['SILT_S3_REGION']}:s3",
+         "--user", f"{s3['SILT_S3_ACCESS_KEY']}:{s3['SILT_S3_SECRET_KEY']}",
+         "-H", "x-amz-content-sha256: "
+         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+         "-w", "\n%{http_code}", f"{s3['SILT_S3_ENDPOINT']}/{bucket}/{key}"],
+        capture_output=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    body, _, code = r.stdout.rpartition(b"\n")
+    if code == b"404":
+        return None
+    assert code == b"200", (code, body[:500])
+    return body
 
 
 def outage_broker(tmp_path, s3, proxy, bucket):
@@ -364,6 +390,82 @@ def test_sigterm_stops_the_broker_within_10s_while_the_store_hangs(tmp_path, s3_
         seen = read_all(broker.bootstrap, topic, 2)
         missing = [v for v in acked if v not in seen]
         assert not missing, f"{len(missing)} acknowledged records missing after the restart"
+    finally:
+        broker.stop()
+        proxy.close()
+
+
+def test_broker_started_while_the_store_hangs_acknowledges_from_its_wal_and_stops_on_sigterm(
+        tmp_path, s3_server):
+    """The store takes connections and never answers from before the start: the broker cannot
+    read its cluster marker. It listens after a bounded wait (not the store's retries, minutes
+    here), acknowledges produce from its WAL, answers the rest at once, and stops within 10 s;
+    its next start, with the store back, claims the store (writes the marker) and has every
+    record."""
+    proxy = Proxy(int(s3_server["SILT_S3_ENDPOINT"].rsplit(":", 1)[1]))
+    bucket = make_bucket(s3_server)
+    broker = outage_broker(tmp_path, s3_server, proxy, bucket)
+    proxy.set("blackhole")
+    try:
+        start = time.monotonic()
+        broker.start(timeout=60)
+        took = time.monotonic() - start
+        assert took < 25, f"started after {took:.1f} s"
+        log = broker.log_text()
+        assert "has not answered the read of its cluster marker cluster.json" in log, log[-3000:]
+        assert "serving from the WAL" in log, log[-3000:]
+        topic = "hang-at-start"
+        create_topic(broker.bootstrap, topic, partitions=2)
+        sent = [{"partition": i % 2, "value": b"v%d" % i} for i in range(500)]
+        start = time.monotonic()
+        produce_all(broker.bootstrap, topic, sent, acks="all")
+        assert time.monotonic() - start < 10, "produce waited on the store"
+        check_answers_quickly(broker, topic)
+        start = time.monotonic()
+        code = broker.stop(timeout=30)
+        elapsed = time.monotonic() - start
+        assert elapsed < 10, f"SIGTERM took {elapsed:.1f} s"
+        assert code == 0, broker.log_text()[-3000:]
+        assert s3_get(s3_server, bucket, "cluster.json") is None, "the marker was written"
+
+        proxy.set("up")
+        broker.start()
+        assert "its marker cluster.json was written now" in broker.log_text()
+        assert s3_get(s3_server, bucket, "cluster.json").startswith(b'{"cluster_id":"')
+        got = consume_all(broker.bootstrap, topic, 2, count=len(sent))
+        assert sorted(m["value"] for m in got) == sorted(r["value"] for r in sent)
+    finally:
+        broker.stop()
+        proxy.close()
+
+
+def test_broker_started_while_the_store_is_down_claims_it_once_it_is_back(tmp_path, s3_server):
+    """The store refuses connections at the start: the broker serves from its WAL; once the
+    store is back it reads (here: writes) the marker, and uploads what the WAL holds."""
+    proxy = Proxy(int(s3_server["SILT_S3_ENDPOINT"].rsplit(":", 1)[1]))
+    bucket = make_bucket(s3_server)
+    broker = outage_broker(tmp_path, s3_server, proxy, bucket)
+    proxy.set("down")
+    try:
+        broker.start(timeout=60)
+        log = broker.log_text()
+        assert "cannot read the cluster marker cluster.json" in log, log[-3000:]
+        assert "serving from the WAL" in log, log[-3000:]
+        topic = "down-at-start"
+        create_topic(broker.bootstrap, topic, partitions=2)
+        sent = [{"partition": i % 2, "value": b"v%d" % i} for i in range(500)]
+        produce_all(broker.bootstrap, topic, sent, acks="all")
+        assert s3_get(s3_server, bucket, "cluster.json") is None
+        proxy.set("up")
+        deadline = time.time() + 60
+        while "the object store is used from now on" not in broker.log_text():
+            assert time.time() < deadline, broker.log_text()[-3000:]
+            time.sleep(0.2)
+        wait_uploaded(broker)
+        assert s3_get(s3_server, bucket, "cluster.json").startswith(b'{"cluster_id":"')
+        got = consume_all(broker.bootstrap, topic, 2, count=len(sent))
+        assert sorted(m["value"] for m in got) == sorted(r["value"] for r in sent)
+        assert broker.stop() == 0, broker.log_text()[-3000:]
     finally:
         broker.stop()
         proxy.close()

@@ -276,6 +276,19 @@ def string(s):
     return i16(len(b)) + b
 
 
+def cstr(s):
+    """A COMPACT_NULLABLE_STRING (None: null)."""
+    return uvarint(0) if s is None else compact_string(s)
+
+
+def carray(items):
+    """A COMPACT_ARRAY of already encoded items (None: null)."""
+    return uvarint(0) if items is None else uvarint(len(items) + 1) + b"".join(items)
+
+
+TAGS = uvarint(0)  # no tagged fields
+
+
 def array(items):
     """An ARRAY of already encoded items: int32 count, then the items (None: null array)."""
     if items is None:
@@ -331,6 +344,29 @@ def read_response(sock):
     assert payload is not None, "connection closed in the middle of a response"
     (corr,) = struct.unpack(">i", payload[:4])
     return corr, payload[4:]
+
+
+def call_once(bootstrap, key, version, body, client_id="silt-tests", flexible=True):
+    """Sends one request on a new connection: the response body after its header, in a Reader,
+    or None when the broker closed the connection instead of answering."""
+    s = connect(bootstrap, timeout=30)
+    try:
+        header = i16(key) + i16(version) + i32(1) + string(client_id)
+        if flexible:
+            header += TAGS
+        s.sendall(i32(len(header + body)) + header + body)
+        try:
+            resp = read_response(s)
+        except ConnectionResetError:
+            return None
+        if resp is None:
+            return None
+        r = Reader(resp[1])
+        if flexible:
+            r.skip_tags()
+        return r
+    finally:
+        s.close()
 
 
 def closed_by_peer(sock, timeout=10):

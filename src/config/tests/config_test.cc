@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/redact.h"
 #include "config/internal.h"
 #include "config/topic_config.h"
 
@@ -68,6 +69,13 @@ std::string error_of(const std::vector<std::pair<std::string, std::string>>& p) 
   EXPECT_FALSE(c.has_value());
   return c ? "" : c.error();
 }
+
+// Fake credentials in every form the two store URIs take.
+constexpr const char* kS3Uri =
+    "s3://bucket?endpoint=http://127.0.0.1:7480&access_key=AK&secret_key=S3SECRET"
+    "&session_token=S3TOKEN";
+constexpr const char* kPgUri = "postgresql://silt:PGSECRET@db:5432/silt?sslpassword=PGSSL";
+constexpr const char* kSecrets[] = {"S3SECRET", "S3TOKEN", "PGSECRET", "PGSSL"};
 
 TEST(BrokerConfig, DefaultsNeedNoConfiguration) {
   const auto c = props({});
@@ -132,11 +140,36 @@ TEST(BrokerConfig, MetricsListenerIsAnHttpEndpoint) {
   EXPECT_EQ(e->path, "/metrics");
   EXPECT_EQ(parse_http_endpoint("http://:0")->path, "/metrics");
   EXPECT_EQ(parse_http_endpoint("http://[::1]:9644/m")->host, "::1");
-  for (const char* bad : {"https://h:1/m", "http://h/m", "http://h:70000/m", "http://h:x",
+  EXPECT_TRUE(parse_http_endpoint("https://127.0.0.1:9644/metrics")->tls);
+  EXPECT_FALSE(parse_http_endpoint("http://127.0.0.1:9644/metrics")->tls);
+  EXPECT_EQ(error_of({{"metrics.listener", "https://127.0.0.1:9644/metrics"}}),
+            "metrics.listener is https: set ssl.keystore.location (or "
+            "ssl.keystore.certificate.chain and ssl.keystore.key) for its certificate");
+  for (const char* bad : {"ftp://h:1/m", "http://h/m", "http://h:70000/m", "http://h:x",
                           "http://h:1/a b", "127.0.0.1:9644"}) {
     EXPECT_FALSE(parse_http_endpoint(bad)) << bad;
   }
-  EXPECT_NE(error_of({{"metrics.listener", "9644"}}).find("expected empty or http://host:port"),
+  EXPECT_NE(error_of({{"metrics.listener", "9644"}}).find("expected empty or http[s]://host:port"),
+            std::string::npos);
+}
+
+TEST(BrokerConfig, ConnectionsPerIpAndTheirOverridesAsKafkaReadsThem) {
+  EXPECT_EQ(props({}).max_connections_per_ip, INT32_MAX);
+  const auto c = props({{"max.connections.per.ip", "5"},
+                        {"max.connections.per.ip.overrides", "127.0.0.1:100, [::1]:0,gw:7"}});
+  EXPECT_EQ(c.max_connections_per_ip, 5);
+  const auto o = parse_ip_overrides(c.max_connections_per_ip_overrides);
+  ASSERT_TRUE(o);
+  const std::vector<std::pair<std::string, int32_t>> want{
+      {"127.0.0.1", 100}, {"::1", 0}, {"gw", 7}};
+  EXPECT_EQ(*o, want);
+  EXPECT_EQ(parse_ip_overrides("")->size(), 0u);
+  for (const char* bad : {"127.0.0.1", "127.0.0.1:-1", ":5", "h:x", "h:99999999999"}) {
+    EXPECT_FALSE(parse_ip_overrides(bad)) << bad;
+  }
+  EXPECT_NE(error_of({{"max.connections.per.ip.overrides", "h"}}).find("host:count"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"max.connections.per.ip", "-1"}}).find("max.connections.per.ip"),
             std::string::npos);
 }
 
@@ -305,28 +338,170 @@ TEST(BrokerConfig, RetentionMsWinsOverMinutesOverHours) {
             std::string::npos);
 }
 
-TEST(BrokerConfig, NonPlaintextListenersAreRefused) {
-  EXPECT_EQ(error_of({{"listeners", "SSL://:9093"}}),
-            "invalid value 'SSL://:9093' for listeners: listener 'SSL://:9093' uses SSL: TLS and "
-            "SASL are not supported yet (only PLAINTEXT listeners)");
+TEST(BrokerConfig, SaslListenersNeedAMechanismSiltServes) {
+  // Kafka's default mechanism is GSSAPI: refused by name.
   EXPECT_NE(error_of({{"listeners", "PLAINTEXT://:9092,SASL_PLAINTEXT://:9094"}})
-                .find("uses SASL_PLAINTEXT: TLS and SASL are not supported yet"),
+                .find("listener 'SASL_PLAINTEXT://:9094': sasl.enabled.mechanisms enables GSSAPI "
+                      "(Kerberos, Kafka's default), which Silt does not serve"),
             std::string::npos);
   EXPECT_NE(error_of({{"listeners", "BROKER://:9092"},
-                      {"listener.security.protocol.map", "BROKER:SASL_SSL"}})
-                .find("'BROKER://:9092' uses SASL_SSL: TLS and SASL are not supported yet"),
+                      {"listener.security.protocol.map", "BROKER:SASL_PLAINTEXT"},
+                      {"listener.name.broker.sasl.enabled.mechanisms", "PLAIN,DIGEST-MD5"}})
+                .find("listener.name.broker.sasl.enabled.mechanisms names 'DIGEST-MD5', an "
+                      "unknown SASL mechanism"),
             std::string::npos);
-  EXPECT_NE(error_of({{"listeners", "PLAINTEXT://:9092"},
-                      {"advertised.listeners", "PLAINTEXT://a:9092,SSL://a:9093"}})
-                .find("for advertised.listeners: listener 'SSL://a:9093' uses SSL"),
+  EXPECT_NE(error_of({{"listeners", "SASL_PLAINTEXT://:9094"},
+                      {"sasl.enabled.mechanisms", "OAUTHBEARER"}})
+                .find("OAUTHBEARER needs sasl.oauthbearer.jwks.endpoint.url"),
             std::string::npos);
-  temp_file f("listeners=PLAINTEXT://:9092,SSL://:9093\n");
-  command_line cmd;
-  cmd.properties_file = f.path();
-  EXPECT_EQ(load(cmd).error(), f.path() +
-                                   ":1: invalid value 'PLAINTEXT://:9092,SSL://:9093' for "
-                                   "listeners: listener 'SSL://:9093' uses SSL: TLS and SASL are "
-                                   "not supported yet (only PLAINTEXT listeners)");
+}
+
+TEST(BrokerConfig, SaslListenerTakesBrokerWideAndPerListenerSettings) {
+  const auto c = props({{"listeners", "PLAINTEXT://:9092,SASL_PLAINTEXT://:9094,EXT://:9095"},
+                        {"listener.security.protocol.map",
+                         "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,EXT:SASL_SSL"},
+                        {"ssl.keystore.location", "/etc/silt/broker.p12"},
+                        {"sasl.enabled.mechanisms", "plain,SCRAM-SHA-512"},
+                        {"sasl.jaas.config", "J1"},
+                        {"connections.max.reauth.ms", "60000"},
+                        {"listener.name.ext.sasl.enabled.mechanisms", "PLAIN"},
+                        {"listener.name.ext.plain.sasl.jaas.config", "J2"},
+                        {"listener.name.ext.plain.connections.max.reauth.ms", "1000"}});
+  ASSERT_EQ(c.listener_sasl.size(), 2U);
+  const auto& a = c.listener_sasl.at("SASL_PLAINTEXT");
+  EXPECT_EQ(a.enabled_mechanisms, (std::vector<std::string>{"PLAIN", "SCRAM-SHA-512"}));
+  EXPECT_EQ(a.jaas_for("PLAIN"), "J1");
+  EXPECT_EQ(a.reauth_ms_for("PLAIN"), 60000);
+  const auto& e = c.listener_sasl.at("EXT");
+  EXPECT_EQ(e.enabled_mechanisms, std::vector<std::string>{"PLAIN"});
+  EXPECT_EQ(e.jaas_for("PLAIN"), "J2");
+  EXPECT_EQ(e.reauth_ms_for("PLAIN"), 1000);
+  // SASL_SSL runs over TLS: it has the ssl.* settings too.
+  EXPECT_TRUE(c.listener_ssl.contains("EXT"));
+  EXPECT_FALSE(c.listener_ssl.contains("SASL_PLAINTEXT"));
+  // The JAAS value is a secret: described without its value.
+  EXPECT_EQ(c.values.at("sasl.jaas.config"), "J1");
+}
+
+TEST(BrokerConfig, SaslSettingsOfUnknownListenersAndJavaCallbacksAreRefused) {
+  EXPECT_NE(error_of({{"listeners", "SASL_PLAINTEXT://:9094"},
+                      {"sasl.enabled.mechanisms", "PLAIN"},
+                      {"listener.name.other.plain.sasl.jaas.config", "x"}})
+                .find("listener.name.other.plain.sasl.jaas.config: OTHER is not a listener"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"listeners", "SASL_PLAINTEXT://:9094"},
+                      {"sasl.enabled.mechanisms", "PLAIN"},
+                      {"listener.name.sasl_plaintext.plain.sasl.server.callback.handler.class",
+                       "com.example.MyHandler"}})
+                .find("'com.example.MyHandler' is not supported"),
+            std::string::npos);
+  // Kafka's JWT validator is understood for OAUTHBEARER.
+  const auto c =
+      props({{"listeners", "SASL_PLAINTEXT://:9094"},
+             {"sasl.enabled.mechanisms", "OAUTHBEARER"},
+             {"sasl.oauthbearer.jwks.endpoint.url", "file:///etc/silt/jwks.json"},
+             {"sasl.oauthbearer.expected.audience", "kafka,silt"},
+             {"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class",
+              "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"}});
+  EXPECT_EQ(c.oauthbearer.expected_audience, (std::vector<std::string>{"kafka", "silt"}));
+  EXPECT_EQ(c.oauthbearer.sub_claim_name, "sub");
+  // Kafka 4.1's per-listener form of the token checks wins over the broker-wide one.
+  const auto o = props(
+      {{"listeners", "SASL_PLAINTEXT://:9094"},
+       {"sasl.enabled.mechanisms", "OAUTHBEARER"},
+       {"sasl.oauthbearer.expected.issuer", "https://a"},
+       {"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.url",
+        "file:///etc/silt/jwks.json"},
+       {"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.clock.skew.seconds", "5"}});
+  const auto& l = o.listener_sasl.at("SASL_PLAINTEXT").oauthbearer;
+  EXPECT_EQ(l.jwks_endpoint_url, "file:///etc/silt/jwks.json");
+  EXPECT_EQ(l.expected_issuer, "https://a");
+  EXPECT_EQ(l.clock_skew_seconds, 5);
+  EXPECT_TRUE(o.oauthbearer.jwks_endpoint_url.empty());
+  // A setting of a listener that does not speak SASL is ignored with a notice.
+  const auto d = props({{"listeners", "PLAINTEXT://:9092"},
+                        {"listener.name.plaintext.plain.sasl.jaas.config", "x"}});
+  EXPECT_TRUE(d.listener_sasl.empty());
+}
+
+TEST(BrokerConfig, SslListenerTakesTheBrokerWideSslSettings) {
+  const auto c = props({{"listeners", "PLAINTEXT://:9092,SSL://:9093"},
+                        {"ssl.keystore.location", "/etc/silt/broker.p12"},
+                        {"ssl.keystore.password", "ks-secret"},
+                        {"ssl.truststore.type", "pem"},
+                        {"ssl.truststore.location", "/etc/silt/ca.pem"},
+                        {"ssl.client.auth", "required"},
+                        {"ssl.enabled.protocols", "TLSv1.3"}});
+  ASSERT_EQ(c.listener_ssl.size(), 1u);
+  const auto& s = c.listener_ssl.at("SSL");
+  EXPECT_EQ(s.keystore_type, "PKCS12");
+  EXPECT_EQ(s.keystore_location, "/etc/silt/broker.p12");
+  EXPECT_EQ(s.keystore_password, "ks-secret");
+  EXPECT_EQ(s.truststore_type, "PEM");
+  EXPECT_EQ(s.client_auth, "required");
+  EXPECT_EQ(s.enabled_protocols, std::vector<std::string>{"TLSv1.3"});
+  EXPECT_EQ(s.principal_mapping_rules, "DEFAULT");
+  EXPECT_EQ(s.key("ssl.keystore.location"), "ssl.keystore.location");
+  EXPECT_EQ(security_protocol(c, "SSL"), "SSL");
+  EXPECT_EQ(security_protocol(c, "PLAINTEXT"), "PLAINTEXT");
+  // The advertised listeners default to both.
+  ASSERT_EQ(c.advertised_listeners.size(), 2u);
+  EXPECT_EQ(to_string(c.advertised_listeners[1]), "SSL://localhost:9093");
+}
+
+TEST(BrokerConfig, ListenerSslSettingsOverrideTheBrokerWideOnes) {
+  const auto c = props({{"listeners", "INTERNAL://:9093,EXTERNAL://:9094"},
+                        {"listener.security.protocol.map", "INTERNAL:SSL,EXTERNAL:SSL"},
+                        {"ssl.keystore.type", "PEM"},
+                        {"ssl.keystore.location", "/etc/silt/broker.pem"},
+                        {"listener.name.external.ssl.keystore.location", "/etc/silt/public.pem"},
+                        {"listener.name.external.ssl.client.auth", "none"},
+                        {"ssl.truststore.type", "PEM"},
+                        {"ssl.truststore.location", "/etc/silt/ca.pem"},
+                        {"ssl.client.auth", "required"}});
+  ASSERT_EQ(c.listener_ssl.size(), 2u);
+  EXPECT_EQ(c.listener_ssl.at("INTERNAL").keystore_location, "/etc/silt/broker.pem");
+  EXPECT_EQ(c.listener_ssl.at("INTERNAL").client_auth, "required");
+  const auto& ext = c.listener_ssl.at("EXTERNAL");
+  EXPECT_EQ(ext.keystore_location, "/etc/silt/public.pem");
+  EXPECT_EQ(ext.keystore_type, "PEM");
+  EXPECT_EQ(ext.client_auth, "none");
+  EXPECT_EQ(ext.key("ssl.keystore.location"), "listener.name.external.ssl.keystore.location");
+  EXPECT_EQ(ext.key("ssl.keystore.type"), "ssl.keystore.type");
+}
+
+TEST(BrokerConfig, SslListenerErrorsNameTheSetting) {
+  EXPECT_EQ(error_of({{"listeners", "SSL://:9093"}}),
+            "listener 'SSL://:9093': an SSL listener needs a key store: set "
+            "ssl.keystore.location (or, with ssl.keystore.type=PEM, "
+            "ssl.keystore.certificate.chain and ssl.keystore.key)");
+  EXPECT_EQ(error_of({{"listeners", "SSL://:9093"},
+                      {"ssl.keystore.location", "/k.p12"},
+                      {"ssl.client.auth", "required"}}),
+            "listener 'SSL://:9093': ssl.client.auth=required needs a trust store: set "
+            "ssl.truststore.location or ssl.truststore.certificates");
+  EXPECT_EQ(error_of({{"listeners", "SSL://:9093"},
+                      {"listener.name.ssl.ssl.keystore.key", "-----BEGIN PRIVATE KEY-----"}}),
+            "listener 'SSL://:9093': ssl.keystore.certificate.chain and "
+            "listener.name.ssl.ssl.keystore.key need ssl.keystore.type=PEM");
+  EXPECT_EQ(error_of({{"ssl.keystore.type", "JKS"}}).substr(0, 63),
+            "invalid value 'JKS' for ssl.keystore.type: expected PEM or PKCS");
+  EXPECT_EQ(error_of({{"ssl.client.auth", "always"}}),
+            "invalid value 'always' for ssl.client.auth: expected none, requested or required");
+  EXPECT_EQ(error_of({{"ssl.enabled.protocols", "TLSv1.2,TLSv1.1"}}),
+            "invalid value 'TLSv1.2,TLSv1.1' for ssl.enabled.protocols: unsupported TLS version "
+            "'TLSv1.1' (TLSv1.2 or TLSv1.3)");
+  EXPECT_EQ(error_of({{"listeners", "SSL://:9093"},
+                      {"ssl.keystore.location", "/k.p12"},
+                      {"listener.name.other.ssl.client.auth", "none"}}),
+            "listener.name.other.ssl.client.auth: OTHER is not a listener in listeners");
+  // A password never appears in an error, even in the per-listener form.
+  const auto e = error_of({{"listeners", "SSL://:9093"},
+                           {"ssl.keystore.location", "/k.p12"},
+                           {"listener.name.ssl.ssl.client.auth", "SECRETVALUE"}});
+  EXPECT_NE(e.find("listener.name.ssl.ssl.client.auth"), std::string::npos);
+  EXPECT_EQ(error_of({{"listener.name.plaintext.ssl.unknown", "x"}}),
+            "unknown setting 'listener.name.plaintext.ssl.unknown'");
 }
 
 TEST(BrokerConfig, ListenerNamesMapToProtocols) {
@@ -637,6 +812,24 @@ TEST(CommandLine, MissingFileIsAnError) {
   EXPECT_NE(c.error().find("/nonexistent/server.properties"), std::string::npos);
 }
 
+// `silt object.store.uri=...` (without --override) takes the setting for a properties file.
+TEST(CommandLine, ASettingGivenAsAFileIsQuotedMasked) {
+  command_line cmd;
+  cmd.properties_file = kPgUri;
+  const auto c = load(cmd);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().find("PGSECRET"), std::string::npos) << c.error();
+  EXPECT_NE(c.error().find("postgresql://silt:***@db:5432/silt"), std::string::npos);
+  const char* two[] = {"silt", "a.properties", kS3Uri};
+  const auto two_files = parse_command_line(3, two);
+  ASSERT_FALSE(two_files);
+  EXPECT_EQ(two_files.error().find("S3SECRET"), std::string::npos) << two_files.error();
+  const char* bad_override[] = {"silt", "--override", "=postgresql://silt:PGSECRET@db/x"};
+  const auto bad = parse_command_line(3, bad_override);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error(), "--override expects key=value, got '=postgresql://silt:***@db/x'");
+}
+
 TEST(TopicConfig, AcceptsKnownNamesAndValidValues) {
   EXPECT_TRUE(validate_topic_configs({{"retention.ms", "-1"},
                                       {"retention.bytes", "1000"},
@@ -793,8 +986,86 @@ TEST(BrokerConfig, DescribeListsEverySettingReadOnly) {
   EXPECT_EQ(rm.source, config_source::default_config);
   EXPECT_FALSE(entry(entries, "log.retention.hours").value);
   for (const auto& [name, value] : c.values) {
-    EXPECT_EQ(entry(entries, name).value, value) << name;
+    const auto& e = entry(entries, name);
+    EXPECT_EQ(e.value, e.sensitive ? std::nullopt : std::optional(value)) << name;
   }
+}
+
+TEST(BrokerConfig, StoreUrisAreDescribedSensitiveWithoutValue) {
+  for (const auto* uri :
+       {kS3Uri, "azblob://c?account=a&key=QVpLRVk=", "azblob://c?account=a&sas=sv%3D1%26sig%3DX",
+        "file:///var/lib/silt/objects"}) {
+    const auto c = props({{"object.store.uri", uri}, {"metadata.store.uri", kPgUri}});
+    for (const auto& e : describe_broker_configs(c)) {
+      if (e.name != "object.store.uri" && e.name != "metadata.store.uri") continue;
+      // As Kafka answers a PASSWORD setting, whatever the value (even one without a secret).
+      EXPECT_TRUE(e.sensitive) << e.name;
+      EXPECT_EQ(e.value, std::nullopt) << e.name;
+      EXPECT_EQ(e.type, config_type::password) << e.name;
+      EXPECT_EQ(e.source, config_source::static_broker_config) << e.name;
+      ASSERT_EQ(e.synonyms.size(), 1u) << e.name;
+      EXPECT_EQ(e.synonyms[0].value, std::nullopt) << e.name;
+    }
+  }
+  // Defaulted, too.
+  const auto defaults = describe_broker_configs(props({}));
+  EXPECT_TRUE(entry(defaults, "object.store.uri").sensitive);
+  EXPECT_EQ(entry(defaults, "metadata.store.uri").value, std::nullopt);
+  EXPECT_FALSE(entry(defaults, "data.dir").sensitive);
+}
+
+TEST(BrokerConfig, NoDescribedValueHoldsASecret) {
+  const auto c = props({{"object.store.uri", kS3Uri}, {"metadata.store.uri", kPgUri}});
+  for (const auto& e : describe_broker_configs(c)) {
+    for (const auto* secret : kSecrets) {
+      EXPECT_EQ(e.value.value_or("").find(secret), std::string::npos) << e.name;
+      for (const auto& s : e.synonyms) {
+        EXPECT_EQ(s.value.value_or("").find(secret), std::string::npos) << e.name;
+      }
+    }
+  }
+}
+
+// A setting added later with a secret's name (ssl.key.password, sasl.jaas.config,
+// ssl.keystore.key...) must declare itself sensitive in the table.
+TEST(BrokerConfig, EverySettingNamedLikeASecretIsSensitive) {
+  for (const auto& e : describe_broker_configs(props({}))) {
+    if (base::is_secret_name(e.name)) {
+      EXPECT_TRUE(e.sensitive) << e.name;
+    }
+    if (e.sensitive) {
+      EXPECT_EQ(e.type, config_type::password) << e.name;
+    }
+  }
+}
+
+TEST(BrokerConfig, SslPasswordsAndKeysAreSensitive) {
+  const auto c = props({{"listeners", "SSL://:9093"},
+                        {"ssl.keystore.location", "/k.p12"},
+                        {"ssl.keystore.password", "KSSECRET"},
+                        {"ssl.key.password", "KEYSECRET"},
+                        {"ssl.truststore.password", "TSSECRET"}});
+  const auto described = describe_broker_configs(c);
+  for (const auto* name :
+       {"ssl.keystore.password", "ssl.key.password", "ssl.truststore.password", "ssl.keystore.key",
+        "ssl.keystore.certificate.chain", "ssl.truststore.certificates"}) {
+    const auto& e = entry(described, name);
+    EXPECT_TRUE(e.sensitive) << name;
+    EXPECT_EQ(e.value, std::nullopt) << name;
+  }
+  EXPECT_FALSE(entry(described, "ssl.keystore.location").sensitive);
+}
+
+TEST(BrokerConfig, ErrorsQuoteSensitiveValuesMasked) {
+  EXPECT_EQ(error_of({{"object.store.uri", "ftp://u:FTPSECRET@h/x?secret_key=S3SECRET"}}),
+            "invalid value 'ftp://u:***@h/x?secret_key=***' for object.store.uri: expected a "
+            "file://, s3:// or azblob:// URI");
+  EXPECT_EQ(error_of({{"metadata.store.uri", "mysql://u:PGSECRET@h/x"}}),
+            "invalid value 'mysql://u:***@h/x' for metadata.store.uri: expected a sqlite:// or "
+            "postgresql:// URI");
+  EXPECT_EQ(error_of({{"metadata.store.uri", kPgUri}, {"metadata.path", "/x.db"}}),
+            "metadata.path ('/x.db') and metadata.store.uri "
+            "('postgresql://silt:***@db:5432/silt?sslpassword=***') differ; give one of them");
 }
 
 // docs/configuration.md is generated from the table. To regenerate it:

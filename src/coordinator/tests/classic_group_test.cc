@@ -249,6 +249,26 @@ TEST_F(ClassicGroup, AStaticMemberIdStartsWithItsInstanceIdADynamicOneWithItsCli
   EXPECT_EQ(idb.rfind("client-", 0), 0u) << idb;
 }
 
+TEST_F(ClassicGroup, AMemberIdThatWouldBeTooLongForTheProtocolIsAnUnknownServerError) {
+  // As on Kafka: the id is the prefix, a dash and a UUID, at most 32,767 bytes in all.
+  join_slot longest, dynamic, instance;
+  join_request r = request("");
+  r.client_id = std::string(32730, 'c');
+  group_.join(r, limits_, now_, longest.callback());
+  ASSERT_TRUE(longest.result);
+  EXPECT_EQ(longest.result->error, error_code::member_id_required);
+  EXPECT_EQ(longest.result->member_id.size(), 32767u);
+  r.client_id += 'c';
+  group_.join(r, limits_, now_, dynamic.callback());
+  ASSERT_TRUE(dynamic.result);
+  EXPECT_EQ(dynamic.result->error, error_code::unknown_server_error);
+  EXPECT_EQ(dynamic.result->member_id, "");
+  group_.join(request("", {"range"}, std::string(32731, 'i')), limits_, now_, instance.callback());
+  ASSERT_TRUE(instance.result);
+  EXPECT_EQ(instance.result->error, error_code::unknown_server_error);
+  EXPECT_EQ(group_.size(), 0u);
+}
+
 TEST_F(ClassicGroup, AStaticLeaderBackIsToldItLeadsOnlyIfItCanSkipTheAssignment) {
   join_slot a, b;
   group_.join(request("", {"range"}, "instance-a"), limits_, now_, a.callback());

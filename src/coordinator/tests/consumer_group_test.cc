@@ -3,6 +3,11 @@
 // static members, subscription and partition changes.
 #include "coordinator/consumer_group.h"
 
+#include <chrono>
+#include <set>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace silt::coordinator {
@@ -27,10 +32,13 @@ class fake_topics final : public topic_lookup {
     return std::nullopt;
   }
   [[nodiscard]] std::vector<topic_meta> all() const override {
+    ++listed;
     std::vector<topic_meta> out;
     for (const auto& [name, t] : topics) out.push_back(t);
     return out;
   }
+  // How often every topic was asked for: each matching of patterns asks once.
+  mutable int listed = 0;
   // Tests change `topics` directly: the version follows its contents.
   [[nodiscard]] uint64_t version() const override {
     uint64_t v = topics.size();
@@ -69,8 +77,17 @@ class ConsumerGroup : public ::testing::Test {
     r.owned = owned;
     return r;
   }
+  // As the coordinator sends one: the patterns it needs are matched first (outside its lock).
   consumer_heartbeat_result send(consumer_heartbeat r) {
+    group_.add_regex_matches(match_topic_regexes(
+        group_.regexes_to_match(r.subscribed_topic_regex, topics_.version()), topics_));
     return group_.heartbeat(std::move(r), limits_, topics_, now_);
+  }
+  consumer_heartbeat regex_join(const std::string& id, const std::string& pattern) {
+    consumer_heartbeat r = join_request(id, {});
+    r.subscribed_topic_names.reset();
+    r.subscribed_topic_regex = pattern;
+    return r;
   }
 
   int64_t now_ = 1'000'000;
@@ -136,6 +153,92 @@ TEST_F(ConsumerGroup, ARegexSubscriptionFollowsTopicsCreatedLater) {
   ASSERT_TRUE(grown.assignment);
   EXPECT_EQ(count(*grown.assignment), 6u);
   EXPECT_GT(grown.member_epoch, a.member_epoch);
+}
+
+TEST_F(ConsumerGroup, RegexesMatchWholeNamesInLinearTimeAndBadOnesAreRefused) {
+  // A pattern that backtracking engines take exponential time on, against a name that almost
+  // matches: answered at once.
+  const std::string long_name(249, 'a');
+  topics_.topics.emplace(long_name, topic_meta{topic_uuid{3}, long_name, 1});
+  topics_.topics.emplace("aaa", topic_meta{topic_uuid{4}, "aaa", 1});
+  consumer_heartbeat join = join_request("a", {});
+  join.subscribed_topic_names.reset();
+  join.subscribed_topic_regex = "(a|aa)*b|(a+)+";
+  auto a = send(join);
+  ASSERT_EQ(a.error, error_code::none) << a.message;
+  ASSERT_TRUE(a.assignment);
+  EXPECT_EQ(count(*a.assignment), 2u) << "the long name and aaa";
+  // Whole names only: "pay" matches no topic, though "payments" starts with it.
+  consumer_heartbeat partial = join_request("b", {});
+  partial.subscribed_topic_names.reset();
+  partial.subscribed_topic_regex = "pay";
+  auto b = send(partial);
+  ASSERT_EQ(b.error, error_code::none) << b.message;
+  ASSERT_TRUE(b.assignment);
+  EXPECT_EQ(count(*b.assignment), 0u);
+  // Not a pattern: INVALID_REGULAR_EXPRESSION, with the pattern named.
+  consumer_heartbeat bad = join_request("c", {});
+  bad.subscribed_topic_names.reset();
+  bad.subscribed_topic_regex = "orders(";
+  auto c = send(bad);
+  EXPECT_EQ(c.error, error_code::invalid_regular_expression);
+  EXPECT_NE(c.message.find("orders("), std::string::npos) << c.message;
+  // Java's possessive quantifiers are not RE2's, as with Kafka's RE2/J.
+  bad.subscribed_topic_regex = "a*+";
+  EXPECT_EQ(send(bad).error, error_code::invalid_regular_expression);
+  // Nesting that would exhaust a recursive engine's stack: RE2 parses and compiles it with
+  // stacks of its own (a valid pattern, taken).
+  bad.subscribed_topic_regex = std::string(5000, '(') + "a" + std::string(5000, ')');
+  EXPECT_EQ(send(bad).error, error_code::none);
+  // Patterns beyond 16 KiB are refused.
+  bad.member_id = "d";
+  bad.subscribed_topic_regex = std::string(16385, 'a');
+  EXPECT_EQ(send(bad).error, error_code::invalid_regular_expression);
+  bad.member_id = "e";
+  bad.subscribed_topic_regex = "orders|" + std::string(16000, 'a');
+  EXPECT_EQ(send(bad).error, error_code::none) << "a long pattern within the bound";
+}
+
+TEST_F(ConsumerGroup, AHeartbeatMatchesNoPatternItself) {
+  auto a = send(regex_join("a", "pay.*"));
+  ASSERT_EQ(a.error, error_code::none) << a.message;
+  auto b = send(join_request("b"));
+  ASSERT_EQ(b.error, error_code::none) << b.message;
+  // A new topic: the coordinator is told to match a's pattern again before b's heartbeat...
+  topics_.topics.emplace("payouts", topic_meta{topic_uuid{3}, "payouts", 4});
+  EXPECT_EQ(group_.regexes_to_match(std::nullopt, topics_.version()),
+            std::vector<std::string>{"pay.*"});
+  // ...and a heartbeat before that sees the pattern's earlier matches without matching.
+  const int listed = topics_.listed;
+  (void)group_.heartbeat(beat("b", b.member_epoch, {}), limits_, topics_, now_);
+  EXPECT_EQ(topics_.listed, listed);
+  EXPECT_EQ(group_.subscribed_topics(topics_), (std::set<std::string>{"orders", "payments"}));
+  group_.add_regex_matches(match_topic_regexes({"pay.*"}, topics_));
+  EXPECT_TRUE(group_.regexes_to_match(std::nullopt, topics_.version()).empty());
+  EXPECT_EQ(group_.subscribed_topics(topics_),
+            (std::set<std::string>{"orders", "payments", "payouts"}));
+}
+
+TEST_F(ConsumerGroup, APatternNotMatchedWithinItsBudgetIsRefusedOrKeepsItsMatches) {
+  constexpr std::chrono::nanoseconds none{0};
+  // Never matched in full: refused, the group unchanged, and not matched again for a heartbeat
+  // until the topics change.
+  group_.add_regex_matches(match_topic_regexes({"pay.*"}, topics_, none));
+  auto refused = group_.heartbeat(regex_join("a", "pay.*"), limits_, topics_, now_);
+  EXPECT_EQ(refused.error, error_code::invalid_regular_expression);
+  EXPECT_NE(refused.message.find("within"), std::string::npos) << refused.message;
+  EXPECT_EQ(group_.size(), 0u);
+  EXPECT_TRUE(group_.regexes_to_match("pay.*", topics_.version()).empty());
+  topics_.topics.emplace("payouts", topic_meta{topic_uuid{3}, "payouts", 4});
+  auto a = send(regex_join("a", "pay.*"));
+  ASSERT_EQ(a.error, error_code::none) << a.message;
+  // Matched once: a matching that runs out later keeps those matches.
+  topics_.topics.emplace("paydays", topic_meta{topic_uuid{4}, "paydays", 1});
+  group_.add_regex_matches(match_topic_regexes({"pay.*"}, topics_, none));
+  EXPECT_TRUE(group_.regexes_to_match(std::nullopt, topics_.version()).empty());
+  auto again = send(beat("a", a.member_epoch, *a.assignment));
+  EXPECT_EQ(again.error, error_code::none) << again.message;
+  EXPECT_EQ(group_.subscribed_topics(topics_), (std::set<std::string>{"payments", "payouts"}));
 }
 
 TEST_F(ConsumerGroup, StaleAndUnknownMembersAreRefused) {

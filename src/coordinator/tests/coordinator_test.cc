@@ -2,8 +2,13 @@
 // io_context the test drives: answers that show durable group state wait for their write.
 #include "coordinator/coordinator.h"
 
+#include <chrono>
 #include <filesystem>
+#include <future>
 #include <optional>
+#include <set>
+#include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
@@ -15,6 +20,59 @@ namespace silt::coordinator {
 namespace {
 
 namespace fs = std::filesystem;
+
+// One topic, "t", as a consumer group sees the broker's topics.
+class one_topic final : public topic_lookup {
+ public:
+  [[nodiscard]] std::optional<topic_meta> by_name(std::string_view name) const override {
+    if (name == t_.name) return t_;
+    return std::nullopt;
+  }
+  [[nodiscard]] std::optional<topic_meta> by_id(const topic_uuid& id) const override {
+    if (id == t_.id) return t_;
+    return std::nullopt;
+  }
+  [[nodiscard]] std::vector<topic_meta> all() const override { return {t_}; }
+  [[nodiscard]] uint64_t version() const override { return 1; }
+
+ private:
+  topic_meta t_{topic_uuid{1}, "t", 1};
+};
+
+// Topic "t" at a version the test sets, and every look at all of them (what matching patterns
+// does) checks from another thread that the coordinator answers meanwhile: it would not while
+// its lock is held.
+class probing_topics final : public topic_lookup {
+ public:
+  explicit probing_topics(group_coordinator& c) : c_(c) {}
+  [[nodiscard]] std::optional<topic_meta> by_name(std::string_view name) const override {
+    if (name == t_.name) return t_;
+    return std::nullopt;
+  }
+  [[nodiscard]] std::optional<topic_meta> by_id(const topic_uuid& id) const override {
+    if (id == t_.id) return t_;
+    return std::nullopt;
+  }
+  [[nodiscard]] std::vector<topic_meta> all() const override {
+    ++listed;
+    // (Kept, not waited for on destruction: were the lock held, that would never end.)
+    probes_.push_back(std::async(std::launch::async, [this] { (void)c_.describe("other"); }));
+    if (probes_.back().wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      answered = false;
+    }
+    return {t_};
+  }
+  [[nodiscard]] uint64_t version() const override { return version_; }
+
+  uint64_t version_ = 1;
+  mutable int listed = 0;
+  mutable bool answered = true;
+
+ private:
+  group_coordinator& c_;
+  topic_meta t_{topic_uuid{1}, "t", 1};
+  mutable std::vector<std::future<void>> probes_;
+};
 
 class Coordinator : public ::testing::Test {
  protected:
@@ -143,6 +201,117 @@ TEST_F(Coordinator, AShardTakenByAnotherNodeIsServedThereOnly) {
   EXPECT_EQ(a.coordinator_of(stays, 1), 1);
   EXPECT_EQ(commit(a, stays, 5), error_code::none);
   b.close();
+  io_.run();
+  io_.restart();
+}
+
+// A group id the store cannot key (too long for PostgreSQL's index entries, or not text) is
+// refused with INVALID_GROUP_ID before it reaches a transaction other groups share.
+TEST_F(Coordinator, GroupIdsThatCannotBeStoredAreInvalid) {
+  open();
+  auto commit = [&](const std::string& group) {
+    std::optional<error_code> result;
+    coordinator_->commit(group, "", std::nullopt, -1, {{"t", 0, 7, -1, "", -1}},
+                         [&](error_code e) { result = e; });
+    io_.run();
+    io_.restart();
+    return result.value_or(error_code::unknown_server_error);
+  };
+  EXPECT_EQ(commit(std::string(max_group_id_bytes, 'g')), error_code::none);
+  EXPECT_EQ(commit(std::string(max_group_id_bytes + 1, 'g')), error_code::invalid_group_id);
+  EXPECT_EQ(commit(std::string("g\0id", 4)), error_code::invalid_group_id);
+  EXPECT_EQ(join_alone(std::string(5000, 'j'), std::nullopt).error, error_code::invalid_group_id);
+  EXPECT_TRUE(storable_group_id("orders-service"));
+  EXPECT_FALSE(storable_group_id("\xff"));
+}
+
+// The requests that would create the group refuse such an id (INVALID_GROUP_ID); the others
+// never create a group and find none by it: whichever request names it, it reaches no write.
+TEST_F(Coordinator, NoRequestStoresAGroupIdThatCannotBeStored) {
+  open();
+  const std::string id(max_group_id_bytes + 1, 'g');
+  const one_topic topics;
+  auto run = [&] {
+    io_.run();
+    io_.restart();
+  };
+  EXPECT_EQ(join_alone(id, std::nullopt).error, error_code::invalid_group_id);
+  EXPECT_EQ(join_alone(id, "instance").error, error_code::invalid_group_id);
+  consumer_heartbeat hb;
+  hb.member_epoch = 0;
+  hb.rebalance_timeout_ms = 30000;
+  hb.subscribed_topic_names = std::vector<std::string>{"t"};
+  hb.owned = member_assignment{};
+  EXPECT_EQ(coordinator_->consumer_heartbeat(id, hb, topics).error, error_code::invalid_group_id);
+  std::optional<error_code> committed;
+  coordinator_->commit(id, "", std::nullopt, -1, {{"t", 0, 7, -1, "", -1}},
+                       [&](error_code e) { committed = e; });
+  run();
+  EXPECT_EQ(committed, error_code::invalid_group_id);
+  std::optional<sync_result> synced;
+  coordinator_->sync(id, "m", std::nullopt, 1, "consumer", "range", {},
+                     [&](sync_result r) { synced = std::move(r); });
+  run();
+  ASSERT_TRUE(synced);
+  EXPECT_EQ(synced->error, error_code::unknown_member_id);
+  EXPECT_EQ(coordinator_->heartbeat(id, "m", std::nullopt, 1), error_code::unknown_member_id);
+  EXPECT_EQ(coordinator_->leave(id, "m", std::nullopt), error_code::unknown_member_id);
+  EXPECT_TRUE(coordinator_->fetch(id, nullptr).empty());
+  EXPECT_FALSE(coordinator_->describe(id));
+  EXPECT_EQ(coordinator_->describe_consumer(id).error(), error_code::group_id_not_found);
+  std::optional<error_code> deleted;
+  coordinator_->delete_group(id, [&](error_code e) { deleted = e; });
+  std::optional<error_code> offsets_deleted;
+  coordinator_->delete_offsets(
+      id, {{"t", {0}}}, topics,
+      [&](error_code e, const std::set<std::string>&) { offsets_deleted = e; });
+  run();
+  EXPECT_EQ(deleted, error_code::group_id_not_found);
+  EXPECT_EQ(offsets_deleted, error_code::group_id_not_found);
+  EXPECT_TRUE(coordinator_->list().empty());
+  std::vector<int32_t> shards(static_cast<size_t>(options_.shards));
+  for (size_t i = 0; i < shards.size(); ++i) shards[i] = static_cast<int32_t>(i);
+  const auto stored = store_->load(shards);
+  ASSERT_TRUE(stored);
+  EXPECT_TRUE(stored->groups.empty());
+  EXPECT_TRUE(stored->offsets.empty());
+}
+
+// A heartbeat's pattern, and the group's patterns once the topics change, are matched before
+// the heartbeat takes the coordinator's lock (as the handler does, on the matching strand):
+// the coordinator serves other requests meanwhile and matches nothing under its lock.
+TEST_F(Coordinator, TopicPatternsAreMatchedWithoutTheCoordinatorsLock) {
+  open();
+  probing_topics topics(*coordinator_);
+  consumer_heartbeat a;
+  a.member_id = "a";
+  a.member_epoch = 0;
+  a.rebalance_timeout_ms = 30000;
+  a.subscribed_topic_regex = "t.*";
+  a.owned = member_assignment{};
+  const auto patterns = coordinator_->regexes_to_match("g", a.subscribed_topic_regex, 1);
+  EXPECT_EQ(patterns, std::vector<std::string>{"t.*"});
+  auto matched = match_topic_regexes(patterns, topics);
+  EXPECT_EQ(topics.listed, 1);
+  EXPECT_TRUE(topics.answered);
+  const auto joined = coordinator_->consumer_heartbeat("g", a, topics, std::move(matched));
+  ASSERT_EQ(joined.error, error_code::none) << joined.message;
+  ASSERT_TRUE(joined.assignment);
+  EXPECT_EQ(joined.assignment->size(), 1u);
+  EXPECT_EQ(topics.listed, 1) << "matched under the lock";
+  // The topics change: the next heartbeat names a's pattern; one sent without matching it
+  // uses what it matched before.
+  topics.version_ = 2;
+  EXPECT_EQ(coordinator_->regexes_to_match("g", std::nullopt, 2), std::vector<std::string>{"t.*"});
+  consumer_heartbeat b = a;
+  b.member_id = "b";
+  b.subscribed_topic_regex.reset();
+  b.subscribed_topic_names = std::vector<std::string>{"t"};
+  EXPECT_EQ(coordinator_->consumer_heartbeat("g", b, topics).error, error_code::none);
+  EXPECT_EQ(topics.listed, 1) << "matched under the lock";
+  // Nothing to match for a group this broker does not serve or cannot store.
+  EXPECT_TRUE(
+      coordinator_->regexes_to_match(std::string(max_group_id_bytes + 1, 'g'), "t.*", 2).empty());
   io_.run();
   io_.restart();
 }

@@ -32,6 +32,7 @@ broker_info info_of(int32_t id, const std::string& wal = "/wal") {
   b.rack = id % 2 == 0 ? "rack-b" : "rack-a";
   b.wal_location = wal;
   b.machine = same_machine_id();
+  b.listeners = {{"PLAINTEXT", b.host, b.port}, {"SASL_SSL", "::1", 19000 + id}};
   return b;
 }
 
@@ -120,6 +121,24 @@ TEST(StreamLoads, FormatAndParseRoundTripAndSkipWhatIsNotALoad) {
   EXPECT_TRUE(parse_loads("").empty());
   EXPECT_EQ(parse_loads("x,5:1,:2,3:,4:-1,6:7z,,8:9"),
             (std::vector<stream_load>{{base::stream_id(5), 1}, {base::stream_id(8), 9}}));
+}
+
+// Every advertised listener is stored with the broker; a client is told of a broker on the
+// listener it came through, or on the broker's first one when it has none of that name.
+TEST(Listeners, FormatAndParseRoundTripAndSkipWhatIsNotAnEndpoint) {
+  const std::vector<listener_endpoint> ls{
+      {"PLAINTEXT", "b1.example", 9092}, {"SASL_SSL", "::1", 9094}, {"SSL", "", 9093}};
+  EXPECT_EQ(format_listeners(ls), "PLAINTEXT://b1.example:9092,SASL_SSL://[::1]:9094,SSL://:9093");
+  EXPECT_EQ(parse_listeners(format_listeners(ls)), ls);
+  EXPECT_TRUE(parse_listeners("").empty());
+  EXPECT_EQ(parse_listeners("x,://h:1,A://h,B://h:0,C://h:70000,D://h:9z,,E://h:7"),
+            (std::vector<listener_endpoint>{{"E", "h", 7}}));
+  broker_info b;
+  b.host = "first";
+  b.port = 1;
+  b.listeners = ls;
+  EXPECT_EQ(b.endpoint_for("SASL_SSL"), std::make_pair(std::string_view("::1"), 9094));
+  EXPECT_EQ(b.endpoint_for("OTHER"), std::make_pair(std::string_view("first"), 1));
 }
 
 TEST_P(BrokerRegistry, ALiveNodeIdIsRefusedUntilItsLeaseLapses) {

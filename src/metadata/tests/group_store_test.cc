@@ -501,6 +501,7 @@ TEST_P(GroupStore, AVersionTwoDatabaseIsMigrated) {
           "DROP INDEX streams_by_owner_version", "ALTER TABLE streams DROP COLUMN target",
           "ALTER TABLE streams DROP COLUMN owner_version", "DROP TABLE controller",
           "DROP TABLE wal_takeovers", "ALTER TABLE streams DROP COLUMN taken_from",
+          "DROP TABLE scram_credentials", "DROP TABLE acls", "DROP TABLE client_quotas",
           "UPDATE schema_version SET version = 2"}) {
       ASSERT_TRUE(c.script(q)) << q;
     }

@@ -368,7 +368,8 @@ TEST_P(StreamCatalog, AnUnversionedSchemaIsMigrated) {
         "DROP TABLE brokers", "DELETE FROM registry_counters WHERE name = 'broker_epoch'",
         "DROP INDEX streams_by_owner_version", "ALTER TABLE streams DROP COLUMN target",
         "ALTER TABLE streams DROP COLUMN owner_version", "DROP TABLE controller",
-        "DROP TABLE wal_takeovers", "ALTER TABLE streams DROP COLUMN taken_from"}) {
+        "DROP TABLE wal_takeovers", "ALTER TABLE streams DROP COLUMN taken_from",
+        "DROP TABLE scram_credentials", "DROP TABLE acls", "DROP TABLE client_quotas"}) {
     ASSERT_TRUE(c.script(q)) << q;
   }
   ASSERT_TRUE(c.query("INSERT INTO streams(stream_id, start_offset, end_offset) VALUES(5, 0, 9)"));

@@ -96,6 +96,32 @@ TEST_F(FrameArena, ChunksBeyondTheKeptOnesAreUnmapped) {
   EXPECT_EQ(after.chunks_free, fa::kept_chunks);
 }
 
+TEST_F(FrameArena, ChunksLeftFreeBetweenTwoReleasesAreUnmapped) {
+  (void)fa::release_idle();
+  (void)fa::release_idle();  // nothing was taken in between: every free chunk goes
+  ASSERT_EQ(fa::stats().chunks_free, 0u);
+
+  // A burst maps chunks and frees them: kept for now (they were needed since the last call).
+  std::vector<void*> frames;
+  for (size_t i = 0; i < 9; ++i) frames.push_back(fa::allocate(fa::max_frame));
+  for (void* p : frames) fa::deallocate(p);
+  fa::release_thread_chunk();
+  const size_t burst = fa::stats().chunks_free;
+  ASSERT_GE(burst, 3u);
+  EXPECT_EQ(fa::release_idle(), 0u);
+  EXPECT_EQ(fa::stats().chunks_free, burst);
+
+  // One is taken again before the next call: the others stayed idle and go, it stays.
+  void* again = fa::allocate(100);
+  fa::deallocate(again);
+  fa::release_thread_chunk();
+  const auto before = fa::stats();
+  EXPECT_EQ(fa::release_idle(), burst - 1);
+  const auto after = fa::stats();
+  EXPECT_EQ(after.chunks_free, 1u);
+  EXPECT_EQ(after.chunks_unmapped, before.chunks_unmapped + burst - 1);
+}
+
 TEST_F(FrameArena, LargeFramesComeFromOperatorNew) {
   EXPECT_TRUE(fa::serves(fa::max_frame));
   EXPECT_FALSE(fa::serves(fa::max_frame + 1));

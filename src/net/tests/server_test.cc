@@ -45,16 +45,8 @@ class delaying_handler : public request_handler {
 };
 
 using testing::connect_to;
-// An ApiVersions v0 request frame (header v1, client id "t").
 std::vector<uint8_t> frame(int32_t correlation_id) {
-  std::vector<uint8_t> f(4 + 2 + 2 + 4 + 2 + 1);
-  base::store_be<int32_t>(f.data(), static_cast<int32_t>(f.size() - 4));
-  base::store_be<int16_t>(f.data() + 4, 18);
-  base::store_be<int16_t>(f.data() + 6, 0);
-  base::store_be<int32_t>(f.data() + 8, correlation_id);
-  base::store_be<int16_t>(f.data() + 12, 1);
-  f[14] = 't';
-  return f;
+  return testing::api_versions_frame(correlation_id);
 }
 void send_all(int fd, const std::vector<uint8_t>& b) {
   ASSERT_EQ(::send(fd, b.data(), b.size(), MSG_NOSIGNAL), static_cast<ssize_t>(b.size()));
@@ -73,7 +65,7 @@ int32_t read_response(int fd) {
 
 class ServerTest : public ::testing::Test {
  protected:
-  void start(server_options o = {}) {
+  void start(const server_options& o = {}) {
     server_ = std::make_unique<server>(io_, o, handler_);
     auto p = server_->listen("127.0.0.1", 0);
     ASSERT_TRUE(p) << p.error();
@@ -402,6 +394,75 @@ TEST(ServerWorkers, ConnectionsOnWorkerContextsAreAnsweredAndStopped) {
     ::close(fd);
   }
   srv.reset();
+}
+
+// Parks requests of API key 1 (Fetch) for `park`, after releasing their bytes when `release`;
+// answers the others at once with their correlation id.
+class parking_handler : public request_handler {
+ public:
+  parking_handler(bool release, std::chrono::milliseconds park) : release_(release), park_(park) {}
+  asio::awaitable<response> handle(request req) override {
+    const int32_t id = req.header.header.correlation_id;
+    if (req.header.header.request_api_key == 1) {
+      if (release_) req.release_frame();
+      asio::steady_timer t(co_await asio::this_coro::executor, park_);
+      co_await t.async_wait(asio::use_awaitable);
+    }
+    response r;
+    r.bytes.resize(8);
+    base::store_be<int32_t>(r.bytes.data(), 4);
+    base::store_be<int32_t>(r.bytes.data() + 4, id);
+    co_return r;
+  }
+
+ private:
+  bool release_;
+  std::chrono::milliseconds park_;
+};
+
+// A Fetch frame of `size` bytes in all (header v1, client id "t", then filler).
+std::vector<uint8_t> fetch_frame(int32_t correlation_id, size_t size) {
+  std::vector<uint8_t> f = frame(correlation_id);
+  base::store_be<int16_t>(f.data() + 4, 1);
+  base::store_be<int16_t>(f.data() + 6, 4);
+  f.resize(size, 0);
+  base::store_be<int32_t>(f.data(), static_cast<int32_t>(size - 4));
+  return f;
+}
+
+// How long an ApiVersions request on a new connection waits while another connection's
+// request holds the whole queued_max_bytes in a long poll.
+std::chrono::milliseconds api_versions_wait_behind_a_parked_request(bool release) {
+  parking_handler handler(release, std::chrono::milliseconds(1500));
+  asio::io_context io;
+  server_options o;
+  o.queued_max_bytes = 64 << 10;
+  server srv(io, o, handler);
+  const uint16_t port = srv.listen("127.0.0.1", 0).value();
+  srv.start();
+  std::thread runner([&] { io.run(); });
+  const int parked = connect_to(port);
+  send_all(parked, fetch_frame(1, 64 << 10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const int fresh = connect_to(port);
+  const auto t0 = std::chrono::steady_clock::now();
+  send_all(fresh, frame(2));
+  EXPECT_EQ(read_response(fresh), 2);
+  const auto waited =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  EXPECT_EQ(read_response(parked), 1);
+  ::close(parked);
+  ::close(fresh);
+  srv.stop([&] { io.stop(); });
+  runner.join();
+  return waited;
+}
+
+// A handler that releases a parked request's bytes lets other connections be read at once;
+// one that does not holds them until it answers.
+TEST(ServerBudget, AParkedRequestThatReleasesItsBytesHoldsNoOtherConnectionUp) {
+  EXPECT_LT(api_versions_wait_behind_a_parked_request(true), std::chrono::milliseconds(1000));
+  EXPECT_GE(api_versions_wait_behind_a_parked_request(false), std::chrono::milliseconds(1000));
 }
 
 }  // namespace

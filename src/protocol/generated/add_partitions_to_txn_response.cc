@@ -68,6 +68,7 @@ void add_partitions_to_txn_response_types::AddPartitionsToTxnTopicResult::decode
     } else {
       auto& v = results_by_partition;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -130,6 +131,7 @@ void add_partitions_to_txn_response_types::AddPartitionsToTxnResult::decode(read
       } else {
         auto& v = topic_results;
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.emplace_back().decode(r, version);
@@ -205,6 +207,7 @@ void add_partitions_to_txn_response::decode(reader& r, int16_t version) {
       } else {
         auto& v = results_by_transaction;
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.emplace_back().decode(r, version);
@@ -220,6 +223,7 @@ void add_partitions_to_txn_response::decode(reader& r, int16_t version) {
       } else {
         auto& v = results_by_topic_v3_and_below;
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.emplace_back().decode(r, version);

@@ -245,6 +245,7 @@ void api_versions_response::decode(reader& r, int16_t version) {
     } else {
       auto& v = api_keys;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -270,6 +271,7 @@ void api_versions_response::decode(reader& r, int16_t version) {
               } else {
                 auto& v = supported_features;
                 v.clear();
+                field.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
                 v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
                 for (int32_t i = 0; i < n && field.ok(); ++i) {
                   v.emplace_back().decode(field, version);
@@ -298,6 +300,7 @@ void api_versions_response::decode(reader& r, int16_t version) {
               } else {
                 auto& v = finalized_features;
                 v.clear();
+                field.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
                 v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
                 for (int32_t i = 0; i < n && field.ok(); ++i) {
                   v.emplace_back().decode(field, version);

@@ -31,6 +31,7 @@ void consumer_group_heartbeat_request_types::TopicPartitions::decode(reader& r, 
     } else {
       auto& v = partitions;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.push_back(r.int32());
@@ -129,6 +130,7 @@ void consumer_group_heartbeat_request::decode(reader& r, int16_t version) {
     } else {
       auto& v = subscribed_topic_names.emplace();
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.push_back(r.string(flexible));
@@ -146,6 +148,7 @@ void consumer_group_heartbeat_request::decode(reader& r, int16_t version) {
     } else {
       auto& v = topic_partitions.emplace();
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);

@@ -26,6 +26,7 @@ void consumer_protocol_assignment_types::TopicPartition::decode(reader& r, int16
     } else {
       auto& v = partitions;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.push_back(r.int32());
@@ -63,6 +64,7 @@ void consumer_protocol_assignment::decode(reader& r, int16_t version) {
     } else {
       auto& v = assigned_partitions;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);

@@ -29,6 +29,7 @@ void create_topics_request_types::CreatableReplicaAssignment::decode(reader& r, 
     } else {
       auto& v = broker_ids;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.push_back(r.int32());
@@ -139,6 +140,7 @@ void create_topics_request_types::CreatableTopic::decode(reader& r, int16_t vers
     } else {
       auto& v = assignments;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -152,6 +154,7 @@ void create_topics_request_types::CreatableTopic::decode(reader& r, int16_t vers
     } else {
       auto& v = configs;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -213,6 +216,7 @@ void create_topics_request::decode(reader& r, int16_t version) {
     } else {
       auto& v = topics;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);

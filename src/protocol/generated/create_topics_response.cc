@@ -165,6 +165,7 @@ void create_topics_response_types::CreatableTopicResult::decode(reader& r, int16
       } else {
         auto& v = configs.emplace();
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.emplace_back().decode(r, version);
@@ -266,6 +267,7 @@ void create_topics_response::decode(reader& r, int16_t version) {
     } else {
       auto& v = topics;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);

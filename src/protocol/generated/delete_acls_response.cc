@@ -109,6 +109,7 @@ void delete_acls_response_types::DeleteAclsFilterResult::decode(reader& r, int16
     } else {
       auto& v = matching_acls;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -169,6 +170,7 @@ void delete_acls_response::decode(reader& r, int16_t version) {
     } else {
       auto& v = filter_results;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);

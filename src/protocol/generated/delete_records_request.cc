@@ -68,6 +68,7 @@ void delete_records_request_types::DeleteRecordsTopic::decode(reader& r, int16_t
     } else {
       auto& v = partitions;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -122,6 +123,7 @@ void delete_records_request::decode(reader& r, int16_t version) {
     } else {
       auto& v = topics;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);

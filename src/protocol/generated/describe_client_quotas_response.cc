@@ -117,6 +117,7 @@ void describe_client_quotas_response_types::EntryData::decode(reader& r, int16_t
     } else {
       auto& v = entity;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -130,6 +131,7 @@ void describe_client_quotas_response_types::EntryData::decode(reader& r, int16_t
     } else {
       auto& v = values;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -198,6 +200,7 @@ void describe_client_quotas_response::decode(reader& r, int16_t version) {
     } else {
       auto& v = entries.emplace();
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);

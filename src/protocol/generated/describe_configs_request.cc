@@ -35,6 +35,7 @@ void describe_configs_request_types::DescribeConfigsResource::decode(reader& r, 
     } else {
       auto& v = configuration_keys.emplace();
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.push_back(r.string(flexible));
@@ -99,6 +100,7 @@ void describe_configs_request::decode(reader& r, int16_t version) {
     } else {
       auto& v = resources;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);

@@ -132,6 +132,7 @@ void describe_configs_response_types::DescribeConfigsResourceResult::decode(read
       } else {
         auto& v = synonyms;
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.emplace_back().decode(r, version);
@@ -229,6 +230,7 @@ void describe_configs_response_types::DescribeConfigsResult::decode(reader& r, i
     } else {
       auto& v = configs;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -291,6 +293,7 @@ void describe_configs_response::decode(reader& r, int16_t version) {
     } else {
       auto& v = results;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);

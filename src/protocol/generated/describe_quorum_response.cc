@@ -117,6 +117,7 @@ void describe_quorum_response_types::PartitionData::decode(reader& r, int16_t ve
     } else {
       auto& v = current_voters;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -130,6 +131,7 @@ void describe_quorum_response_types::PartitionData::decode(reader& r, int16_t ve
     } else {
       auto& v = observers;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -198,6 +200,7 @@ void describe_quorum_response_types::TopicData::decode(reader& r, int16_t versio
     } else {
       auto& v = partitions;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -320,6 +323,7 @@ void describe_quorum_response_types::Node::decode(reader& r, int16_t version) {
       } else {
         auto& v = listeners;
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.emplace_back().decode(r, version);
@@ -396,6 +400,7 @@ void describe_quorum_response::decode(reader& r, int16_t version) {
     } else {
       auto& v = topics;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -410,6 +415,7 @@ void describe_quorum_response::decode(reader& r, int16_t version) {
       } else {
         auto& v = nodes;
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.emplace_back().decode(r, version);

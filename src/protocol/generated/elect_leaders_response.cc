@@ -79,6 +79,7 @@ void elect_leaders_response_types::ReplicaElectionResult::decode(reader& r, int1
     } else {
       auto& v = partition_result;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -140,6 +141,7 @@ void elect_leaders_response::decode(reader& r, int16_t version) {
     } else {
       auto& v = replica_election_results;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);

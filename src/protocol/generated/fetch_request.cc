@@ -190,6 +190,7 @@ void fetch_request_types::FetchTopic::decode(reader& r, int16_t version) {
     } else {
       auto& v = partitions;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -263,6 +264,7 @@ void fetch_request_types::ForgottenTopic::decode(reader& r, int16_t version) {
       } else {
         auto& v = partitions;
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.push_back(r.int32());
@@ -398,6 +400,7 @@ void fetch_request::decode(reader& r, int16_t version) {
     } else {
       auto& v = topics;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -412,6 +415,7 @@ void fetch_request::decode(reader& r, int16_t version) {
       } else {
         auto& v = forgotten_topics_data;
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.emplace_back().decode(r, version);

@@ -285,6 +285,7 @@ void fetch_response_types::PartitionData::decode(reader& r, int16_t version) {
       } else {
         auto& v = aborted_transactions.emplace();
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.emplace_back().decode(r, version);
@@ -423,6 +424,7 @@ void fetch_response_types::FetchableTopicResponse::decode(reader& r, int16_t ver
     } else {
       auto& v = partitions;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -593,6 +595,7 @@ void fetch_response::decode(reader& r, int16_t version) {
     } else {
       auto& v = responses;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -615,6 +618,7 @@ void fetch_response::decode(reader& r, int16_t version) {
               } else {
                 auto& v = node_endpoints;
                 v.clear();
+                field.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
                 v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
                 for (int32_t i = 0; i < n && field.ok(); ++i) {
                   v.emplace_back().decode(field, version);

@@ -44,6 +44,7 @@ void get_telemetry_subscriptions_response::decode(reader& r, int16_t version) {
     } else {
       auto& v = accepted_compression_types;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.push_back(r.int8());
@@ -60,6 +61,7 @@ void get_telemetry_subscriptions_response::decode(reader& r, int16_t version) {
     } else {
       auto& v = requested_metrics;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.push_back(r.string(flexible));

@@ -31,6 +31,7 @@ void list_partition_reassignments_request_types::ListPartitionReassignmentsTopic
     } else {
       auto& v = partition_indexes;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.push_back(r.int32());
@@ -91,6 +92,7 @@ void list_partition_reassignments_request::decode(reader& r, int16_t version) {
     } else {
       auto& v = topics.emplace();
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);

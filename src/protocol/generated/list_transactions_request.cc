@@ -34,6 +34,7 @@ void list_transactions_request::decode(reader& r, int16_t version) {
     } else {
       auto& v = state_filters;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.push_back(r.string(flexible));
@@ -47,6 +48,7 @@ void list_transactions_request::decode(reader& r, int16_t version) {
     } else {
       auto& v = producer_id_filters;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.push_back(r.int64());

@@ -80,6 +80,7 @@ void list_transactions_response::decode(reader& r, int16_t version) {
     } else {
       auto& v = unknown_state_filters;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.push_back(r.string(flexible));
@@ -93,6 +94,7 @@ void list_transactions_response::decode(reader& r, int16_t version) {
     } else {
       auto& v = transaction_states;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);

@@ -108,6 +108,7 @@ void metadata_response_types::MetadataResponsePartition::decode(reader& r, int16
     } else {
       auto& v = replica_nodes;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.push_back(r.int32());
@@ -121,6 +122,7 @@ void metadata_response_types::MetadataResponsePartition::decode(reader& r, int16
     } else {
       auto& v = isr_nodes;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.push_back(r.int32());
@@ -135,6 +137,7 @@ void metadata_response_types::MetadataResponsePartition::decode(reader& r, int16
       } else {
         auto& v = offline_replicas;
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.push_back(r.int32());
@@ -223,6 +226,7 @@ void metadata_response_types::MetadataResponseTopic::decode(reader& r, int16_t v
     } else {
       auto& v = partitions;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -316,6 +320,7 @@ void metadata_response::decode(reader& r, int16_t version) {
     } else {
       auto& v = brokers;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -335,6 +340,7 @@ void metadata_response::decode(reader& r, int16_t version) {
     } else {
       auto& v = topics;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);

@@ -36,6 +36,7 @@ void offset_fetch_request_types::OffsetFetchRequestTopic::decode(reader& r, int1
       } else {
         auto& v = partition_indexes;
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.push_back(r.int32());
@@ -103,6 +104,7 @@ void offset_fetch_request_types::OffsetFetchRequestTopics::decode(reader& r, int
       } else {
         auto& v = partition_indexes;
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.push_back(r.int32());
@@ -190,6 +192,7 @@ void offset_fetch_request_types::OffsetFetchRequestGroup::decode(reader& r, int1
       } else {
         auto& v = topics.emplace();
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.emplace_back().decode(r, version);
@@ -284,6 +287,7 @@ void offset_fetch_request::decode(reader& r, int16_t version) {
       } else {
         auto& v = topics.emplace();
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.emplace_back().decode(r, version);
@@ -299,6 +303,7 @@ void offset_fetch_request::decode(reader& r, int16_t version) {
       } else {
         auto& v = groups;
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.emplace_back().decode(r, version);

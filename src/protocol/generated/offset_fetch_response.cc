@@ -122,6 +122,7 @@ void offset_fetch_response_types::OffsetFetchResponseTopic::decode(reader& r, in
       } else {
         auto& v = partitions;
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.emplace_back().decode(r, version);
@@ -275,6 +276,7 @@ void offset_fetch_response_types::OffsetFetchResponseTopics::decode(reader& r, i
       } else {
         auto& v = partitions;
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.emplace_back().decode(r, version);
@@ -345,6 +347,7 @@ void offset_fetch_response_types::OffsetFetchResponseGroup::decode(reader& r, in
       } else {
         auto& v = topics;
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.emplace_back().decode(r, version);
@@ -427,6 +430,7 @@ void offset_fetch_response::decode(reader& r, int16_t version) {
       } else {
         auto& v = topics;
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.emplace_back().decode(r, version);
@@ -445,6 +449,7 @@ void offset_fetch_response::decode(reader& r, int16_t version) {
       } else {
         auto& v = groups;
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.emplace_back().decode(r, version);

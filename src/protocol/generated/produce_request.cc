@@ -76,6 +76,7 @@ void produce_request_types::TopicProduceData::decode(reader& r, int16_t version)
     } else {
       auto& v = partition_data;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -143,6 +144,7 @@ void produce_request::decode(reader& r, int16_t version) {
     } else {
       auto& v = topic_data;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);

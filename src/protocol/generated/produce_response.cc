@@ -178,6 +178,7 @@ void produce_response_types::PartitionProduceResponse::decode(reader& r, int16_t
       } else {
         auto& v = record_errors;
         v.clear();
+        r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
         v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
         for (int32_t i = 0; i < n && r.ok(); ++i) {
           v.emplace_back().decode(r, version);
@@ -272,6 +273,7 @@ void produce_response_types::TopicProduceResponse::decode(reader& r, int16_t ver
     } else {
       auto& v = partition_responses;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -422,6 +424,7 @@ void produce_response::decode(reader& r, int16_t version) {
     } else {
       auto& v = responses;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -447,6 +450,7 @@ void produce_response::decode(reader& r, int16_t version) {
               } else {
                 auto& v = node_endpoints;
                 v.clear();
+                field.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
                 v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
                 for (int32_t i = 0; i < n && field.ok(); ++i) {
                   v.emplace_back().decode(field, version);

@@ -82,6 +82,7 @@ void write_share_group_state_response_types::WriteStateResult::decode(reader& r,
     } else {
       auto& v = partitions;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);
@@ -135,6 +136,7 @@ void write_share_group_state_response::decode(reader& r, int16_t version) {
     } else {
       auto& v = results;
       v.clear();
+      r.charge(static_cast<size_t>(n) * sizeof(v[0]));  // the loop stops if past the budget
       v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
       for (int32_t i = 0; i < n && r.ok(); ++i) {
         v.emplace_back().decode(r, version);

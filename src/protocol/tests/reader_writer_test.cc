@@ -1,10 +1,12 @@
 // The wire primitives: varints at their edges, sticky errors, bounds on hostile lengths.
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "protocol/generated/describe_configs_request.h"
 #include "protocol/generated/metadata_request.h"
 #include "protocol/generated/produce_request.h"
 #include "protocol/reader.h"
@@ -96,6 +98,26 @@ TEST(Reader, StringLengthsBeyondTheBufferFail) {
   reader negative(negative_bytes);
   negative.string(false);
   EXPECT_EQ(negative.error(), decode_error::invalid_length);
+}
+
+TEST(Reader, StringsLongerThanKafkasLimitFailInEveryEncoding) {
+  // Compact strings could announce any length; Kafka's readers take at most 32,767 bytes.
+  for (const bool nullable : {false, true}) {
+    writer w;
+    w.string(std::string(max_string_bytes, 'a'), true);
+    w.string(std::string(max_string_bytes + 1, 'b'), true);
+    const auto buf = w.take();
+    reader r(buf);
+    EXPECT_EQ(r.nullable_string(true, nullable)->size(), max_string_bytes);
+    EXPECT_TRUE(r.ok());
+    r.nullable_string(true, nullable);
+    EXPECT_EQ(r.error(), decode_error::string_too_long);
+  }
+  // A classic length past it is negative as an int16: refused too.
+  const auto classic_bytes = bytes({0x80, 0x00});
+  reader classic(classic_bytes);
+  classic.string(false);
+  EXPECT_EQ(classic.error(), decode_error::invalid_length);
 }
 
 TEST(Reader, NullIsAcceptedOnlyWhereNullable) {
@@ -251,6 +273,52 @@ TEST(RequestHeader, UnknownApiKeysAndTruncatedHeadersAreErrors) {
   EXPECT_EQ(parse_request_header(bytes({0, 0, 0})).error(), decode_error::truncated);
   EXPECT_EQ(parse_request_header(bytes({0, 0, 0, 9, 0, 0, 0, 1, 0})).error(),
             decode_error::truncated);
+}
+
+// A message of empty elements decodes to tens of times its size: its decoding fails past the
+// budget (memory_base plus memory_per_byte per byte) instead of allocating it, while ordinary
+// messages of the same API decode.
+TEST(Reader, DecodingStopsAtTheMessagesMemoryBudget) {
+  // DescribeConfigs v4 (flexible): resources of 4 bytes each (type, empty name, null keys, no
+  // tags), each a struct of a hundred bytes or so in memory.
+  auto request_of = [](size_t resources, const std::string& name) {
+    writer w;
+    w.uvarint(static_cast<uint32_t>(resources + 1));
+    for (size_t i = 0; i < resources; ++i) {
+      w.int8(2);  // TOPIC
+      w.string(name, true);
+      w.uvarint(0);  // null configuration_keys
+      w.uvarint(0);  // no tagged fields
+    }
+    w.boolean(false);  // include_synonyms
+    w.boolean(false);  // include_documentation
+    w.uvarint(0);
+    return w.take();
+  };
+  ASSERT_GT(sizeof(describe_configs_request_types::DescribeConfigsResource), memory_per_byte * 4);
+  const auto hostile = request_of(1 << 20, "");
+  describe_configs_request bad;
+  reader r(hostile);
+  bad.decode(r, 4);
+  EXPECT_EQ(r.error(), decode_error::too_much_memory);
+  EXPECT_LT(bad.resources.size(), size_t{1} << 20);
+
+  const auto ordinary = request_of(2000, "orders-by-customer-region");
+  describe_configs_request good;
+  reader g(ordinary);
+  good.decode(g, 4);
+  EXPECT_TRUE(g.ok()) << decode_error_name(g.error());
+  EXPECT_EQ(good.resources.size(), 2000u);
+}
+
+// Known tagged fields are read through sub-readers, which share the message's budget.
+TEST(Reader, SubReadersShareTheBudget) {
+  std::vector<uint8_t> b(64, 'x');
+  reader r(b);
+  reader inner = r.sub(32);
+  EXPECT_TRUE(inner.charge(memory_base));
+  EXPECT_FALSE(r.charge(memory_per_byte * 64 + 1)) << "the budget left is the parent's";
+  EXPECT_EQ(r.error(), decode_error::too_much_memory);
 }
 
 }  // namespace

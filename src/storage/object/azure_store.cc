@@ -13,6 +13,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "base/redact.h"
 #include "storage/object/azure_xml.h"
 #include "storage/object/uri.h"
 #include "storage/object/xml_util.h"
@@ -236,7 +237,7 @@ tl::expected<std::unique_ptr<azure_store>, std::string> azure_store::open(azure_
   const std::string rest = sep == std::string::npos ? "" : options.endpoint.substr(sep + 3);
   if ((scheme != "http" && scheme != "https") || rest.empty() || rest.front() == '/' ||
       rest.find_first_of("?#@") != std::string::npos) {
-    return tl::make_unexpected("endpoint '" + options.endpoint +
+    return tl::make_unexpected("endpoint '" + base::redact_uri(options.endpoint) +
                                "' is not of the form http[s]://host[:port][/path]");
   }
   if (options.block_size == 0 || options.block_size > (4000ull << 20) ||

@@ -4,6 +4,8 @@
 #include <random>
 #include <utility>
 
+#include "base/redact.h"
+
 namespace silt::storage::http {
 namespace {
 
@@ -78,7 +80,8 @@ retrying_client::retrying_client(client_options http, retry_options retry)
 void retrying_client::report(const request& req, const response& resp, uint32_t attempt,
                              std::optional<std::chrono::milliseconds> retry_in) const {
   if (!options_.on_failure) return;
-  std::string line = options_.label + " " + req.method + " " + req.url + ": ";
+  // A URL may carry a credential: an Azure SAS token's signature (sig=) is in every request's.
+  std::string line = options_.label + " " + req.method + " " + base::redact_uri(req.url) + ": ";
   if (resp.outcome != transport::ok) {
     line += resp.transport_error;
   } else {

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "base/log.h"
+#include "base/redact.h"
 #include "storage/object/azure_store.h"
 #include "storage/object/local_store.h"
 #include "storage/object/s3_store.h"
@@ -88,9 +89,8 @@ std::function<void(std::string_view)> failure_logger() {
   };
 }
 
-}  // namespace
-
-tl::expected<std::unique_ptr<object_store>, std::string> open_object_store(std::string_view uri) {
+// open_object_store, but for the masking of the error.
+tl::expected<std::unique_ptr<object_store>, std::string> open_store(std::string_view uri) {
   constexpr std::string_view file_scheme = "file://";
   if (uri.starts_with(file_scheme)) {
     std::string_view rest = uri.substr(file_scheme.size());
@@ -101,12 +101,13 @@ tl::expected<std::unique_ptr<object_store>, std::string> open_object_store(std::
     }
     const auto path = uri::decode(rest);
     if (!path) {
-      return tl::make_unexpected("file:// URI: malformed %-escape in '" + std::string(uri) + "'");
+      return tl::make_unexpected("file:// URI: malformed %-escape in '" + base::redact_uri(uri) +
+                                 "'");
     }
     if (path->empty()) return tl::make_unexpected(std::string("file:// URI: no directory path"));
     const auto params = uri::parse_query(query);
     if (!params) {
-      return tl::make_unexpected("file:// URI: malformed query in '" + std::string(uri) + "'");
+      return tl::make_unexpected("file:// URI: malformed query in '" + base::redact_uri(uri) + "'");
     }
     bool direct = true;
     for (const auto& [name, value] : *params) {
@@ -148,11 +149,21 @@ tl::expected<std::unique_ptr<object_store>, std::string> open_object_store(std::
   }
   const size_t colon = uri.find("://");
   if (colon == std::string_view::npos) {
-    return tl::make_unexpected("object store URI '" + std::string(uri) +
+    return tl::make_unexpected("object store URI '" + base::redact_uri(uri) +
                                "' has no scheme (file://, s3:// or azblob://)");
   }
   return tl::make_unexpected("object store URI scheme '" + std::string(uri.substr(0, colon)) +
                              "' is not supported (file://, s3:// or azblob://)");
+}
+
+}  // namespace
+
+tl::expected<std::unique_ptr<object_store>, std::string> open_object_store(std::string_view uri) {
+  auto store = open_store(uri);
+  // The messages above mask what they quote of the URI; this catches what a parser quotes
+  // of it otherwise (a bucket or container name, a parameter's name or value).
+  if (!store) return tl::make_unexpected(base::redact_secrets(store.error(), uri));
+  return store;
 }
 
 }  // namespace silt::storage

@@ -88,7 +88,8 @@ class object_store {
   // Every object whose key starts with `prefix`, in key order (bytewise, as S3 lists).
   [[nodiscard]] virtual tl::expected<std::vector<object_info>, store_error> list(
       std::string_view prefix) = 0;
-  // A short description for logs (e.g. "file:///data/objects", "s3://bucket at host:port").
+  // A short description for logs (e.g. "file:///data/objects", "s3://bucket at host:port"),
+  // without credentials.
   [[nodiscard]] virtual std::string describe() const = 0;
   // Shutdown: calls in progress give up as soon as they can (transfers aborted, no more
   // retries) and later calls fail at once, so that nothing waits on an unreachable store.
@@ -110,7 +111,8 @@ class object_store {
 //   azblob://container?account=NAME&endpoint=URL&key=BASE64 (or sas=TOKEN)
 //      see azure_store.h (parse_azure_uri) for every parameter.
 // The HTTP stores log each failed attempt (rate-limited, base/log.h). The error names the
-// part of the URI that is wrong.
+// part of the URI that is wrong. Neither quotes a credential of the URI: they are masked
+// (base/redact.h), in the request URLs of the log lines too; describe() shows none.
 [[nodiscard]] tl::expected<std::unique_ptr<object_store>, std::string> open_object_store(
     std::string_view uri);
 

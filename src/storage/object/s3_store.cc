@@ -10,6 +10,7 @@
 
 #include <openssl/evp.h>
 
+#include "base/redact.h"
 #include "storage/object/s3_xml.h"
 #include "storage/object/uri.h"
 
@@ -103,7 +104,7 @@ tl::expected<std::unique_ptr<s3_store>, std::string> s3_store::open(s3_options o
   if (ep.host.ends_with('/')) ep.host.pop_back();
   if ((ep.scheme != "http" && ep.scheme != "https") || ep.host.empty() ||
       ep.host.find_first_of("/?#@") != std::string::npos) {
-    return tl::make_unexpected("endpoint '" + options.endpoint +
+    return tl::make_unexpected("endpoint '" + base::redact_uri(options.endpoint) +
                                "' is not of the form http[s]://host[:port]");
   }
   if (!options.path_style && is_ip_literal(ep.host)) {

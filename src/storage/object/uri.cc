@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "base/redact.h"
+
 namespace silt::storage::uri {
 namespace {
 
@@ -117,7 +119,9 @@ std::string bad_parameter(std::string_view scheme, std::string_view name, std::s
   out += " URI: parameter ";
   out += name;
   out += "='";
-  out += value;
+  // Credentials are taken as they come; should one of them ever be checked, its value stays
+  // out of the message.
+  out += base::is_secret_name(name) ? base::redacted : value;
   out += "' is not ";
   out += want;
   return out;

@@ -48,7 +48,8 @@ template <typename T>
 }
 // A number of milliseconds into a duration `field`, as parse_number_into.
 [[nodiscard]] bool parse_millis_into(std::string_view value, std::chrono::milliseconds& field);
-// "SCHEME URI: parameter NAME='VALUE' is not WANT".
+// "SCHEME URI: parameter NAME='VALUE' is not WANT"; VALUE is "***" when NAME names a secret
+// (base::is_secret_name).
 [[nodiscard]] std::string bad_parameter(std::string_view scheme, std::string_view name,
                                         std::string_view value, std::string_view want);
 

@@ -17,6 +17,7 @@
 #include "metadata/stream_catalog.h"
 #include "metadata/testing/test_database.h"
 #include "protocol/record_batch.h"
+#include "storage/cluster_marker.h"
 #include "storage/object/faulty_store.h"
 #include "storage/object/s3_store.h"
 
@@ -750,10 +751,14 @@ TEST_P(StreamStoreSweep, ObjectWhosePutReplyWasLostIsDeletedAfterTheGracePeriodO
   const std::string& orphan = with_orphan[1];
   ASSERT_TRUE(s.run_upload_once());
   ASSERT_EQ(keys("objects/").size(), 3u);
-  // Not the sweep's: other prefixes, other names, ids the catalog never handed out.
-  const std::vector<std::string> foreign = {
-      "other/objects/0000000000000002.set", "objects/notes.txt", "objects/0000000000000002.tmp",
-      "objects/00000000000000FF.set", "objects/00000000000000ff.set"};
+  // Not the sweep's: other prefixes (the cluster marker among them), other names, ids the
+  // catalog never handed out.
+  const std::vector<std::string> foreign = {std::string(cluster_marker_key),
+                                            "other/objects/0000000000000002.set",
+                                            "objects/notes.txt",
+                                            "objects/0000000000000002.tmp",
+                                            "objects/00000000000000FF.set",
+                                            "objects/00000000000000ff.set"};
   for (const auto& key : foreign) {
     const std::vector<uint8_t> data = {1, 2, 3};
     ASSERT_TRUE(objects().put(key, data)) << key;

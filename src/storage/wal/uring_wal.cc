@@ -358,11 +358,28 @@ bool uring_wal::has_work_to_drain() const {
                      [](const auto& b) { return !b->appends.empty(); });
 }
 
+size_t uring_wal::release_idle_buffers() {
+  std::vector<aligned_buffer> idle;
+  {
+    base::lock_guard lock(mu_);
+    // free_buffers_ is used as a stack: those at its bottom stayed untouched.
+    const auto n = static_cast<std::ptrdiff_t>(std::min(free_low_water_, free_buffers_.size()));
+    idle.assign(std::make_move_iterator(free_buffers_.begin()),
+                std::make_move_iterator(free_buffers_.begin() + n));
+    free_buffers_.erase(free_buffers_.begin(), free_buffers_.begin() + n);
+    free_low_water_ = free_buffers_.size();
+  }
+  size_t bytes = 0;
+  for (const auto& b : idle) bytes += b.size();
+  return bytes;  // (freed as `idle` goes, outside the lock)
+}
+
 aligned_buffer uring_wal::take_buffer(uint64_t size) {
   if (size > standard_buffer_) return aligned_buffer(size);
   if (!free_buffers_.empty()) {
     aligned_buffer buf = std::move(free_buffers_.back());
     free_buffers_.pop_back();
+    free_low_water_ = std::min(free_low_water_, free_buffers_.size());
     return buf;
   }
   return aligned_buffer(standard_buffer_);

@@ -80,6 +80,7 @@ class uring_wal final : public wal {
   [[nodiscard]] wal_position trim_point() const override;
   [[nodiscard]] uint64_t capacity() const override { return capacity_; }
   [[nodiscard]] wal_stats stats() const override;
+  size_t release_idle_buffers() override;
   void close() override;
 
  private:
@@ -240,6 +241,7 @@ class uring_wal final : public wal {
   bool recovery_abandoned_ GUARDED_BY(mu_) = false;  // a header write failed while closing
   bool stopped_ GUARDED_BY(mu_) = false;
   std::vector<aligned_buffer> free_buffers_ GUARDED_BY(mu_);
+  size_t free_low_water_ GUARDED_BY(mu_) = 0;  // since the last release_idle_buffers()
   token_bucket bucket_ GUARDED_BY(mu_);
   // Submitted batches, in position order; retired from the front by whichever WAL thread sees
   // it complete: the I/O thread (io_uring) or a writer.

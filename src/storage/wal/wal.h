@@ -223,6 +223,11 @@ class wal {
   [[nodiscard]] virtual uint64_t capacity() const = 0;
   [[nodiscard]] virtual wal_stats stats() const = 0;
 
+  // Frees the write buffers kept for reuse that no write took since the previous call (the
+  // fewest free in between), so that what a burst of writes allocated goes back once the WAL
+  // is quieter. Returns the bytes freed. Any thread; call it now and then (every few seconds).
+  virtual size_t release_idle_buffers() { return 0; }
+
   // Waits for queued appends to complete and the last trim point to be persisted, then stops
   // the WAL's threads. Appends after close() (or waiting for room when it is called) fail with
   // wal_error::closed. Idempotent; the destructor closes.

@@ -228,6 +228,33 @@ TEST_F(AzureRetry, ConditionalCreateSettlesAConflictByComparing) {
   EXPECT_EQ(store->put_if_absent("w", bytes("mine")).error(), store_error::already_exists);
 }
 
+// A SAS token travels in every request's URL: the lines of failed attempts show its
+// parameters but not its signature.
+TEST_F(AzureRetry, FailedAttemptLinesHideTheSasSignature) {
+  server_.script({{.status = 503, .body = error_xml("ServerBusy")}, {.status = 201}});
+  azure_options o;
+  o.container = "cont";
+  o.account = "devstoreaccount1";
+  o.sas = "sv=2022-11-02&ss=b&srt=co&sp=rwdlac&se=2030-01-01T00%3A00%3A00Z&sig=SASSIG%2Bx%3D";
+  o.endpoint = server_.endpoint() + "/devstoreaccount1";
+  o.retry = {.max_attempts = 3,
+             .base_delay = std::chrono::milliseconds(1),
+             .max_delay = std::chrono::milliseconds(1)};
+  o.sleep = [](std::chrono::milliseconds) {};
+  o.on_failure = [this](std::string_view line) { log_.emplace_back(line); };
+  auto store = azure_store::open(o);
+  ASSERT_TRUE(store) << store.error();
+  ASSERT_TRUE((*store)->put("k", bytes("v")));
+  EXPECT_NE(server_.requests()[0].target.find("sig=SASSIG"), std::string::npos)
+      << "the SAS reaches the server";
+  ASSERT_EQ(log_.size(), 1u);
+  EXPECT_EQ(log_[0].find("SASSIG"), std::string::npos) << log_[0];
+  EXPECT_NE(log_[0].find("/devstoreaccount1/cont/k?sv=2022-11-02&ss=b&srt=co&sp=rwdlac"),
+            std::string::npos)
+      << log_[0];
+  EXPECT_NE(log_[0].find("&sig=***: HTTP 503 ServerBusy"), std::string::npos) << log_[0];
+}
+
 class AzureLive : public ::testing::Test {
  protected:
   void SetUp() override {

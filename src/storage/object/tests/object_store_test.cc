@@ -127,6 +127,29 @@ TEST(OpenObjectStore, ErrorsNameTheBadPart) {
   }
 }
 
+// Whatever part of the URI an error quotes, no credential of it.
+TEST(OpenObjectStore, ErrorsQuoteNoCredential) {
+  for (const std::string uri : {
+           "s3://bucket?access_key=a&secret_key=S3SECRET&colour=red",
+           "s3://bucket?access_key=a&secret_key=S3SECRET&endpoint=ftp://u:EPSECRET@h",
+           "s3://bucket?access_key=a&secret_key=S3SECRET&endpoint=http://u:EPSECRET@h:1",
+           "s3://u:S3SECRET@bucket?access_key=a&secret_key=S3SECRET",
+           "s3://bucket/x?access_key=a&secret_key=S3SECRET&session_token=TOKSECRET",
+           "s3://bucket?access_key=a&secret_key=S3SECRET&SECRETTAIL&region=r",
+           "azblob://c?account=a&key=QVpTRUNSRVQ=&endpoint=ftp://u:EPSECRET@h",
+           "azblob://u:AZSECRET@cont?account=a&sas=sv%3D1%26sig%3DSIGSECRET",
+           "azblob://cont?account=a&key=QVpTRUNSRVQ=&sas=sv=1&sig=SIGSECRET",
+           "file:///x%zz?direct=true&password=FILESECRET",
+           "files://u:FILESECRET@x",
+           "/data/objects?secret_key=FILESECRET",
+       }) {
+    auto s = open_object_store(uri);
+    ASSERT_FALSE(s) << uri;
+    EXPECT_EQ(s.error().find("SECRET"), std::string::npos) << uri << " -> " << s.error();
+    EXPECT_EQ(s.error().find("QVpTRUNSRVQ="), std::string::npos) << uri << " -> " << s.error();
+  }
+}
+
 TEST(ParseS3Uri, ReadsEveryParameter) {
   auto o = parse_s3_uri(
       "s3://my.bucket-1?endpoint=http://127.0.0.1:7480&region=eu-west-1&path_style=true"

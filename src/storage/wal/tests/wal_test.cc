@@ -219,6 +219,43 @@ TEST_P(Wal, CallbacksOfManyAppendingThreadsFireInPositionOrder) {
   }
 }
 
+TEST_P(Wal, WriteBuffersLeftUnusedBetweenTwoReleasesAreFreed) {
+  test_dir dir;
+  auto options = small_options(dir.path("wal"));
+  options.iodepth = 8;
+  auto o = open_wal(options);
+  ASSERT_TRUE(o.log);
+  wal& w = **o.log;
+  // A burst of appends from several threads: several writes in flight, each with a buffer.
+  callback_counter counter;
+  std::vector<std::thread> appenders;
+  appenders.reserve(4);
+  for (int t = 0; t < 4; ++t) {
+    appenders.emplace_back([&, t] {
+      for (int i = 0; i < 300; ++i) {
+        w.append(base::stream_id(t), off(i), payload_for(t, i, 20000),
+                 [&](tl::expected<wal_position, wal_error> r) {
+                   if (r) w.trim(*r);
+                   counter.add();
+                 });
+      }
+    });
+  }
+  for (auto& a : appenders) a.join();
+  ASSERT_TRUE(counter.wait_for(1200));
+  // The buffers were in use since the last call (there was none): kept.
+  (void)w.release_idle_buffers();
+  // Untouched since: freed, whole buffers of max_write_bytes.
+  const size_t freed = w.release_idle_buffers();
+  EXPECT_GT(freed, 0u);
+  EXPECT_EQ(freed % options.max_write_bytes, 0u);
+  EXPECT_EQ(w.release_idle_buffers(), 0u) << "nothing left to free";
+  // Appends go on, with new buffers.
+  auto r = append_and_wait(w, 9, 0, payload_for(9, 0, 100));
+  EXPECT_TRUE(r.has_value());
+  w.close();
+}
+
 TEST_P(Wal, AppendsQueuedDuringAWriteAreCoalescedIntoOneWrite) {
   test_dir dir;
   auto options = small_options(dir.path("wal"));
