@@ -242,8 +242,21 @@ bool is_tls13_suite(std::string_view s) {
          s == "TLS_AES_128_CCM_8_SHA256";
 }
 
+// The TLSv1.3 suites when ssl.cipher.suites is empty: OpenSSL's, AES-128-GCM first (a quarter
+// less CPU per byte than AES-256-GCM with AES-NI, on both ends of the connection).
+constexpr const char* kDefaultTls13Suites =
+    "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+
 tl::expected<void, std::string> use_ciphers(const tls_options& o, SSL_CTX* ctx) {
-  if (o.cipher_suites.empty()) return {};
+  if (o.cipher_suites.empty()) {
+    // The server's order decides, except that a client listing ChaCha20-Poly1305 first (one
+    // without AES instructions) gets it.
+    SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_PRIORITIZE_CHACHA);
+    if (SSL_CTX_set_ciphersuites(ctx, kDefaultTls13Suites) != 1) {
+      return tl::unexpected("TLSv1.3 cipher suites: " + openssl_error());
+    }
+    return {};
+  }
   std::string tls12;
   std::string tls13;
   for (const auto& s : o.cipher_suites) {

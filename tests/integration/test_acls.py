@@ -28,6 +28,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+import franz
 from conftest import KAFKA_REF, SiltBroker, free_port, selected_brokers, start_silt
 from test_record_validation import batch, records
 from util import (Reader, array, compact_string, connect, consume_all, i8, i16, i32, i64,
@@ -1604,3 +1605,19 @@ def test_describe_topic_partitions_needs_topic_describe(acl_broker, acls, sessio
     # All topics: the refused ones are left out.
     names = [t[1] for t in describe_topic_partitions(sessions("alice"), [])]
     assert seen in names and hidden not in names
+
+
+def test_franz_go_kadm_creates_describes_and_deletes_acls(acl_broker):
+    """kadm's CreateACLs, DescribeACLs (a MATCH filter finds the LITERAL and the PREFIXED ACL)
+    and DeleteACLs, as admin; alice, without ALTER on the cluster, is refused."""
+    topic = unique("kadm")
+    sasl = {"mechanism": "PLAIN", "user": "admin", "password": ADMIN_PASSWORD}
+    rc, lines, err = franz.franz(bootstrap(acl_broker), "acls", topic, "User:carol", **sasl)
+    assert rc == 0, err
+    assert lines == [{"created": 3, "deleted": 3, "after": 0, "described": [
+        f"User:carol * {topic} LITERAL READ ALLOW",
+        f"User:carol * {topic} LITERAL WRITE ALLOW",
+        f"User:carol * {topic} PREFIXED DELETE DENY"]}]
+    rc, _, err = franz.franz(bootstrap(acl_broker), "acls", topic, "User:carol",
+                             mechanism="PLAIN", user="alice", password=PASSWORDS["alice"])
+    assert rc == 1 and "CLUSTER_AUTHORIZATION_FAILED" in err, err

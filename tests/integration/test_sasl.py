@@ -19,6 +19,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from conftest import KAFKA_REF, SiltBroker, free_port, selected_brokers, start_silt
+import franz
 from test_tls import certs  # noqa: F401 (the certificates fixture)
 from util import (Reader, array, api_versions_request, closed_by_peer, connect, consume_all,
                   i16, i32, produce_all, read_response, request, string)
@@ -479,3 +480,23 @@ def test_raw_oauthbearer_failure_sends_the_error_then_refuses(sasl_broker, signi
     error, _, _, lifetime = raw_authenticate(s, f"n,,\x01auth=Bearer {good}\x01\x01".encode())
     assert error == 0 and 50_000 < lifetime <= 60_000, lifetime
 
+
+
+def test_franz_go_over_sasl_ssl_with_plain_and_over_oauthbearer(sasl_broker, certs, signing,
+                                                                topic_name):
+    franz.round_trip(bootstrap(sasl_broker, "SASLTLS"), topic_name, ca=certs / "ca.pem",
+                     mechanism="PLAIN", user="alice", password=ALICE_PASSWORD)
+    jwt, _ = token(signing)
+    franz.round_trip(bootstrap(sasl_broker, "OAUTH"), topic_name + "-o",
+                     mechanism="OAUTHBEARER", token=jwt)
+
+
+def test_franz_go_is_refused_a_wrong_password_and_an_expired_token(sasl_broker, certs, signing):
+    rc, _, err = franz.franz(bootstrap(sasl_broker, "SASLTLS"), "list", ca=certs / "ca.pem",
+                             mechanism="PLAIN", user="alice", password="not-" + ALICE_PASSWORD)
+    assert rc == 1 and "SASL_AUTHENTICATION_FAILED" in err, err
+    expired, _ = token(signing, lifetime=-60)
+    rc, _, err = franz.franz(bootstrap(sasl_broker, "OAUTH"), "list", mechanism="OAUTHBEARER",
+                             token=expired)
+    assert rc == 1 and "SASL_AUTHENTICATION_FAILED" in err, err
+    still_serves(certs, sasl_broker)

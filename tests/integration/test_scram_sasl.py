@@ -23,6 +23,7 @@ import confluent_kafka
 import pytest
 from confluent_kafka import KafkaError
 
+import franz
 from conftest import KAFKA_REF, SiltBroker, free_port, selected_brokers, start_silt
 from test_sasl import (SASL_AUTHENTICATION_FAILED, errors_of, raw_authenticate, raw_handshake,
                        round_trip)
@@ -230,6 +231,17 @@ def test_java_client_authenticates_with_scram(scram_broker, tmp_path):
     bad = topics(BOB, "bob-wrong", "SCRAM-SHA-512")
     assert bad.returncode != 0
     assert INVALID.format("SCRAM-SHA-512") in bad.stderr, bad.stderr
+
+
+def test_franz_go_with_scram(scram_broker, topic_name):
+    scram = bootstrap(scram_broker, "SCRAM")
+    franz.round_trip(scram, topic_name, mechanism="SCRAM-SHA-256", user="alice",
+                     password="alice-secret")
+    franz.round_trip(scram, topic_name + "-b", mechanism="SCRAM-SHA-512", user=BOB,
+                     password="bob-secret")
+    rc, _, err = franz.franz(scram, "list", mechanism="SCRAM-SHA-512", user=BOB,
+                             password="bob-wrong")
+    assert rc == 1 and "SASL_AUTHENTICATION_FAILED" in err, err
 
 
 def test_wrong_passwords_unknown_users_and_mechanisms_are_refused_alike(scram_broker):

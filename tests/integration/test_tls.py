@@ -18,6 +18,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from conftest import KAFKA_REF, SiltBroker, free_port, selected_brokers, start_silt
+import franz
 from util import api_versions_request, consume_all, produce_all, recv_exact
 
 STORE_PASSWORD = "store-Secret-1"  # never to appear in a log line
@@ -317,6 +318,28 @@ def test_each_listener_advertises_its_own_endpoint(tls_broker, certs):
 
 # Silt only: what only Silt shows (its log), and what Kafka does otherwise (it reloads
 # certificates through IncrementalAlterConfigs, not by watching the files).
+
+def test_franz_go_over_ssl_and_mtls(tls_broker, certs, topic_name):
+    ssl = f"127.0.0.1:{tls_broker.ports['SSL']}"
+    franz.round_trip(ssl, topic_name, ca=certs / "ca.pem")
+    mtls = f"127.0.0.1:{tls_broker.ports['MTLS']}"
+    franz.round_trip(mtls, topic_name + "-m", ca=certs / "ca.pem", cert=certs / "client.pem",
+                     key=certs / "client.key")
+
+
+def test_franz_go_refuses_an_unknown_authority_and_mtls_refuses_it(tls_broker, certs):
+    """franz-go trusting another CA fails on the broker's certificate; on the mTLS listener,
+    without a certificate or with one of an unknown CA, the broker refuses it; the broker
+    keeps serving."""
+    rc, _, err = franz.franz(f"127.0.0.1:{tls_broker.ports['SSL']}", "list",
+                             ca=certs / "rogue-ca.pem")
+    assert rc == 1 and "certificate signed by unknown authority" in err, err
+    mtls = f"127.0.0.1:{tls_broker.ports['MTLS']}"
+    for client in ({}, {"cert": certs / "rogue-client.pem", "key": certs / "rogue-client.key"}):
+        rc, _, err = franz.franz(mtls, "list", ca=certs / "ca.pem", **client)
+        assert rc == 1, err
+    still_serves(certs, tls_broker)
+
 
 @pytest.fixture
 def silt_only():

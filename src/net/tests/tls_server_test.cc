@@ -135,6 +135,7 @@ class TlsServerTest : public ::testing::Test {
     t.truststore_type = "PEM";
     t.truststore_certificates = ca_->cert_pem();
     t.client_auth = client_auth;
+    t.cipher_suites = cipher_suites_;
     auto ctx = make_tls_context(t);
     ASSERT_TRUE(ctx) << ctx.error();
     listener_options l;
@@ -169,10 +170,11 @@ class TlsServerTest : public ::testing::Test {
       if (fd >= 0) ::close(fd);
     }
   };
-  std::unique_ptr<client> connect_tls(bool with_cert) {
+  std::unique_ptr<client> connect_tls(bool with_cert, const char* tls13_suites = nullptr) {
     auto c = std::make_unique<client>();
     c->fd = testing::connect_to(port_);
     c->ctx = SSL_CTX_new(TLS_client_method());
+    if (tls13_suites != nullptr) SSL_CTX_set_ciphersuites(c->ctx, tls13_suites);
     X509_STORE_add_cert(SSL_CTX_get_cert_store(c->ctx), ca_->x509);
     SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, nullptr);
     if (with_cert) {
@@ -202,6 +204,7 @@ class TlsServerTest : public ::testing::Test {
   }
 
   std::unique_ptr<cert> ca_, server_cert_, client_cert_;
+  std::vector<std::string> cipher_suites_;
   asio::io_context io_;
   identity_handler handler_;
   std::unique_ptr<server> server_;
@@ -216,6 +219,26 @@ TEST_F(TlsServerTest, AnswersOverTlsAsAnonymousWithoutClientCertificate) {
   EXPECT_EQ(round_trip(*c, 7), 7);
   EXPECT_EQ(handler_.seen(), "User:ANONYMOUS SECURE SSL");
   EXPECT_EQ(server_->stats().tls_handshakes, 1u);
+}
+
+// Without ssl.cipher.suites the broker's order decides (AES-128-GCM first), but a client
+// listing ChaCha20-Poly1305 first gets it; with ssl.cipher.suites the client's order does.
+TEST_F(TlsServerTest, CipherSuiteOrder) {
+  start("none");
+  const auto suite = [this](const char* client_suites) {
+    auto c = connect_tls(false, client_suites);
+    return c ? std::string(SSL_CIPHER_get_name(SSL_get_current_cipher(c->ssl))) : "failed";
+  };
+  EXPECT_EQ(suite("TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256"), "TLS_AES_128_GCM_SHA256");
+  EXPECT_EQ(suite("TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256"),
+            "TLS_CHACHA20_POLY1305_SHA256");
+  EXPECT_EQ(suite("TLS_AES_256_GCM_SHA384"), "TLS_AES_256_GCM_SHA384");
+  TearDown();
+  cipher_suites_ = {"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384"};
+  io_.restart();
+  start("none");
+  EXPECT_EQ(suite("TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256"), "TLS_AES_256_GCM_SHA384");
+  EXPECT_EQ(suite("TLS_CHACHA20_POLY1305_SHA256"), "failed");
 }
 
 // Requests sent together arrive in records that end mid-frame; every one is answered, in

@@ -28,6 +28,7 @@ func main() {
 		"alter":    {Args: 3, Run: alter},
 		"delete":   {Args: 1, Run: deleteTopic},
 		"list":     {Args: 0, Run: list},
+		"acls":     {Args: 2, Run: acls},
 	})
 }
 
@@ -41,6 +42,11 @@ var codecOpts = map[string]kgo.CompressionCodec{
 
 func client(bootstrap string, opts ...kgo.Opt) (*kgo.Client, error) {
 	base := []kgo.Opt{kgo.SeedBrokers(bootstrap), kgo.ClientID("silt-compat-franz")}
+	sec, err := securityOpts(compat.Security)
+	if err != nil {
+		return nil, err
+	}
+	base = append(base, sec...)
 	if compat.Debug {
 		base = append(base, kgo.WithLogger(kgo.BasicLogger(compat.DebugOut(), kgo.LogLevelDebug, nil)))
 	}

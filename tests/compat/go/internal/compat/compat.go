@@ -99,6 +99,17 @@ type Command struct {
 	Run  func(bootstrap string, args []string) (any, error)
 }
 
+// SecurityOptions are the optional security options of a driver's command line: TLS when CA
+// is set (with a client certificate when Cert and Key are), SASL when Mechanism is. Password
+// comes from COMPAT_SASL_PASSWORD, an OAUTHBEARER token from COMPAT_SASL_TOKEN.
+type SecurityOptions struct {
+	CA, Cert, Key                    string
+	Mechanism, User, Password, Token string
+}
+
+// Security holds the options given to this run of the driver.
+var Security SecurityOptions
+
 // Debug is true when COMPAT_DEBUG is set: the drivers then log their client to stderr.
 var Debug = os.Getenv("COMPAT_DEBUG") != ""
 
@@ -123,9 +134,18 @@ func Main(commands map[string]Command) {
 	fs := flag.NewFlagSet(os.Args[0], flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
 	bootstrap := fs.String("bootstrap", "", "HOST:PORT of a broker")
+	fs.StringVar(&Security.CA, "tls-ca", "", "PEM file of the CAs to trust: connect over TLS")
+	fs.StringVar(&Security.Cert, "tls-cert", "", "PEM file of the client certificate (mTLS)")
+	fs.StringVar(&Security.Key, "tls-key", "", "PEM file of the client certificate's key")
+	fs.StringVar(&Security.Mechanism, "sasl-mechanism", "",
+		"PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER: authenticate with SASL")
+	fs.StringVar(&Security.User, "sasl-user", "", "SASL user name")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		fail(2, err.Error())
 	}
+	// A password or token is read from the environment, not the command line.
+	Security.Password = os.Getenv("COMPAT_SASL_PASSWORD")
+	Security.Token = os.Getenv("COMPAT_SASL_TOKEN")
 	args := fs.Args()
 	if *bootstrap == "" || len(args) == 0 {
 		fail(2, "usage: "+os.Args[0]+" --bootstrap HOST:PORT COMMAND ARGS...")
