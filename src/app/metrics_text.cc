@@ -127,6 +127,21 @@ void storage_metrics(prometheus_writer& w, node& broker) {
            static_cast<double>(s.uploaded_bytes));
   w.single("silt_compactions_total", kind::counter, "Compactions committed.",
            static_cast<double>(s.compactions));
+  const auto cleaner = store.cleaner_stats();
+  w.single("silt_log_cleaner_passes_total", kind::counter,
+           "Compacted streams cleaned (passes of the log cleaner that rewrote a stream).",
+           static_cast<double>(cleaner.passes));
+  w.single("silt_log_cleaner_read_bytes_total", kind::counter,
+           "Bytes of objects the log cleaner read.", static_cast<double>(cleaner.bytes_read));
+  w.single("silt_log_cleaner_written_bytes_total", kind::counter,
+           "Bytes of cleaned objects the log cleaner wrote.",
+           static_cast<double>(cleaner.bytes_written));
+  w.single("silt_log_cleaner_removed_records_total", kind::counter,
+           "Records the log cleaner removed (older values of their key, expired tombstones).",
+           static_cast<double>(cleaner.records_removed));
+  w.single("silt_log_cleaner_failures_total", kind::counter,
+           "Passes of the log cleaner that failed (retried after log.cleaner.backoff.ms).",
+           static_cast<double>(cleaner.failures));
   w.single("silt_log_cache_bytes", kind::gauge, "Bytes in the log cache (recent data).",
            static_cast<double>(s.log_cache_bytes));
   w.family("silt_log_cache_reads_total", kind::counter,

@@ -211,6 +211,12 @@ tl::expected<std::unique_ptr<node>, std::string> node::open(const config::broker
   so.sweep_grace = std::chrono::milliseconds(config.object_sweep_grace_ms);
   so.retention_ms = config.log_retention_ms;
   so.retention_bytes = config.log_retention_bytes;
+  so.cleaner.enabled = config.log_cleaner_enable;
+  so.cleaner.threads = static_cast<uint32_t>(config.log_cleaner_threads);
+  so.cleaner.dedupe_buffer_bytes = static_cast<size_t>(config.log_cleaner_dedupe_buffer_size);
+  so.cleaner.load_factor = config.log_cleaner_io_buffer_load_factor;
+  so.cleaner.io_max_bytes_per_second = config.log_cleaner_io_max_bytes_per_second;
+  so.cleaner.backoff = std::chrono::milliseconds(config.log_cleaner_backoff_ms);
   // NOLINTNEXTLINE(concurrency-mt-unsafe): read once at open, nothing sets the environment
   if (const char* faults = std::getenv("SILT_TEST_WAL_FAULTS"); faults != nullptr) {
     auto parsed = parse_wal_faults(faults);

@@ -4,8 +4,10 @@
 #include "config/config.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <climits>
 #include <cstdio>
 #include <filesystem>
@@ -132,6 +134,45 @@ setting integer(std::string name, T broker_config::*field, int64_t lo, int64_t h
     return {};
   };
   s.get = [field](const broker_config& c) { return std::to_string(c.*field); };
+  return s;
+}
+
+// A double as Java's Double.toString writes it for the values settings take: "0.5", "1.0",
+// and Double.MAX_VALUE as "1.7976931348623157E308".
+std::string java_double(double d) {
+  std::array<char, 64> buf{};
+  const auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), d);
+  std::string out(buf.data(), ec == std::errc() ? end : buf.data());
+  if (const auto e = out.find('e'); e != std::string::npos) {
+    std::string mantissa = out.substr(0, e);
+    std::string exponent = out.substr(e + 1);
+    if (!exponent.empty() && exponent.front() == '+') exponent.erase(0, 1);
+    if (mantissa.find('.') == std::string::npos) mantissa += ".0";
+    return mantissa + "E" + exponent;
+  }
+  if (out.find('.') == std::string::npos) out += ".0";
+  return out;
+}
+
+// A number (Java's double) from lo to hi.
+setting real(std::string name, double broker_config::*field, double lo, double hi,
+             std::string doc_default, std::string doc, const std::string& valid) {
+  setting s;
+  s.name = std::move(name);
+  s.type = config_type::double_;
+  s.doc_default = std::move(doc_default);
+  s.doc = std::move(doc);
+  s.valid = valid;
+  s.set = [field, lo, hi, valid](broker_config& c,
+                                 std::string_view v) -> tl::expected<void, std::string> {
+    const auto d = detail::parse_double(v);
+    if (!d || !(*d >= lo && *d <= hi)) return tl::unexpected("expected " + valid);
+    c.*field = *d;
+    return {};
+  };
+  s.get = [field](const broker_config& c) {
+    return std::optional<std::string>(java_double(c.*field));
+  };
   return s;
 }
 
@@ -597,7 +638,9 @@ std::vector<ssl_setting> make_ssl_settings() {
                        "IANA (Java) names them (`TLS_AES_128_GCM_SHA256`, "
                        "`ECDHE-RSA-AES128-GCM-SHA256` or `TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`)"
                        "; TLSv1.3 suites apply to TLSv1.3, the others to TLSv1.2. Empty: "
-                       "OpenSSL's defaults." +
+                       "OpenSSL's defaults, in the broker's order (TLSv1.3: "
+                       "`TLS_AES_128_GCM_SHA256` first, as it costs both ends the least CPU; "
+                       "ChaCha20-Poly1305 for a client that lists it first)." +
                            per_listener,
                        "comma-separated cipher suite names",
                        [](const std::string&) -> tl::expected<void, std::string> { return {}; }));
@@ -1114,6 +1157,33 @@ std::vector<setting> make_settings() {
                       "exist (if the request allows it)."));
   t.push_back(boolean("delete.topic.enable", &bc::delete_topic_enable,
                       "Allow DeleteTopics; when false it fails with TOPIC_DELETION_DISABLED."));
+  // Log compaction
+  t.push_back(boolean("log.cleaner.enable", &bc::log_cleaner_enable,
+                      "Run the log cleaner, which compacts topics whose `cleanup.policy` has "
+                      "`compact`. When false, such topics keep every record."));
+  t.push_back(integer("log.cleaner.threads", &bc::log_cleaner_threads, 1, 64,
+                      "Threads of the log cleaner: streams cleaned at once."));
+  t.push_back(integer("log.cleaner.dedupe.buffer.size", &bc::log_cleaner_dedupe_buffer_size,
+                      1 << 20, kMax,
+                      "Memory of the cleaner's key maps, shared by its threads: 24 bytes a key. "
+                      "A pass whose keys do not fit cleans what they cover; the next goes on."));
+  t.push_back(real("log.cleaner.io.buffer.load.factor", &bc::log_cleaner_io_buffer_load_factor, 0.1,
+                   0.95, "0.9", "How full the key map may get.", "a number from 0.1 to 0.95"));
+  t.push_back(real("log.cleaner.io.max.bytes.per.second", &bc::log_cleaner_io_max_bytes_per_second,
+                   1, 1.7976931348623157e308, "1.7976931348623157E308",
+                   "Bytes a second the cleaner reads and writes, all threads together.",
+                   "a number of at least 1"));
+  t.push_back(integer("log.cleaner.backoff.ms", &bc::log_cleaner_backoff_ms, 0, kMax,
+                      "How long the cleaner sleeps when no stream needs cleaning."));
+  t.push_back(real("log.cleaner.min.cleanable.ratio", &bc::log_cleaner_min_cleanable_ratio, 0, 1,
+                   "0.5", "Default of the topic config `min.cleanable.dirty.ratio`.",
+                   "a number from 0 to 1"));
+  t.push_back(integer("log.cleaner.min.compaction.lag.ms", &bc::log_cleaner_min_compaction_lag_ms,
+                      0, kMax, "Default of the topic config `min.compaction.lag.ms`."));
+  t.push_back(integer("log.cleaner.max.compaction.lag.ms", &bc::log_cleaner_max_compaction_lag_ms,
+                      1, kMax, "Default of the topic config `max.compaction.lag.ms`."));
+  t.push_back(integer("log.cleaner.delete.retention.ms", &bc::log_cleaner_delete_retention_ms, 0,
+                      kMax, "Default of the topic config `delete.retention.ms`."));
   t.push_back(integer("log.retention.ms", &bc::log_retention_ms, -1, kMax,
                       "How long data is kept, in milliseconds; -1: forever. Topic config "
                       "`retention.ms` overrides it. Takes precedence over "

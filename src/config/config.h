@@ -196,7 +196,18 @@ struct broker_config {
   bool delete_topic_enable = true;         // delete.topic.enable
   int64_t log_retention_ms = 604800000;    // log.retention.ms
   int64_t log_retention_bytes = -1;        // log.retention.bytes
-  int32_t message_max_bytes = 1048588;     // message.max.bytes
+  // Log compaction (storage::log_cleaner)
+  bool log_cleaner_enable = true;                      // log.cleaner.enable
+  int32_t log_cleaner_threads = 1;                     // log.cleaner.threads
+  int64_t log_cleaner_dedupe_buffer_size = 134217728;  // log.cleaner.dedupe.buffer.size
+  double log_cleaner_io_buffer_load_factor = 0.9;      // log.cleaner.io.buffer.load.factor
+  double log_cleaner_io_max_bytes_per_second = 1.7976931348623157e308;
+  int64_t log_cleaner_backoff_ms = 15000;                 // log.cleaner.backoff.ms
+  double log_cleaner_min_cleanable_ratio = 0.5;           // log.cleaner.min.cleanable.ratio
+  int64_t log_cleaner_min_compaction_lag_ms = 0;          // log.cleaner.min.compaction.lag.ms
+  int64_t log_cleaner_max_compaction_lag_ms = INT64_MAX;  // log.cleaner.max.compaction.lag.ms
+  int64_t log_cleaner_delete_retention_ms = 86400000;     // log.cleaner.delete.retention.ms
+  int32_t message_max_bytes = 1048588;                    // message.max.bytes
   timestamp_type log_message_timestamp_type = timestamp_type::create_time;
   // log.message.timestamp.type
   int64_t log_message_timestamp_before_max_ms = INT64_MAX;  // log.message.timestamp.before.max.ms

@@ -61,8 +61,10 @@ const std::vector<topic_setting>& topic_settings() {
        0,
        {"compact", "delete"},
        effect::honoured,
-       "`delete`: data past `retention.ms` or `retention.bytes` is deleted. `compact` is refused "
-       "(no log compaction yet). An empty list keeps data forever."},
+       "`delete`: data past `retention.ms` or `retention.bytes` is deleted. `compact`: the log "
+       "cleaner keeps the latest record of each key (records without a key are refused). Both "
+       "(`compact,delete`): compacted, and old data deleted too. An empty list keeps data "
+       "forever."},
       {"compression.gzip.level",
        ct::int_,
        "-1",
@@ -111,7 +113,7 @@ const std::vector<topic_setting>& topic_settings() {
        0,
        LLONG_MAX,
        {},
-       effect::none,
+       effect::honoured,
        "How long tombstones are kept in compacted topics."},
       {"file.delete.delay.ms",
        ct::long_,
@@ -203,7 +205,7 @@ const std::vector<topic_setting>& topic_settings() {
        1,
        LLONG_MAX,
        {},
-       effect::none,
+       effect::honoured,
        "Longest time a record stays uncompacted."},
       {"max.message.bytes",
        ct::int_,
@@ -253,7 +255,7 @@ const std::vector<topic_setting>& topic_settings() {
        0,
        1,
        {},
-       effect::none,
+       effect::honoured,
        "Share of uncompacted log that triggers compaction."},
       {"min.compaction.lag.ms",
        ct::long_,
@@ -263,7 +265,7 @@ const std::vector<topic_setting>& topic_settings() {
        0,
        LLONG_MAX,
        {},
-       effect::none,
+       effect::honoured,
        "Shortest time a record stays uncompacted. At most `max.compaction.lag.ms`."},
       {"min.insync.replicas",
        ct::int_,
@@ -510,12 +512,6 @@ tl::expected<void, config_error> validate_topic_configs(
       return tl::unexpected(config_error{kInvalidConfig, std::move(message)});
     }
   }
-  if (const auto it = overrides.find("cleanup.policy");
-      it != overrides.end() && has_item(it->second, "compact")) {
-    return tl::unexpected(
-        config_error{kInvalidConfig, "cleanup.policy=" + std::string(trim(it->second)) +
-                                         " is not supported: Silt has no log compaction yet"});
-  }
   if (const auto it = overrides.find("remote.storage.enable");
       it != overrides.end() && detail::parse_bool(trim(it->second)).value_or(false)) {
     return tl::unexpected(config_error{
@@ -566,6 +562,21 @@ topic_config effective_topic_config(const broker_config& broker,
   if (const auto it = overrides.find("message.timestamp.type"); it != overrides.end()) {
     t.message_timestamp_type = trim(it->second) == "LogAppendTime" ? timestamp_type::log_append_time
                                                                    : timestamp_type::create_time;
+  }
+  t.delete_retention_ms = broker.log_cleaner_delete_retention_ms;
+  t.min_compaction_lag_ms = broker.log_cleaner_min_compaction_lag_ms;
+  t.max_compaction_lag_ms = broker.log_cleaner_max_compaction_lag_ms;
+  t.min_cleanable_dirty_ratio = broker.log_cleaner_min_cleanable_ratio;
+  if (const auto v = get_int("delete.retention.ms")) t.delete_retention_ms = *v;
+  if (const auto v = get_int("min.compaction.lag.ms")) t.min_compaction_lag_ms = *v;
+  if (const auto v = get_int("max.compaction.lag.ms")) t.max_compaction_lag_ms = *v;
+  if (const auto it = overrides.find("min.cleanable.dirty.ratio"); it != overrides.end()) {
+    if (const auto d = detail::parse_double(trim(it->second))) {
+      t.min_cleanable_dirty_ratio = *d;
+    }
+  }
+  if (const auto it = overrides.find("cleanup.policy"); it != overrides.end()) {
+    t.compact = has_item(it->second, "compact");
   }
   // Without the delete policy nothing is deleted (as in Kafka, where retention applies only to
   // topics whose cleanup.policy includes delete).
@@ -635,7 +646,7 @@ std::string topic_docs_table() {
     }
     std::string supported;
     if (s.name == "cleanup.policy") {
-      supported = "yes: `delete` (and empty); `compact` is refused";
+      supported = "yes";
     } else if (s.name == "remote.storage.enable") {
       supported = "only `false`";
     } else {

@@ -27,11 +27,17 @@ struct topic_config {
   // segment_bytes written within segment_ms (storage::stream_store_options::segment_ms).
   int64_t segment_ms = 604800000;
   int64_t segment_bytes = 1073741824;
+  // Log compaction: cleanup.policy has `compact` (storage::log_cleaner).
+  bool compact = false;
+  int64_t delete_retention_ms = 86400000;
+  int64_t min_compaction_lag_ms = 0;
+  int64_t max_compaction_lag_ms = INT64_MAX;
+  double min_cleanable_dirty_ratio = 0.5;
 };
 
 // Why a topic config was refused, with the Kafka error code to return. Always INVALID_CONFIG
-// (40) so far, also for values that are valid Kafka but not supported (cleanup.policy=compact
-// before log compaction exists, remote.storage.enable=true): that is what a Kafka broker returns
+// (40) so far, also for values that are valid Kafka but not supported
+// (remote.storage.enable=true): that is what a Kafka broker returns
 // for a feature it lacks (tiered storage turned off), while POLICY_VIOLATION (44) means a
 // create-topic or alter-config policy said no.
 struct config_error {
@@ -40,7 +46,7 @@ struct config_error {
 };
 
 // Checks overrides (name -> value) of one topic: unknown names, unparsable or out-of-range
-// values, unsupported values (cleanup.policy=compact) are errors, with Kafka's messages
+// values, unsupported values (remote.storage.enable=true) are errors, with Kafka's messages
 // ("Unknown topic config name: foo", "Invalid value abc for configuration retention.ms: Not a
 // number of type LONG"). Names Kafka knows but that have no effect here (segment.bytes, ...) are
 // accepted and stored. Values are trimmed and booleans read in any case, as Kafka does.

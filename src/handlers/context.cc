@@ -71,6 +71,9 @@ topic_entry_ptr context::refresh(const metadata::topic_ptr& info) {
   for (base::stream_id s : info->streams) {
     store.set_retention(s, e->cfg.retention_ms, e->cfg.retention_bytes);
     store.set_active_segment(s, e->cfg.segment_ms, e->cfg.segment_bytes);
+    store.set_compaction(s,
+                         {e->cfg.compact, e->cfg.delete_retention_ms, e->cfg.min_compaction_lag_ms,
+                          e->cfg.max_compaction_lag_ms, e->cfg.min_cleanable_dirty_ratio});
   }
   base::lock_guard lock(mu_);
   auto& slot = by_name_[info->name];

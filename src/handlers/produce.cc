@@ -143,11 +143,16 @@ bool timestamp_out_of_range(const config::topic_config& cfg, int64_t timestamp, 
          static_cast<uint64_t>(std::max<int64_t>(cfg.message_timestamp_before_max_ms, 0));
 }
 
+// Kafka's message for a record without a key produced to a compacted topic, before the topic
+// partition.
+constexpr const char* kNoKeyMessage =
+    "Compacted topic cannot accept message without key in topic partition ";
+
 // Walks the records of one batch (decompressing them into `scratch` if need be), checking what
 // LogValidator checks of each record a client produces. Returns none or the partition's error.
 error_code validate_records(const config::topic_config& cfg, const protocol::record_batch& b,
                             int64_t now, std::vector<uint8_t>& scratch, size_t& decompress_left,
-                            std::string& message) {
+                            std::string& message, int32_t& no_key_record) {
   const auto& h = b.header;
   if (h.codec() != protocol::compression_codec::none && decompress_left == 0) {
     message = "the request's compressed records decompress to more than its limit in all";
@@ -187,6 +192,12 @@ error_code validate_records(const config::topic_config& cfg, const protocol::rec
     // Consumers take base_offset + offset_delta as a record's offset and the client's batch
     // is stored as it is, so the deltas must be 0, 1, ... (Kafka stores an uncompressed batch
     // with other deltas as sent, and rebuilds a compressed one).
+    if (cfg.compact && !r.key) {
+      // LogValidator.validateKey (the caller adds the partition and the record's index).
+      message = kNoKeyMessage;
+      no_key_record = i;
+      return error_code::invalid_record;
+    }
     if (r.offset_delta != i) {
       message = record_message(
           i, "offset delta " + std::to_string(r.offset_delta) + ", expected " + std::to_string(i));
@@ -215,7 +226,7 @@ error_code validate_records(const config::topic_config& cfg, const protocol::rec
 // epoch; max timestamp and CRC for LogAppendTime). Returns none or the partition's error.
 error_code validate(const config::topic_config& cfg, std::span<uint8_t> records, int64_t now,
                     std::vector<uint8_t>& scratch, size_t& decompress_left, checked& c,
-                    std::string& message) {
+                    std::string& message, int32_t& no_key_record) {
   if (records.empty()) return error_code::invalid_record;
   protocol::batch_reader reader(records);
   int batches = 0;
@@ -258,7 +269,7 @@ error_code validate(const config::topic_config& cfg, std::span<uint8_t> records,
       c.first = h;
     }
     const error_code records_error =
-        validate_records(cfg, b, now, scratch, decompress_left, message);
+        validate_records(cfg, b, now, scratch, decompress_left, message, no_key_record);
     if (records_error != error_code::none) return records_error;
     auto* p = const_cast<uint8_t*>(b.bytes.data());
     const std::span<uint8_t> mutable_batch(p, b.bytes.size());
@@ -569,9 +580,14 @@ asio::awaitable<protocol::produce_response> handle_produce(context& ctx, net::re
           c.records = std::span<uint8_t>(const_cast<uint8_t*>(bytes.data()), bytes.size());
         }
         std::string message;
-        const error_code e =
-            validate(topic->cfg, c.records, now, scratch, decompress_left, c, message);
+        int32_t no_key_record = -1;
+        const error_code e = validate(topic->cfg, c.records, now, scratch, decompress_left, c,
+                                      message, no_key_record);
         if (e != error_code::none) {
+          if (no_key_record >= 0) {
+            message += t.name + "-" + std::to_string(pd.index) + ".";
+            out.record_errors.push_back({no_key_record, std::nullopt});
+          }
           set_error(out, e, std::move(message));
           continue;
         }

@@ -381,6 +381,24 @@ tl::expected<std::vector<located_range>, catalog_error> stream_catalog::ranges(
   return find(stream_id, base::offset(INT64_MIN), SIZE_MAX >> 1);
 }
 
+tl::expected<std::vector<located_range>, catalog_error> stream_catalog::ranges_with_age(
+    base::stream_id stream_id) {
+  base::lock_guard lock(mu_);
+  auto r = c_->query(
+      "SELECT r.stream_id, r.start_offset, r.end_offset, r.max_timestamp, r.size, "
+      "r.object_id, o.key, o.created_ms FROM ranges r JOIN objects o ON o.object_id = "
+      "r.object_id WHERE r.stream_id = ? ORDER BY r.start_offset",
+      i64(stream_id));
+  if (!r) return fail(catalog_error::io);
+  std::vector<located_range> out;
+  out.reserve(r->rows.size());
+  for (const row& s : r->rows) {
+    out.push_back(located(s));
+    out.back().range.written_ms = s.integer(7);
+  }
+  return out;
+}
+
 tl::expected<std::vector<stream_range>, catalog_error> stream_catalog::all_ranges() {
   base::lock_guard lock(mu_);
   auto r = c_->query(

@@ -156,6 +156,9 @@ class stream_catalog {
   // Every range of a stream, in offset order.
   [[nodiscard]] tl::expected<std::vector<located_range>, catalog_error> ranges(
       base::stream_id stream_id);
+  // ranges() with each range's written_ms (log compaction reads its ages).
+  [[nodiscard]] tl::expected<std::vector<located_range>, catalog_error> ranges_with_age(
+      base::stream_id stream_id);
   // Every range of every stream, by stream and offset, with written_ms (retention reads them
   // in one go).
   [[nodiscard]] tl::expected<std::vector<stream_range>, catalog_error> all_ranges();

@@ -418,4 +418,63 @@ std::vector<uint8_t> record_batch_builder::build() const {
   return out;
 }
 
+namespace detail {
+
+filtered_batch rebuild_batch(const record_batch& batch, std::span<const record_view> kept,
+                             std::optional<int64_t> delete_horizon) {
+  const record_batch_header& h = batch.header;
+  const int64_t base_timestamp = delete_horizon.value_or(h.base_timestamp);
+  writer records;
+  for (const record_view& r : kept) {
+    // The record's timestamp stays what it was (deltas wrap, as Java's long arithmetic).
+    const auto timestamp_delta = static_cast<int64_t>(static_cast<uint64_t>(h.base_timestamp) +
+                                                      static_cast<uint64_t>(r.timestamp_delta) -
+                                                      static_cast<uint64_t>(base_timestamp));
+    const size_t body = 1 + wire_size::varlong(timestamp_delta) +
+                        wire_size::varint(r.offset_delta) + nullable_bytes_size(r.key) +
+                        nullable_bytes_size(r.value) + wire_size::varint(r.header_count) +
+                        r.headers.size();
+    records.varint(static_cast<int32_t>(body));
+    records.int8(r.attributes);
+    records.varlong(timestamp_delta);
+    records.varint(r.offset_delta);
+    write_nullable_bytes(records, r.key);
+    write_nullable_bytes(records, r.value);
+    records.varint(r.header_count);
+    records.raw(r.headers);  // headers as they were encoded
+  }
+  std::span<const uint8_t> payload = records.buffer();
+  std::vector<uint8_t> compressed;
+  if (h.codec() != compression_codec::none && !kept.empty()) {
+    compressed = compress(h.codec(), payload);
+    payload = compressed;
+  }
+  // An empty batch is a header only, uncompressed, as Kafka writes one (writeEmptyHeader).
+  auto attributes = static_cast<int16_t>(
+      kept.empty() ? h.attributes & ~record_batch_header::codec_mask : h.attributes);
+  if (delete_horizon) {
+    attributes = static_cast<int16_t>(attributes | record_batch_header::delete_horizon_flag);
+  }
+  writer w(record_batch_header_size + payload.size());
+  w.int64(h.base_offset);
+  w.int32(min_batch_length + static_cast<int32_t>(payload.size()));
+  w.int32(h.partition_leader_epoch);
+  w.int8(record_batch_magic);
+  w.uint32(0);  // the CRC, filled in below
+  w.int16(attributes);
+  w.int32(h.last_offset_delta);
+  w.int64(base_timestamp);
+  w.int64(h.max_timestamp);
+  w.int64(h.producer_id);
+  w.int16(h.producer_epoch);
+  w.int32(h.base_sequence);
+  w.int32(static_cast<int32_t>(kept.size()));
+  w.raw(payload);
+  filtered_batch out{w.take(), static_cast<int32_t>(kept.size())};
+  update_crc(out.bytes);
+  return out;
+}
+
+}  // namespace detail
+
 }  // namespace silt::protocol

@@ -236,6 +236,29 @@ void set_partition_leader_epoch(std::span<uint8_t> batch, int32_t epoch);
 // broker sets log append time). `batch` must be exactly one whole batch.
 void update_crc(std::span<uint8_t> batch);
 
+// What filter_batch() keeps of a batch, as Kafka's log cleaner rebuilds one
+// (MemoryRecords.filterTo): the records `keep` selects, in their order, with their offsets and
+// timestamps; the batch's base offset, last offset delta (so that the batch still ends where it
+// ended, for the producer's sequence), leader epoch, producer id, epoch, base sequence, max
+// timestamp and attributes, compressed again with its codec. With a delete horizon the batch
+// gets the delete horizon flag and base_timestamp = the horizon (KIP-534), the records'
+// timestamp deltas being taken from it. `kept` is the number of records kept (0: the batch is
+// a header only, marked uncompressed).
+struct filtered_batch {
+  std::vector<uint8_t> bytes;
+  int32_t kept = 0;
+};
+
+// `keep(offset, record)` is called once per record, in order; then `horizon(kept_tombstone)`
+// (kept_tombstone: whether a kept record has a null value) gives the delete horizon to set, or
+// nullopt to leave base_timestamp and the flag as they are. Fails as records_section() and
+// record_walker do on a batch whose records do not decode.
+template <typename Keep, typename Horizon>
+[[nodiscard]] tl::expected<filtered_batch, batch_error> filter_batch(const record_batch& batch,
+                                                                     Keep&& keep, Horizon&& horizon,
+                                                                     std::vector<uint8_t>& scratch,
+                                                                     size_t max_decompressed_bytes);
+
 // Builds a v2 batch: records are encoded as they are added, with offset deltas 0, 1, ... and
 // timestamps relative to the first record's; build() compresses them and fills in the
 // lengths, counts and CRC. Defaults are those of a non-idempotent producer: no producer id,
@@ -307,5 +330,35 @@ class record_batch_builder {
   int32_t last_offset_delta_ = -1;
   writer records_;  // encoded, uncompressed
 };
+
+namespace detail {
+// The rebuild of filter_batch() once the kept records are known (their views into `section`).
+[[nodiscard]] filtered_batch rebuild_batch(const record_batch& batch,
+                                           std::span<const record_view> kept,
+                                           std::optional<int64_t> delete_horizon);
+}  // namespace detail
+
+template <typename Keep, typename Horizon>
+tl::expected<filtered_batch, batch_error> filter_batch(const record_batch& batch, Keep&& keep,
+                                                       Horizon&& horizon,
+                                                       std::vector<uint8_t>& scratch,
+                                                       size_t max_decompressed_bytes) {
+  auto section = records_section(batch, scratch, max_decompressed_bytes);
+  if (!section) return tl::make_unexpected(section.error());
+  std::vector<record_view> kept;
+  bool kept_tombstone = false;
+  record_walker walker(*section, batch.header.records_count);
+  for (;;) {
+    auto next = walker.next();
+    if (!next) return tl::make_unexpected(next.error().error);
+    if (!*next) break;
+    const record_view& r = **next;
+    if (keep(batch.header.base_offset + r.offset_delta, r)) {
+      kept.push_back(r);
+      kept_tombstone = kept_tombstone || !r.value;
+    }
+  }
+  return detail::rebuild_batch(batch, kept, horizon(kept_tombstone));
+}
 
 }  // namespace silt::protocol

@@ -240,6 +240,22 @@ void log_cache::evict() {
   }
 }
 
+size_t log_cache::release_below(base::stream_id stream_id, base::offset end) {
+  const stream_ref ref = find(stream_id);
+  if (!ref) return 0;
+  auto& st = *ref;
+  base::lock_guard lock(st.mu);
+  size_t released = 0;
+  // The eviction queue may still hold them: evict() skips entries no longer cached.
+  while (!st.cache.empty() && st.cache.front()->end_offset <= end &&
+         st.cache.front()->uploaded.load(std::memory_order_acquire)) {
+    released += st.cache.front()->data.size();
+    st.cache.pop_front();
+  }
+  bytes_.fetch_sub(released, std::memory_order_relaxed);
+  return released;
+}
+
 std::optional<tl::expected<read_result, stream_error>> log_cache::read(base::stream_id stream_id,
                                                                        base::offset offset,
                                                                        size_t max_bytes) {

@@ -129,6 +129,9 @@ class log_cache {
   void uploaded(const std::vector<std::shared_ptr<entry>>& entries);
   // Evicts the oldest uploaded entries until the cache fits its capacity.
   void evict();
+  // Lets go of a stream's uploaded entries that end at or below `end` (the log cleaner rewrote
+  // their objects: reads below `end` must come from those). Returns the bytes let go.
+  size_t release_below(base::stream_id stream_id, base::offset end);
 
   // After a write the catalog refused as fenced: marks the stream fenced (and says so once)
   // unless this store holds it at the catalog's owner and epoch now (it took the stream itself

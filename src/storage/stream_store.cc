@@ -30,7 +30,18 @@ stream_store::stream_store(const stream_store_options& options, object_store& st
                             options.compaction_max_object_bytes, options.delete_delay,
                             options.sweep_grace, options.retention_ms, options.retention_bytes,
                             options.segment_ms, options.segment_bytes, options.node_id},
-          *catalog_, store, cache_, cold_) {}
+          *catalog_, store, cache_, cold_),
+      cleaner_(
+          [&options] {
+            log_cleaner_options c = options.cleaner;
+            c.block_size = options.object_block_size;
+            c.max_object_bytes = options.compaction_max_object_bytes;
+            c.segment_ms = options.segment_ms;
+            c.segment_bytes = options.segment_bytes;
+            c.node = options.node_id;
+            return c;
+          }(),
+          *catalog_, store, cache_) {}
 
 tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
     const stream_store_options& options, object_store& store) {
@@ -118,6 +129,7 @@ tl::expected<std::unique_ptr<stream_store>, std::string> stream_store::open(
       base::set_thread_name("silt-store-bg");
       p->background_loop();
     });
+    s->cleaner_.start();
   }
   return s;
 }
@@ -133,6 +145,7 @@ void stream_store::close() {
     stopping_ = true;
   }
   upload_wanted_.notify_all();
+  cleaner_.stop();
   if (background_.joinable()) background_.join();
   if (wal_) wal_->close();
 }
@@ -308,7 +321,10 @@ tl::expected<void, stream_error> stream_store::trim(base::stream_id stream_id,
 }
 
 void stream_store::forget(const std::vector<base::stream_id>& stream_ids) {
-  for (const base::stream_id id : stream_ids) (void)cache_.drop(id);
+  for (const base::stream_id id : stream_ids) {
+    cleaner_.forget(id);
+    (void)cache_.drop(id);
+  }
 }
 
 tl::expected<void, stream_error> stream_store::drop(

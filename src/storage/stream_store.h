@@ -69,6 +69,7 @@
 #include "storage/cold_reader.h"
 #include "storage/compactor.h"
 #include "storage/log_cache.h"
+#include "storage/log_cleaner.h"
 #include "storage/object/object_store.h"
 #include "storage/stream_types.h"
 #include "storage/uploader.h"
@@ -116,6 +117,10 @@ struct stream_store_options {
   // cold_reader.h; 0 of either: no read-ahead).
   uint32_t read_ahead_blocks = 4;
   uint32_t read_ahead_threads = 4;
+  // Log compaction of the streams set_compaction() marks (log_cleaner.h); its threads run only
+  // with `background`. block_size, max_object_bytes, segment bounds and node are taken from
+  // the options above.
+  log_cleaner_options cleaner;
   bool background = true;    // run the background thread (tests drive run_*_once() instead)
   base::node_id node_id{1};  // the owner take() names
 };
@@ -289,6 +294,17 @@ class stream_store {
   // stream_store_options::segment_ms.
   void set_active_segment(base::stream_id stream_id, int64_t segment_ms, int64_t segment_bytes);
 
+  // A stream's log compaction (its topic's cleanup.policy and compaction settings).
+  void set_compaction(base::stream_id stream_id, const compaction_settings& settings) {
+    cleaner_.set(stream_id, settings);
+  }
+  // One pass of the log cleaner over this node's compacted streams (force: whatever their dirty
+  // ratio), on the calling thread (tests).
+  [[nodiscard]] tl::expected<void, std::string> run_cleaner_once(bool force = false) {
+    return cleaner_.clean_once(force);
+  }
+  [[nodiscard]] log_cleaner_stats cleaner_stats() const { return cleaner_.stats(); }
+
   // One round of each background task.
   [[nodiscard]] tl::expected<void, std::string> run_upload_once();
   [[nodiscard]] tl::expected<void, std::string> run_compaction_once();
@@ -339,6 +355,7 @@ class stream_store {
   cold_reader cold_;
   uploader uploader_;
   compactor compactor_;
+  log_cleaner cleaner_;
   // Ownership: take() and refresh_owners() one at a time, so that a refresh never mistakes
   // this node's own take for a handover.
   base::mutex owners_mu_;

@@ -164,23 +164,6 @@ def test_delete_records(broker, topic_name):
     assert d[0]["offset"] == 10
 
 
-def test_compaction_refused_on_silt(silt, topic_name):
-    """Silt does not compact: cleanup.policy=compact is refused with INVALID_CONFIG and a
-    message that says why (Kafka accepts it; a documented difference)."""
-    a = admin(silt.bootstrap)
-    for policy in ("compact", "compact,delete"):
-        errs = create(a, NewTopic(topic_name, 1, 1, config={"cleanup.policy": policy}))
-        err = errs[topic_name]
-        assert code(err) == INVALID_CONFIG, err
-        assert "compact" in err.str().lower(), err.str()
-        assert topic_name not in topic_names(silt.bootstrap)
-    create_topic(silt.bootstrap, topic_name, config={"cleanup.policy": "delete"})
-    r = ConfigResource("topic", topic_name, set_config={"cleanup.policy": "compact"})
-    err = wait_futures(a.alter_configs([r]))[r]
-    assert code(err) == INVALID_CONFIG, err
-    assert "compact" in err.str().lower(), err.str()
-
-
 def test_create_many(broker, topic_name):
     """Several topics created in one request all appear in one listing."""
     a = admin(broker.bootstrap)

@@ -694,7 +694,8 @@ TEST(KafkaServerProperties, IgnoredSettingsMustHaveAValueOfTheirKafkaType) {
   EXPECT_EQ(error_of({{"log.preallocate", "yes"}}),
             "invalid value 'yes' for log.preallocate: expected true or false");
   EXPECT_EQ(error_of({{"log.cleaner.min.cleanable.ratio", "half"}}),
-            "invalid value 'half' for log.cleaner.min.cleanable.ratio: expected a number");
+            "invalid value 'half' for log.cleaner.min.cleanable.ratio: expected a number from 0 "
+            "to 1");
   EXPECT_EQ(error_of({{"process.roles", "controller"}}),
             "invalid value 'controller' for process.roles: expected a list of broker and "
             "controller that includes broker");
@@ -889,14 +890,28 @@ TEST(TopicConfig, BadValuesAreInvalidConfigInKafkasWords) {
             "conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)");
 }
 
-TEST(TopicConfig, CompactIsRefused) {
+TEST(TopicConfig, CompactIsAcceptedAndTurnsTheCleanerOn) {
+  const auto broker = props(
+      {{"log.cleaner.delete.retention.ms", "5000"}, {"log.cleaner.min.cleanable.ratio", "0.25"}});
   for (const auto* policy : {"compact", "compact,delete", "delete, compact"}) {
-    const auto r = validate_topic_configs({{"cleanup.policy", policy}});
-    ASSERT_FALSE(r) << policy;
-    EXPECT_EQ(r.error().error_code, 40);
-    EXPECT_NE(r.error().message.find("is not supported: Silt has no log compaction yet"),
-              std::string::npos);
+    EXPECT_TRUE(validate_topic_configs({{"cleanup.policy", policy}})) << policy;
+    const auto t = effective_topic_config(broker, {{"cleanup.policy", policy}});
+    EXPECT_TRUE(t.compact) << policy;
+    EXPECT_EQ(t.retention_ms < 0, std::string_view(policy) == "compact") << policy;
+    EXPECT_EQ(t.delete_retention_ms, 5000);
+    EXPECT_EQ(t.min_cleanable_dirty_ratio, 0.25);
   }
+  EXPECT_FALSE(effective_topic_config(broker, {{"cleanup.policy", "delete"}}).compact);
+  const auto t = effective_topic_config(broker, {{"cleanup.policy", "compact"},
+                                                 {"min.cleanable.dirty.ratio", "0.75"},
+                                                 {"min.compaction.lag.ms", "100"},
+                                                 {"max.compaction.lag.ms", "2000"},
+                                                 {"delete.retention.ms", "7"}});
+  EXPECT_EQ(t.min_cleanable_dirty_ratio, 0.75);
+  EXPECT_EQ(t.min_compaction_lag_ms, 100);
+  EXPECT_EQ(t.max_compaction_lag_ms, 2000);
+  EXPECT_EQ(t.delete_retention_ms, 7);
+  EXPECT_FALSE(validate_topic_configs({{"cleanup.policy", "compress"}}));
   EXPECT_FALSE(validate_topic_configs({{"remote.storage.enable", "true"}}));
   EXPECT_TRUE(validate_topic_configs({{"remote.storage.enable", "false"}}));
 }

@@ -227,6 +227,82 @@ TEST_P(RecordBatchCodec, RecordsWithHeadersAndNullsRoundTrip) {
   EXPECT_EQ(text(*recs[4].value), big);
 }
 
+// The log cleaner's rebuild: the records kept keep their offsets, timestamps, keys, values and
+// headers; the header keeps its offsets, producer, leader epoch and codec; a delete horizon
+// becomes the base timestamp with the flag set; the CRC is valid.
+TEST_P(RecordBatchCodec, FilteredBatchKeepsOffsetsAndTimestamps) {
+  const record_header headers[] = {{as_bytes("h"), as_bytes("x")}};
+  record_batch_builder b;
+  b.codec(GetParam()).producer(7, 1, 42).partition_leader_epoch(3).base_offset(100);
+  b.add(1000, as_bytes("a"), as_bytes("1"), headers);
+  b.add(1005, as_bytes("b"), as_bytes("2"));
+  b.add(990, as_bytes("c"), std::nullopt);
+  b.add(2000, as_bytes("d"), as_bytes("4"));
+  const std::vector<uint8_t> bytes = b.build();
+  auto batch = read_one(bytes);
+  ASSERT_TRUE(batch && *batch);
+  std::vector<uint8_t> scratch;
+  std::vector<int64_t> seen;
+  bool told_tombstone = false;
+  auto filtered = filter_batch(
+      **batch,
+      [&](int64_t offset, const record_view&) {
+        seen.push_back(offset);
+        return offset == 100 || offset == 102;
+      },
+      [&](bool kept_tombstone) -> std::optional<int64_t> {
+        told_tombstone = kept_tombstone;
+        return 5000;
+      },
+      scratch, size_t{1} << 20);
+  ASSERT_TRUE(filtered);
+  EXPECT_EQ(seen, (std::vector<int64_t>{100, 101, 102, 103}));
+  EXPECT_TRUE(told_tombstone);
+  EXPECT_EQ(filtered->kept, 2);
+  auto rebuilt = read_one(filtered->bytes);  // checks the CRC
+  ASSERT_TRUE(rebuilt.has_value()) << batch_error_name(rebuilt.error());
+  ASSERT_TRUE(rebuilt->has_value());
+  const auto& h = (*rebuilt)->header;
+  EXPECT_EQ(h.base_offset, 100);
+  EXPECT_EQ(h.last_offset_delta, 3);
+  EXPECT_EQ(h.records_count, 2);
+  EXPECT_EQ(h.codec(), GetParam());
+  EXPECT_EQ(h.producer_id, 7);
+  EXPECT_EQ(h.producer_epoch, 1);
+  EXPECT_EQ(h.base_sequence, 42);
+  EXPECT_EQ(h.partition_leader_epoch, 3);
+  EXPECT_EQ(h.max_timestamp, 2000);
+  EXPECT_TRUE(h.has_delete_horizon());
+  EXPECT_EQ(h.base_timestamp, 5000);
+  auto decoded = decode_records(**rebuilt);
+  ASSERT_TRUE(decoded);
+  ASSERT_EQ(decoded->size(), 2u);
+  const auto& recs = decoded->records();
+  EXPECT_EQ(recs[0].offset_delta, 0);
+  EXPECT_EQ(h.base_timestamp + recs[0].timestamp_delta, 1000);
+  EXPECT_EQ(text(*recs[0].key), "a");
+  EXPECT_EQ(text(*recs[0].value), "1");
+  ASSERT_EQ(recs[0].headers.size(), 1u);
+  EXPECT_EQ(text(recs[0].headers[0].key), "h");
+  EXPECT_EQ(recs[1].offset_delta, 2);
+  EXPECT_EQ(h.base_timestamp + recs[1].timestamp_delta, 990);
+  EXPECT_FALSE(recs[1].value);
+  // Nothing kept: a header only, still ending at the batch's last offset.
+  auto none = filter_batch(
+      **batch, [](int64_t, const record_view&) { return false; },
+      [](bool) -> std::optional<int64_t> { return std::nullopt; }, scratch, size_t{1} << 20);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->kept, 0);
+  EXPECT_EQ(none->bytes.size(), record_batch_header_size);
+  auto empty = read_one(none->bytes);
+  ASSERT_TRUE(empty && *empty);
+  EXPECT_EQ((*empty)->header.last_offset(), 103);
+  EXPECT_EQ((*empty)->header.base_timestamp, 1000);
+  EXPECT_FALSE((*empty)->header.has_delete_horizon());
+  EXPECT_EQ((*empty)->header.codec(), compression_codec::none);
+  EXPECT_TRUE(decode_records(**empty));
+}
+
 TEST_P(RecordBatchCodec, DecodedRecordsStayValidWhenMoved) {
   const std::vector<uint8_t> bytes = sample_batch(GetParam());
   auto batch = read_one(bytes);

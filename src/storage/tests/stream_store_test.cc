@@ -20,6 +20,7 @@
 #include "storage/cluster_marker.h"
 #include "storage/object/faulty_store.h"
 #include "storage/object/s3_store.h"
+#include "storage/offset_map.h"
 
 namespace silt::storage {
 namespace {
@@ -324,6 +325,145 @@ TEST_F(StreamStore, RecoveryReplaysTheWalAboveWhatObjectsHold) {
   // Uploading again after recovery continues the streams in the catalog.
   ASSERT_TRUE(s->run_upload_once());
   EXPECT_EQ(read_all(*s, sid(1), off(140)), expected(1, 140, 151));
+}
+
+// A batch of records with keys `k<key>` from offset `first` on: one per entry of `keys`, value
+// `v<round>-<key>`, or null (a tombstone) for a negative key.
+std::vector<uint8_t> keyed_batch(
+    int round, const std::vector<int>& keys,
+    protocol::compression_codec codec = protocol::compression_codec::none) {
+  protocol::record_batch_builder b;
+  b.codec(codec);
+  for (const int k : keys) {
+    const std::string key = "k" + std::to_string(std::abs(k));
+    const std::string value = "v" + std::to_string(round) + "-" + std::to_string(k);
+    const auto as_bytes = [](const std::string& str) {
+      return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(str.data()), str.size());
+    };
+    b.add(1700000000000 + round, as_bytes(key),
+          k < 0 ? std::nullopt : std::optional<std::span<const uint8_t>>(as_bytes(value)));
+  }
+  return b.build();
+}
+
+// Every record of a stream from offset 0 as "offset:key=value" ("offset:key" for a tombstone),
+// checking that each read starts at or before the offset asked and moves forward.
+std::vector<std::string> keyed_records(stream_store& s, base::stream_id stream) {
+  std::vector<std::string> out;
+  for (base::offset offset = off(0);;) {
+    auto r = s.read(stream, offset, 1 << 20);
+    EXPECT_TRUE(r.has_value());
+    if (!r || r->chunks.empty()) break;
+    const auto bytes = r->concatenate();
+    protocol::batch_reader batches(bytes);
+    for (;;) {
+      auto next = batches.next();
+      EXPECT_TRUE(next.has_value());
+      if (!next || !next->has_value()) break;
+      const auto& b = **next;
+      auto records = protocol::decode_records(b);
+      EXPECT_TRUE(records.has_value());
+      if (!records) break;
+      for (const auto& rec : records->records()) {
+        const int64_t o = b.header.base_offset + rec.offset_delta;
+        if (o < offset.value()) continue;
+        std::string line = std::to_string(o) + ":" + std::string(rec.key->begin(), rec.key->end());
+        if (rec.value) line += "=" + std::string(rec.value->begin(), rec.value->end());
+        out.push_back(line);
+      }
+    }
+    EXPECT_GT(r->next_offset, offset);
+    offset = r->next_offset;
+  }
+  return out;
+}
+
+// The log cleaner keeps the latest record of each key at its offset; a tombstone stays until
+// its delete horizon (set by the pass that first kept it) has passed; a compressed batch stays
+// compressed; reads from any offset, gaps included, go on to the end.
+TEST_F(StreamStore, LogCleanerKeepsTheLatestRecordOfEachKey) {
+  auto o = options();
+  o.segment_ms = 0;  // no active segment: all the data in objects may be cleaned; the log
+  // cache keeps what was appended, which the cleaner lets go
+  auto s = open(o);
+  ASSERT_TRUE(s->take({sid(1)}));  // the cleaner cleans the streams its node owns
+  s->set_compaction(sid(1), {true, /*delete_retention_ms=*/200, 0, INT64_MAX, 0.5});
+  for (int round = 0; round < 4; ++round) {
+    append(*s, sid(1), keyed_batch(round, {0, 1, 2, 3, 4}, protocol::compression_codec::lz4));
+    ASSERT_TRUE(s->run_upload_once());
+  }
+  append(*s, sid(1), keyed_batch(4, {1, -3}));  // offsets 20, 21
+  ASSERT_TRUE(s->run_upload_once());
+  ASSERT_TRUE(s->run_cleaner_once());
+  EXPECT_EQ(s->cleaner_stats().passes, 1u);
+  EXPECT_EQ(s->cleaner_stats().records_removed, 17u);
+  const std::vector<std::string> after_first = {"15:k0=v3-0", "17:k2=v3-2", "19:k4=v3-4",
+                                                "20:k1=v4-1", "21:k3"};
+  EXPECT_EQ(keyed_records(*s, sid(1)), after_first);
+  // Nothing dirty, and the horizon not reached: no pass.
+  ASSERT_TRUE(s->run_cleaner_once());
+  EXPECT_EQ(s->cleaner_stats().passes, 1u);
+  // Reads from inside a gap find the next record.
+  auto r = s->read(sid(1), off(3), 1 << 20);
+  ASSERT_TRUE(r);
+  ASSERT_FALSE(r->chunks.empty());
+  EXPECT_GT(r->next_offset, off(3));
+  // Past the horizon the tombstone goes; the offsets of the rest stay.
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  ASSERT_TRUE(s->run_cleaner_once());
+  EXPECT_EQ(s->cleaner_stats().passes, 2u);
+  EXPECT_EQ(keyed_records(*s, sid(1)),
+            (std::vector<std::string>{"15:k0=v3-0", "17:k2=v3-2", "19:k4=v3-4", "20:k1=v4-1"}));
+  EXPECT_EQ(s->offsets(sid(1)).end_offset, off(22));
+  // The replaced objects go after the deletion delay; what remains reads the same.
+  ASSERT_TRUE(s->run_deletions_once());
+  EXPECT_EQ(keyed_records(*s, sid(1)),
+            (std::vector<std::string>{"15:k0=v3-0", "17:k2=v3-2", "19:k4=v3-4", "20:k1=v4-1"}));
+  // Appends go on at the end.
+  EXPECT_EQ(append(*s, sid(1), keyed_batch(5, {0})), off(22));
+}
+
+// Keys that do not fit the key map are cleaned over several passes; the active segment and
+// data younger than min.compaction.lag.ms are never cleaned; a stream not compacted is left
+// alone.
+TEST_F(StreamStore, LogCleanerWorksInPassesAndLeavesTheHeadAlone) {
+  auto o = options();
+  o.log_cache_bytes = 0;
+  o.segment_ms = 0;
+  o.cleaner.dedupe_buffer_bytes = 16 * offset_map::slot_bytes;  // 14 keys a pass
+  auto s = open(o);
+  ASSERT_TRUE(s->take({sid(1), sid(2)}));
+  s->set_compaction(sid(1), {true, 86400000, 0, INT64_MAX, 0.5});
+  std::vector<int> keys(20);
+  for (int i = 0; i < 20; ++i) keys[static_cast<size_t>(i)] = i;
+  for (int round = 0; round < 3; ++round) {
+    for (int part = 0; part < 4; ++part) {  // 5 keys a batch: the map fills at a batch's start
+      append(*s, sid(1),
+             keyed_batch(round,
+                         std::vector<int>(keys.begin() + part * 5, keys.begin() + part * 5 + 5)));
+    }
+    ASSERT_TRUE(s->run_upload_once());
+  }
+  append(*s, sid(2), keyed_batch(0, {1, 1, 1}));
+  ASSERT_TRUE(s->run_upload_once());
+  for (int pass = 0; pass < 10 && s->cleaner_stats().records_removed < 40; ++pass) {
+    ASSERT_TRUE(s->run_cleaner_once(true));
+  }
+  EXPECT_GE(s->cleaner_stats().passes, 3u);
+  std::vector<std::string> latest;
+  for (int k = 0; k < 20; ++k) {
+    latest.push_back(std::to_string(40 + k) + ":k" + std::to_string(k) + "=v2-" +
+                     std::to_string(k));
+  }
+  EXPECT_EQ(keyed_records(*s, sid(1)), latest);
+  EXPECT_EQ(keyed_records(*s, sid(2)).size(), 3u);  // not compacted
+  // A min.compaction.lag.ms longer than the data's age: nothing more is cleaned.
+  s->set_compaction(sid(1), {true, 86400000, 3'000'000'000'000'000, INT64_MAX, 0.5});
+  append(*s, sid(1), keyed_batch(3, {0, 1}));
+  ASSERT_TRUE(s->run_upload_once());
+  const auto removed = s->cleaner_stats().records_removed;
+  ASSERT_TRUE(s->run_cleaner_once(true));
+  EXPECT_EQ(s->cleaner_stats().records_removed, removed);
 }
 
 // Small streams are merged into one stream-set object, never one object each; a stream with
