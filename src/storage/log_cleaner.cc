@@ -427,14 +427,13 @@ tl::expected<bool, std::string> log_cleaner::clean(base::stream_id stream_id, bo
           auto filtered = protocol::filter_batch(
               b,
               [&](int64_t offset, const protocol::record_view& rec) {
-                bool keep = true;
-                if (!rec.key) {
-                  keep = false;  // no key: nothing to compact it by (Kafka's cleaner drops it too)
-                } else if (const auto latest = map.get(*rec.key); latest && offset < *latest) {
-                  keep = false;
-                } else if (!rec.value && h.has_delete_horizon() && now >= h.base_timestamp) {
-                  keep = false;  // a tombstone past its delete horizon
-                }
+                // A record without a key has nothing to be compacted by: Kafka's cleaner drops
+                // it too. A tombstone goes once its batch's delete horizon has passed.
+                const auto latest = rec.key ? map.get(*rec.key) : std::nullopt;
+                const bool superseded = latest && offset < *latest;
+                const bool expired =
+                    !rec.value && h.has_delete_horizon() && now >= h.base_timestamp;
+                const bool keep = rec.key && !superseded && !expired;
                 dropped += keep ? 0 : 1;
                 return keep;
               },
