@@ -386,8 +386,8 @@ TEST_F(StreamStore, LogCleanerKeepsTheLatestRecordOfEachKey) {
   o.segment_ms = 0;  // no active segment: all the data in objects may be cleaned; the log
   // cache keeps what was appended, which the cleaner lets go
   auto s = open(o);
-  ASSERT_TRUE(s->take({sid(1)}));  // the cleaner cleans the streams its node owns
-  s->set_compaction(sid(1), {true, /*delete_retention_ms=*/200, 0, INT64_MAX, 0.5});
+  ASSERT_TRUE(s->take({sid(1), sid(2)}));  // the cleaner cleans the streams its node owns
+  s->set_compaction(sid(1), {true, /*delete_retention_ms=*/3'600'000, 0, INT64_MAX, 0.5});
   for (int round = 0; round < 4; ++round) {
     append(*s, sid(1), keyed_batch(round, {0, 1, 2, 3, 4}, protocol::compression_codec::lz4));
     ASSERT_TRUE(s->run_upload_once());
@@ -400,7 +400,7 @@ TEST_F(StreamStore, LogCleanerKeepsTheLatestRecordOfEachKey) {
   const std::vector<std::string> after_first = {"15:k0=v3-0", "17:k2=v3-2", "19:k4=v3-4",
                                                 "20:k1=v4-1", "21:k3"};
   EXPECT_EQ(keyed_records(*s, sid(1)), after_first);
-  // Nothing dirty, and the horizon not reached: no pass.
+  // Nothing dirty, and the tombstone's horizon an hour away: no pass.
   ASSERT_TRUE(s->run_cleaner_once());
   EXPECT_EQ(s->cleaner_stats().passes, 1u);
   // Reads from inside a gap find the next record.
@@ -408,17 +408,23 @@ TEST_F(StreamStore, LogCleanerKeepsTheLatestRecordOfEachKey) {
   ASSERT_TRUE(r);
   ASSERT_FALSE(r->chunks.empty());
   EXPECT_GT(r->next_offset, off(3));
-  // Past the horizon the tombstone goes; the offsets of the rest stay.
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  // With delete.retention.ms 0 a tombstone's horizon is the pass that kept it: the next pass
+  // removes it, nothing else dirty; the offsets of the rest stay.
+  s->set_compaction(sid(2), {true, 0, 0, INT64_MAX, 0.5});
+  append(*s, sid(2), keyed_batch(0, {1, 2}));
+  append(*s, sid(2), keyed_batch(1, {1, -2}));
+  ASSERT_TRUE(s->run_upload_once());
   ASSERT_TRUE(s->run_cleaner_once());
   EXPECT_EQ(s->cleaner_stats().passes, 2u);
-  EXPECT_EQ(keyed_records(*s, sid(1)),
-            (std::vector<std::string>{"15:k0=v3-0", "17:k2=v3-2", "19:k4=v3-4", "20:k1=v4-1"}));
-  EXPECT_EQ(s->offsets(sid(1)).end_offset, off(22));
+  EXPECT_EQ(keyed_records(*s, sid(2)), (std::vector<std::string>{"2:k1=v1-1", "3:k2"}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(s->run_cleaner_once());
+  EXPECT_EQ(s->cleaner_stats().passes, 3u);
+  EXPECT_EQ(keyed_records(*s, sid(2)), (std::vector<std::string>{"2:k1=v1-1"}));
+  EXPECT_EQ(s->offsets(sid(2)).end_offset, off(4));
   // The replaced objects go after the deletion delay; what remains reads the same.
   ASSERT_TRUE(s->run_deletions_once());
-  EXPECT_EQ(keyed_records(*s, sid(1)),
-            (std::vector<std::string>{"15:k0=v3-0", "17:k2=v3-2", "19:k4=v3-4", "20:k1=v4-1"}));
+  EXPECT_EQ(keyed_records(*s, sid(1)), after_first);
   // Appends go on at the end.
   EXPECT_EQ(append(*s, sid(1), keyed_batch(5, {0})), off(22));
 }
