@@ -153,6 +153,11 @@ void log_cleaner::loop() {
   }
 }
 
+bool log_cleaner::stopping() {
+  base::lock_guard lock(mu_);
+  return stopping_;
+}
+
 void log_cleaner::pace(uint64_t bytes) {
   const double rate = options_.io_max_bytes_per_second;
   if (!(rate > 0) || rate >= 1e300) return;
@@ -191,6 +196,7 @@ tl::expected<void, std::string> log_cleaner::clean_once(bool force) {
       if (stopping_) break;
     }
     if (auto r = clean(id, force); !r) {
+      if (stopping()) break;  // not a failure: the pass was cut short by stop()
       failures_.fetch_add(1, std::memory_order_relaxed);
       if (first_error.empty()) {
         first_error = "stream " + std::to_string(id.value()) + ": " + r.error();
@@ -302,6 +308,7 @@ tl::expected<bool, std::string> log_cleaner::clean(base::stream_id stream_id, bo
   const int64_t map_start = map_end;
   bool full = false;
   for (size_t i = first_dirty; i < cleanable && !full; ++i) {
+    if (stopping()) return tl::make_unexpected("stopping");
     const auto& r = ranges[i];
     if (auto l = load(store_, r.key, object, read); !l) return tl::make_unexpected(l.error());
     auto blocks = range_blocks(object, r.range);
@@ -408,6 +415,8 @@ tl::expected<bool, std::string> log_cleaner::clean(base::stream_id stream_id, bo
   };
   for (const auto& r : ranges) {
     if (r.range.start_offset.value() >= map_end) break;
+    // (The object being built is not written yet; those committed stay in force.)
+    if (stopping()) return tl::make_unexpected("stopping");
     if (auto l = load(store_, r.key, object, read); !l) return tl::make_unexpected(l.error());
     auto blocks = range_blocks(object, r.range);
     if (!blocks) return tl::make_unexpected(blocks.error());

@@ -112,6 +112,9 @@ class log_cleaner {
  private:
   void loop();
   void pace(uint64_t bytes);
+  // Whether stop() was called: a pass in progress ends at its next range (nothing of it
+  // committed since its last object stays in force; the rest is the sweep's).
+  bool stopping();
 
   const log_cleaner_options options_;
   metadata::stream_catalog& catalog_;
