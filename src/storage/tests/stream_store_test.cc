@@ -457,6 +457,7 @@ TEST_F(StreamStore, LogCleanerWorksInPassesAndLeavesTheHeadAlone) {
   }
   EXPECT_GE(s->cleaner_stats().passes, 3u);
   std::vector<std::string> latest;
+  latest.reserve(20);
   for (int k = 0; k < 20; ++k) {
     latest.push_back(std::to_string(40 + k) + ":k" + std::to_string(k) + "=v2-" +
                      std::to_string(k));
