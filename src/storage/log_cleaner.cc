@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <memory>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -475,8 +476,10 @@ tl::expected<bool, std::string> log_cleaner::clean(base::stream_id stream_id, bo
     if (last_dropped) out.insert(out.end(), last_dropped->begin(), last_dropped->end());
     bytes_in += r.range.size;
     pace(r.range.size);
-    if (auto a = writer.add(stream_id, r.range.start_offset, r.range.end_offset,
-                            r.range.max_timestamp, out);
+    // The writer keeps a view of the range's batches (no second copy), which `kept` owns.
+    auto kept = std::make_shared<const std::vector<uint8_t>>(std::move(out));
+    if (auto a = writer.add_view(stream_id, r.range.start_offset, r.range.end_offset,
+                                 r.range.max_timestamp, *kept, kept);
         !a) {
       return tl::make_unexpected("the object writer refused the cleaned data");
     }
